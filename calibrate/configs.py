@@ -1,0 +1,88 @@
+"""Model configs for the harnesses: catalog names, config.json paths, and tiny test models.
+
+Catalog models resolve through ``roofline.model_spec.resolve_model_config_path`` when it can be
+imported (it needs pydantic), else through the catalog folder directly:
+``roofline/catalog/<name>/config.json``. The tiny configs exist for CPU runs and CI only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from roofline.errors import RooflineError
+
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "roofline" / "catalog"
+
+#: Tiny models with real architectures' shapes, for the CPU path (CI). Not published models.
+TINY_CONFIGS: dict[str, dict] = {
+    "tiny-qwen2": {
+        "model_type": "qwen2",
+        "architectures": ["Qwen2ForCausalLM"],
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 512,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "tie_word_embeddings": True,
+        "hidden_act": "silu",
+    },
+    "tiny-llama": {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 64,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "vocab_size": 384,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0,
+        "tie_word_embeddings": False,
+        "attention_bias": False,
+        "mlp_bias": False,
+        "hidden_act": "silu",
+    },
+}
+
+
+def resolve_config_path(name_or_path: str) -> Path:
+    """The config.json of a catalog name, a config.json path, or a folder holding one."""
+    try:
+        from roofline.model_spec import resolve_model_config_path
+    except ImportError:  # the pure model's resolver needs pydantic; the GPU image may lack it
+        resolve_model_config_path = None
+    if resolve_model_config_path is not None:
+        return Path(resolve_model_config_path(name_or_path))
+    key = name_or_path.strip()
+    catalog = CATALOG_DIR / key.lower() / "config.json"
+    if catalog.is_file():
+        return catalog
+    path = Path(key).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        return path / "config.json"
+    if path.is_file():
+        return path
+    known = sorted(p.name for p in CATALOG_DIR.iterdir() if (p / "config.json").is_file())
+    raise RooflineError(f"unknown model {key!r}; known: {', '.join(known + sorted(TINY_CONFIGS))}")
+
+
+def load_model_config(name_or_path: str) -> dict:
+    """The HF config dict for a tiny test model, a catalog name or a config.json path."""
+    if name_or_path in TINY_CONFIGS:
+        return dict(TINY_CONFIGS[name_or_path])
+    path = resolve_config_path(name_or_path)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RooflineError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if "model_type" not in config:
+        raise RooflineError(f"{path}: no model_type; not a Hugging Face config.json")
+    return config

@@ -1,0 +1,252 @@
+"""The `roofline` command: parse, call one library function, format. No formulas here."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import click
+
+from roofline.errors import RooflineError
+
+FORMATS = ("table", "json", "csv")
+
+
+def output_format(f):
+    """The shared --format option."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        help="table for people; json and csv carry raw base-unit numbers (s, bytes, FLOP).",
+    )(f)
+
+
+def domain_errors(f):
+    """Turn RooflineError into a one-line message and exit code 1."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except RooflineError as exc:
+            raise click.ClickException(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+def parse_batches(text: str) -> list[int]:
+    """'1,2,4' | '1-64' (every integer) | '1..1024' (powers of two) | a mix of these."""
+    out: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            if ".." in item:
+                lo, hi = (int(x) for x in item.split(".."))
+                if lo <= 0 or hi < lo:
+                    raise ValueError
+                b = lo
+                while b <= hi:
+                    out.append(b)
+                    b *= 2
+            elif "-" in item[1:]:
+                lo, hi = (int(x) for x in item.split("-"))
+                if lo <= 0 or hi < lo:
+                    raise ValueError
+                out.extend(range(lo, hi + 1))
+            else:
+                out.append(int(item))
+        except ValueError:
+            raise RooflineError(
+                f"bad batch list item {item!r}: use numbers, ranges like 1-64, or powers of two like 1..1024"
+            ) from None
+    if any(b <= 0 for b in out):
+        raise RooflineError(f"batch sizes must be at least 1, not {min(out)}")
+    return sorted(set(out))
+
+
+def scenario_options(f):
+    """Options shared by the commands that evaluate one card + model."""
+    opts = [
+        click.option("--card", required=True, help="Card id or alias (see `roofline cards`) or a profile JSON file."),
+        click.option(
+            "--model",
+            required=True,
+            help="Catalog name (see `roofline models`), HF repo id of a catalog model, config.json path or model folder.",
+        ),
+        click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request."),
+        click.option("--gen", "gen_tokens", default=128, show_default=True, type=int, help="Generated tokens per request."),
+        click.option(
+            "--calibration",
+            "calibration_path",
+            type=click.Path(dir_okay=False),
+            help="A fitted calibration JSON (default: the one shipped for --card and --engine, if any).",
+        ),
+        click.option("--no-calibration", is_flag=True, help="Predict from the card's ceilings alone (pure roofline)."),
+        click.option("--engine", default="hf-eager", show_default=True, help="Engine whose shipped calibration to use."),
+        click.option(
+            "--kv-cache",
+            type=click.Choice(["dynamic", "static"]),
+            help="dynamic: a step reads the tokens so far (HF default); static: the whole preallocated cache. "
+            "Default: the calibration's.",
+        ),
+        click.option("--weight-dtype", default="bf16", show_default=True, type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4"])),
+        click.option("--kv-dtype", default="bf16", show_default=True, type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4"])),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _calibration_arg(calibration_path, no_calibration):
+    if calibration_path and no_calibration:
+        raise RooflineError("give either --calibration or --no-calibration, not both")
+    if no_calibration:
+        return None
+    return calibration_path or "auto"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="roofline")
+def main():
+    """How LLM decoding behaves on a GPU: TTFT, TPOT, throughput and memory at every batch,
+    where decode bends, what static batching wastes, and which batch to run.
+
+    Example: roofline predict --card rtx3060 --model qwen2.5-1.5b
+    """
+
+
+@main.command()
+@scenario_options
+@click.option(
+    "--batches",
+    default="1..128",
+    show_default=True,
+    help="Batch sizes: 1,2,4 | 1-64 (every integer) | 1..1024 (powers of two).",
+)
+@click.option("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True, help="Logits kept at prefill: the last position (logits_to_keep=1) or every position.")
+@output_format
+@domain_errors
+def predict(card, model, prompt_tokens, gen_tokens, calibration_path, no_calibration, engine, kv_cache, weight_dtype, kv_dtype, batches, logits, fmt):
+    """Predict TTFT, TPOT, throughput and peak memory for every batch size.
+
+    Example: roofline predict --card rtx3060 --model qwen2.5-1.5b --prompt 128 --gen 128
+    """
+    from roofline import api
+    from roofline.views import predict_view
+
+    prediction = api.predict(
+        card, model, parse_batches(batches), prompt_tokens, gen_tokens,
+        _calibration_arg(calibration_path, no_calibration), engine, kv_cache, weight_dtype, kv_dtype, logits,
+    )
+    click.echo(predict_view(prediction, fmt))
+
+
+@main.command()
+@scenario_options
+@output_format
+@domain_errors
+def bend(card, model, prompt_tokens, gen_tokens, calibration_path, no_calibration, engine, kv_cache, weight_dtype, kv_dtype, fmt):
+    """Which batch bends: where intensity reaches the balance point, and the TPOT knee.
+
+    Example: roofline bend --card rtx3060 --model qwen2.5-1.5b
+    """
+    from roofline import api
+    from roofline.views import bend_view
+
+    result = api.bend(
+        card, model, prompt_tokens, gen_tokens, _calibration_arg(calibration_path, no_calibration),
+        engine, kv_cache, weight_dtype, kv_dtype,
+    )
+    click.echo(bend_view(result, fmt))
+
+
+@main.command()
+@output_format
+@domain_errors
+def models(fmt):
+    """List the catalog models: parameters, weight bytes, KV bytes per token.
+
+    Example: roofline models --format json
+    """
+    from roofline.views import models_view
+
+    click.echo(models_view(fmt))
+
+
+@main.command()
+@output_format
+@domain_errors
+def cards(fmt):
+    """List the card profiles: memory, bandwidth and bf16 ceilings, balance point.
+
+    Example: roofline cards
+    """
+    from roofline.views import cards_view
+
+    click.echo(cards_view(fmt))
+
+
+@main.command()
+@click.argument("measurements", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--card", required=True, help="The card the measurements were taken on.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
+@click.option("--ceilings", type=click.Path(dir_okay=False), help="Ceilings JSON measured with the runs (replaces the profile's).")
+@output_format
+@domain_errors
+def fit(measurements, card, output, ceilings, fmt):
+    """Fit a calibration (overheads, efficiencies) to measurement CSVs; no GPU needed.
+
+    Example: roofline fit hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv --card rtx3060 -o cal.json
+    """
+    from roofline.views import fit_command
+
+    click.echo(fit_command(measurements, card, output, ceilings, fmt))
+
+
+@main.command()
+@click.argument("measurements", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--calibration", "calibration_path", required=True, type=click.Path(dir_okay=False), help="A calibration JSON.")
+@click.option("--card", help="Card profile to use (default: the calibration's card).")
+@output_format
+@domain_errors
+def compare(measurements, calibration_path, card, fmt):
+    """Predicted vs measured, row by row, with the MAPE of TPOT, TTFT and peak memory.
+
+    Example: roofline compare --calibration hardware_profiles/calibrations/rtx3060-hf-eager.json hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv
+    """
+    from roofline.views import compare_command
+
+    click.echo(compare_command(measurements, calibration_path, card, fmt))
+
+
+@main.command()
+@click.option("--card", required=True, help="Card id the run is recorded under (e.g. h200).")
+@click.option("--model", "models_", multiple=True, required=True, help="Model to sweep; repeat for several.")
+@click.option("--engine", type=click.Choice(["hf-eager", "graph"]), default="hf-eager", show_default=True)
+@click.option("--batches", default="1..1024", show_default=True, help="Batch sizes, as for predict.")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int)
+@click.option("--gen", "gen_tokens", default=128, show_default=True, type=int)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for measurements, ceilings and the calibration.")
+@click.option("--device", default="cuda", show_default=True, help="cuda, or cpu (with a tiny model) to test the path.")
+@click.option("--resume", is_flag=True, help="Keep the points already in the folder's CSV and measure the rest.")
+@click.option("--no-fit", is_flag=True, help="Measure only.")
+@domain_errors
+def calibrate(card, models_, engine, batches, prompt_tokens, gen_tokens, out_dir, device, resume, no_fit):
+    """Measure real bf16 decode on this machine's GPU, then fit a calibration.
+
+    Example: roofline calibrate --card h200 --model qwen2.5-1.5b --model qwen2.5-7b --engine graph --out runs/h200
+    """
+    from roofline.views import calibrate_command
+
+    click.echo(calibrate_command(card, list(models_), engine, parse_batches(batches), prompt_tokens, gen_tokens, Path(out_dir), device, resume, no_fit))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""Data only: one JSON file per card, calibrations/ and measurements/ (see README.md here)."""

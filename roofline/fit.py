@@ -1,0 +1,272 @@
+"""Fit a Calibration to measured decode runs, and compare a calibration with measurements.
+
+Three small least-squares problems on relative residuals (pred / measured - 1), with bounds:
+- decode (TPOT): fixed and per-layer step overhead, bandwidth and compute efficiency, KV traffic
+  factor, and the two exponents that say how overhead, memory and compute time overlap;
+- prefill (TTFT): a fixed overhead and the prefill's compute efficiency (the rest shared);
+- memory (peak): the activation coefficient and a fixed workspace.
+Terms are per card + engine, not per model, so a fit on some models predicts others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from roofline.calibration import MAX_EXPONENT, Calibration
+from roofline.decode import StepModel, mean_decode
+from roofline.errors import RooflineError
+from roofline.hardware import CardProfile
+from roofline.memory import peak_memory
+from roofline.model_spec import load_model
+from roofline.prefill import prefill
+
+
+@dataclass
+class _Group:
+    """The measured points of one model, as arrays."""
+
+    model: str
+    spec: object
+    batch: np.ndarray
+    prompt: np.ndarray
+    gen: np.ndarray
+    tpot: np.ndarray
+    ttft: np.ndarray  # nan where not measured
+    peak: np.ndarray  # bytes, nan where not measured
+
+
+def _groups(rows) -> tuple[list[_Group], str, str]:
+    rows = [r for r in rows if r.ok]
+    if not rows:
+        raise RooflineError("no completed measurements to fit (every row is an OOM marker?)")
+    engines = sorted({r.engine for r in rows})
+    policies = sorted({r.kv_cache for r in rows})
+    if len(engines) > 1 or len(policies) > 1:
+        raise RooflineError(
+            f"measurements mix engines {engines} / kv caches {policies}: fit one engine at a time"
+        )
+    out = []
+    for name in sorted({r.model for r in rows}):
+        rs = [r for r in rows if r.model == name]
+        nan = float("nan")
+        out.append(
+            _Group(
+                model=name,
+                spec=load_model(name),
+                batch=np.array([r.batch for r in rs], float),
+                prompt=np.array([r.prompt_tokens for r in rs], float),
+                gen=np.array([r.gen_tokens for r in rs], float),
+                tpot=np.array([r.tpot_s for r in rs], float),
+                ttft=np.array([nan if r.ttft_s is None else r.ttft_s for r in rs], float),
+                peak=np.array([nan if r.peak_mem_bytes is None else r.peak_mem_bytes for r in rs], float),
+            )
+        )
+    return out, engines[0], policies[0]
+
+
+def _with(cal: Calibration, **terms) -> Calibration:
+    return cal.model_copy(update=terms)
+
+
+def _predict_group(card: CardProfile, cal: Calibration, g: _Group, policy: str):
+    m = StepModel(g.spec, card, cal)
+    tpot = mean_decode(m, g.batch, g.prompt, g.gen, policy)["step_s"]
+    ttft = np.array([prefill(m, b, p)["ttft_s"] for b, p in zip(g.batch, g.prompt)]).reshape(-1)
+    peak = peak_memory(m, g.batch, g.prompt, g.gen, policy)["peak_bytes"]
+    return tpot, ttft, peak
+
+
+# ---- the three sub-fits ----
+_DECODE_TERMS = (
+    # name, lower, upper, log-scaled
+    ("step_overhead_s", 0.0, 1.0, False),
+    ("layer_overhead_s", 0.0, 0.05, False),
+    ("bandwidth_efficiency", 0.05, 1.0, False),
+    ("compute_efficiency", 0.05, 1.0, False),
+    ("kv_traffic_factor", 0.5, 16.0, False),
+    ("roofline_exponent", 1.0, MAX_EXPONENT, True),
+    ("overhead_exponent", 1.0, MAX_EXPONENT, True),
+)
+
+
+def _solve(residual, names, lows, highs, logs, starts):
+    from scipy.optimize import least_squares
+
+    lo = np.array([np.log(v) if lg else v for v, lg in zip(lows, logs)])
+    hi = np.array([np.log(v) if lg else v for v, lg in zip(highs, logs)])
+
+    def unpack(x):
+        return {n: (float(np.exp(v)) if lg else float(v)) for n, v, lg in zip(names, x, logs)}
+
+    best = None
+    for start in starts:
+        x0 = np.array([np.log(start[n]) if lg else start[n] for n, lg in zip(names, logs)])
+        x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
+        res = least_squares(lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale="jac", max_nfev=4000)
+        if best is None or res.cost < best.cost:
+            best = res
+    return unpack(best.x)
+
+
+def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
+    layer_counts = {g.spec.num_hidden_layers for g in groups}
+    terms = [t for t in _DECODE_TERMS if not (t[0] == "step_overhead_s" and len(layer_counts) < 2)]
+    names = [t[0] for t in terms]
+    min_tpot = min(float(np.min(g.tpot)) for g in groups)
+    layers = np.mean([g.spec.num_hidden_layers for g in groups])
+
+    def residual(terms_):
+        cal = _with(base, **terms_)
+        out = []
+        for g in groups:
+            m = StepModel(g.spec, card, cal)
+            out.append(mean_decode(m, g.batch, g.prompt, g.gen, policy)["step_s"] / g.tpot - 1.0)
+        return np.concatenate(out)
+
+    starts = []
+    for share, p, q in ((0.5, 2.0, 2.0), (0.3, 20.0, 1.0), (0.8, 1.0, 20.0), (0.1, 4.0, 4.0)):
+        s = {
+            "step_overhead_s": 0.0,
+            "layer_overhead_s": share * min_tpot / layers,
+            "bandwidth_efficiency": 0.8,
+            "compute_efficiency": 0.6,
+            "kv_traffic_factor": 1.5,
+            "roofline_exponent": p,
+            "overhead_exponent": q,
+        }
+        if "step_overhead_s" in names:
+            s["step_overhead_s"], s["layer_overhead_s"] = share * min_tpot / 2, share * min_tpot / (2 * layers)
+        starts.append(s)
+    best = _solve(residual, names, [t[1] for t in terms], [t[2] for t in terms], [t[3] for t in terms], starts)
+    return _with(base, **best)
+
+
+def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
+    have = [g for g in groups if np.isfinite(g.ttft).any()]
+    if not have:
+        return cal
+
+    def residual(terms_):
+        c = _with(cal, **terms_)
+        out = []
+        for g in have:
+            m = StepModel(g.spec, card, c)
+            ok = np.isfinite(g.ttft)
+            pred = prefill(m, g.batch[ok], g.prompt[ok])["ttft_s"]
+            out.append(pred / g.ttft[ok] - 1.0)
+        return np.concatenate(out)
+
+    min_ttft = min(float(np.nanmin(g.ttft)) for g in have)
+    starts = [
+        {"prefill_overhead_s": 0.5 * min_ttft, "prefill_compute_efficiency": 0.7},
+        {"prefill_overhead_s": 0.05 * min_ttft, "prefill_compute_efficiency": 0.4},
+    ]
+    names = ["prefill_overhead_s", "prefill_compute_efficiency"]
+    best = _solve(residual, names, [0.0, 0.02], [10.0, 1.0], [False, False], starts)
+    return _with(cal, **best)
+
+
+def _fit_memory(card, cal: Calibration, groups, policy) -> Calibration:
+    have = [g for g in groups if np.isfinite(g.peak).any()]
+    if not have:
+        return cal
+
+    def residual(terms_):
+        c = _with(cal, **terms_)
+        out = []
+        for g in have:
+            m = StepModel(g.spec, card, c)
+            ok = np.isfinite(g.peak)
+            pred = peak_memory(m, g.batch[ok], g.prompt[ok], g.gen[ok], policy)["peak_bytes"]
+            out.append(pred / g.peak[ok] - 1.0)
+        return np.concatenate(out)
+
+    starts = [{"activation_coeff": 3.0, "workspace_bytes": 1e7}, {"activation_coeff": 1.0, "workspace_bytes": 1e8}]
+    best = _solve(residual, ["activation_coeff", "workspace_bytes"], [0.0, 0.0], [64.0, 64e9], [False, False], starts)
+    return _with(cal, **best)
+
+
+def fit_calibration(
+    rows,
+    card: CardProfile,
+    source: str = "",
+    measured_bandwidth_bytes_per_s: float | None = None,
+    measured_peak_flop_per_s: float | None = None,
+    cross_validate: bool = True,
+) -> Calibration:
+    """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample and
+    leave-one-model-out errors in ``fit_report``."""
+    groups, engine, policy = _groups(rows)
+    base = Calibration(
+        card=card.id,
+        engine=engine,
+        kv_cache=policy,
+        measured_bandwidth_bytes_per_s=measured_bandwidth_bytes_per_s,
+        measured_peak_flop_per_s=measured_peak_flop_per_s,
+        source=source,
+        fitted_on=[g.model for g in groups],
+    )
+    cal = _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, groups, policy), groups), groups, policy)
+    report = {"in_sample": _errors(card, cal, groups, policy)}
+    if cross_validate and len(groups) > 1:
+        loo = {}
+        for held in groups:
+            rest = [g for g in groups if g is not held]
+            c = _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, rest, policy), rest), rest, policy)
+            loo[held.model] = _errors(card, c, [held], policy)
+        report["leave_one_model_out"] = loo
+    return _with(cal, fit_report=report)
+
+
+def _mape(pred, meas) -> float | None:
+    ok = np.isfinite(meas)
+    if not ok.any():
+        return None
+    return float(100.0 * np.mean(np.abs(pred[ok] / meas[ok] - 1.0)))
+
+
+def _errors(card, cal, groups, policy) -> dict:
+    preds = [_predict_group(card, cal, g, policy) for g in groups]
+    cat = lambda i: np.concatenate([p[i] for p in preds])  # noqa: E731
+    return {
+        "tpot_mape_pct": _mape(cat(0), np.concatenate([g.tpot for g in groups])),
+        "ttft_mape_pct": _mape(cat(1), np.concatenate([g.ttft for g in groups])),
+        "peak_mem_mape_pct": _mape(cat(2), np.concatenate([g.peak for g in groups])),
+        "points": int(sum(len(g.batch) for g in groups)),
+    }
+
+
+def compare(calibration: Calibration, rows, card: CardProfile) -> dict:
+    """Per-row predicted vs measured, and the MAPE of each quantity (overall and per model)."""
+    groups, engine, policy = _groups(rows)
+    out_rows = []
+    per_model = {}
+    for g in groups:
+        tpot, ttft, peak = _predict_group(card, calibration, g, policy)
+        per_model[g.model] = _errors(card, calibration, [g], policy)
+        for i in range(len(g.batch)):
+            out_rows.append(
+                {
+                    "model": g.model,
+                    "batch": int(g.batch[i]),
+                    "prompt_tokens": int(g.prompt[i]),
+                    "gen_tokens": int(g.gen[i]),
+                    "tpot_measured_s": float(g.tpot[i]),
+                    "tpot_predicted_s": float(tpot[i]),
+                    "ttft_measured_s": None if np.isnan(g.ttft[i]) else float(g.ttft[i]),
+                    "ttft_predicted_s": float(ttft[i]),
+                    "peak_mem_measured_bytes": None if np.isnan(g.peak[i]) else float(g.peak[i]),
+                    "peak_mem_predicted_bytes": float(peak[i]),
+                }
+            )
+    summary = _errors(card, calibration, groups, policy)
+    return {
+        "card": card.id,
+        "engine": engine,
+        "calibration": f"{calibration.card}/{calibration.engine}",
+        **{k: v for k, v in summary.items()},
+        "per_model": per_model,
+        "rows": out_rows,
+    }

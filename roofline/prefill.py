@@ -1,0 +1,57 @@
+"""The prefill: time to first token for a static batch whose prompts are processed together.
+
+A prefill of ``batch`` prompts of ``prompt_tokens`` each runs every weight matmul on
+batch x prompt rows, causal attention over the prompt (prompt(prompt+1)/2 query-key pairs per
+sequence and head), and the LM head only for the positions whose logits are kept
+(``logits="last"``: one per sequence, as ``logits_to_keep=1``; ``"all"``: every position).
+It reads the weights once and writes the prompt's KV cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from roofline.decode import StepModel
+from roofline.errors import RooflineError
+
+
+def logit_positions(batch, prompt_tokens, logits: str):
+    if logits == "last":
+        return np.asarray(batch, dtype=float)
+    if logits == "all":
+        return np.asarray(batch, dtype=float) * np.asarray(prompt_tokens, dtype=float)
+    raise RooflineError(f"logits must be 'last' or 'all', not {logits!r}")
+
+
+def prefill_work(model: StepModel, batch, prompt_tokens, logits: str = "last"):
+    """(bytes, linear FLOPs, attention FLOPs) of the prefill."""
+    spec = model.spec
+    batch = np.asarray(batch, dtype=float)
+    prompt = np.asarray(prompt_tokens, dtype=float)
+    tokens = batch * prompt
+    linear = tokens * spec.body_linear_flop_per_token + 2.0 * spec.lm_head_params * logit_positions(
+        batch, prompt, logits
+    )
+    pairs = batch * prompt * (prompt + 1.0) / 2.0
+    attention = pairs * spec.attention_flop_per_context_token
+    bytes_ = model.weight_read_bytes + tokens * model.kv_bytes_per_token
+    return bytes_, linear, attention
+
+
+def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last"):
+    """TTFT of a static batch: the prefill's time, components and the largest term."""
+    cal = model.calibration
+    bytes_, linear, attention = prefill_work(model, batch, prompt_tokens, logits)
+    memory_s = bytes_ / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
+    compute_s = (linear + attention) / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
+    overhead_s = np.full(np.shape(memory_s), cal.prefill_overhead_s)
+    total, bound = model.combine(overhead_s, memory_s, compute_s)
+    return {
+        "ttft_s": total,
+        "overhead_s": overhead_s,
+        "memory_s": memory_s,
+        "compute_s": compute_s,
+        "bytes": bytes_,
+        "flop": linear + attention,
+        "bound_index": bound,
+    }
