@@ -248,5 +248,104 @@ def calibrate(card, models_, engine, batches, prompt_tokens, gen_tokens, out_dir
     click.echo(calibrate_command(card, list(models_), engine, parse_batches(batches), prompt_tokens, gen_tokens, Path(out_dir), device, resume, no_fit))
 
 
+
+# ---- static batching: waste, simulate, choose (roofline.batching, roofline.serving, roofline.choice) ----
+STATIC_POLICIES = ("whole-batch", "early-return")
+
+
+def card_model_options(required: bool):
+    """--card/--model and what picks the cost model, for commands that take no --gen."""
+
+    def decorate(f):
+        opts = [
+            click.option("--card", required=required, help="Card id or alias (see `roofline cards`) or a profile JSON file."),
+            click.option("--model", required=required, help="Catalog name (see `roofline models`), HF repo id, config.json path or model folder."),
+            click.option("--calibration", "calibration_path", type=click.Path(dir_okay=False), help="A fitted calibration JSON (default: the shipped one for --card and --engine, if any)."),
+            click.option("--no-calibration", is_flag=True, help="Predict from the card's ceilings alone (pure roofline)."),
+            click.option("--engine", default="hf-eager", show_default=True, help="Engine whose shipped calibration to use."),
+            click.option("--weight-dtype", default="bf16", show_default=True, type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4"])),
+            click.option("--kv-dtype", default="bf16", show_default=True, type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4"])),
+        ]
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return decorate
+
+
+@main.command()
+@click.option("--mix", help="Length classes COUNTxGEN, e.g. 8x32,8x256 (interleaved round-robin).")
+@click.option("--lengths", type=click.Path(dir_okay=False), help="Request file: CSV with a header or JSONL; prompt_tokens, gen_tokens, optional arrival_s.")
+@click.option("--batch", type=int, help="Static batch size; requests are cut into consecutive batches of it (default: one batch).")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request (with --mix).")
+@card_model_options(required=False)
+@click.option("--policy", type=click.Choice(STATIC_POLICIES), default="whole-batch", show_default=True, help="whole-batch: results return when the batch ends; early-return: when each request ends.")
+@output_format
+@domain_errors
+def waste(mix, lengths, batch, prompt_tokens, card, model, calibration_path, no_calibration, engine, weight_dtype, kv_dtype, policy, fmt):
+    """Static batching's wasted slots for a length mix; with --card/--model, the slowdown.
+
+    Example: roofline waste --mix 8x32,8x256 --card rtx3060 --model qwen2.5-1.5b
+    """
+    from roofline import api
+    from roofline.batching_views import waste_view
+
+    result = api.waste(
+        mix, lengths, batch, prompt_tokens, card, model, policy,
+        _calibration_arg(calibration_path, no_calibration), engine, weight_dtype, kv_dtype,
+    )
+    click.echo(waste_view(result, fmt))
+
+
+@main.command()
+@click.option("--requests", "requests_path", type=click.Path(dir_okay=False), help="Request file: CSV with a header or JSONL; prompt_tokens, gen_tokens, optional arrival_s.")
+@click.option("--mix", help="Instead of --requests: length classes COUNTxGEN, repeated up to --count requests.")
+@click.option("--count", type=int, help="With --mix: how many requests (default: the mix once).")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request (with --mix).")
+@card_model_options(required=True)
+@click.option("--batch", required=True, type=int, help="Slots: the most sequences the server holds at once.")
+@click.option("--arrival-rate", type=float, help="Poisson arrivals at this many requests/s (replaces the file's arrival_s).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals.")
+@click.option("--policy", type=click.Choice(STATIC_POLICIES), default="early-return", show_default=True, help="The static server's return policy.")
+@output_format
+@domain_errors
+def simulate(requests_path, mix, count, prompt_tokens, card, model, calibration_path, no_calibration, engine, weight_dtype, kv_dtype, batch, arrival_rate, seed, policy, fmt):
+    """Serve one request stream by static and by continuous batching; compare.
+
+    Example: roofline simulate --mix 8x32,8x256 --count 2000 --card rtx3060 --model qwen2.5-1.5b --batch 16
+    """
+    from roofline import api
+    from roofline.batching_views import simulate_view
+
+    result = api.simulate(
+        card, model, batch, requests_path, mix, count, prompt_tokens, arrival_rate, seed, policy,
+        _calibration_arg(calibration_path, no_calibration), engine, weight_dtype, kv_dtype,
+    )
+    click.echo(simulate_view(result, fmt))
+
+
+@main.command()
+@scenario_options
+@click.option("--ttft-max", "ttft_max_s", type=float, help="Largest acceptable TTFT, s.")
+@click.option("--tpot-max", "tpot_max_s", type=float, help="Largest acceptable TPOT, s.")
+@click.option("--min-user-tok-s", "min_user_tok_s", type=float, help="Smallest acceptable speed per user, tok/s.")
+@click.option("--max-batch", default=4096, show_default=True, type=int, help="Largest batch to consider.")
+@output_format
+@domain_errors
+def choose(card, model, prompt_tokens, gen_tokens, calibration_path, no_calibration, engine, kv_cache, weight_dtype, kv_dtype, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, fmt):
+    """The largest batch meeting latency limits and fitting in memory, and what binds.
+
+    Example: roofline choose --card rtx3060 --model qwen2.5-1.5b --ttft-max 0.5
+    """
+    from roofline import api
+    from roofline.batching_views import choose_view
+
+    result = api.choose(
+        card, model, prompt_tokens, gen_tokens, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch,
+        _calibration_arg(calibration_path, no_calibration), engine, kv_cache, weight_dtype, kv_dtype,
+    )
+    click.echo(choose_view(result, fmt))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -33,7 +33,7 @@ GPU_GEMM_N = 8192
 CPU_GEMM_N = 256
 #: Rotate weight copies until this many bytes are touched per pass (H200 L2 is 60 MiB).
 GPU_ROTATE_BYTES = 512 * MiB
-CPU_ROTATE_BYTES = 8 * MiB
+CPU_ROTATE_BYTES = 1 * MiB
 
 
 def _median_s(fn: Callable[[], object], device, warmup: int, reps: int) -> float:

@@ -10,8 +10,6 @@ fits them to measurements. ``Calibration.uncalibrated()`` is the pure roofline.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -19,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from roofline.errors import RooflineError
 
-#: p-norm exponent standing in for max(): (a^p + b^p)^(1/p) is within 0.2% of max(a, b) at p=400
+#: The exponent at and above which the p-norm combination is taken as exactly max(a, b)
+#: (at p = 400 the p-norm is within 0.2% of the max anyway).
 MAX_EXPONENT = 400.0
 
 
@@ -103,14 +102,9 @@ def save_calibration(calibration: Calibration, path: str | Path) -> Path:
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
+    from roofline.atomic import write_text_atomic as _write
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        return _write(path, text)
     except OSError as exc:
-        raise RooflineError(f"cannot write {path}: {exc.strerror}") from None
-    return path
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.calibration import Calibration
+from roofline.calibration import MAX_EXPONENT, Calibration
 from roofline.hardware import CardProfile
 from roofline.model_spec import ModelSpec
 from roofline.units import dtype_bytes
@@ -24,12 +24,18 @@ BOUNDS = np.array(["overhead", "memory", "compute"])
 
 
 def pnorm(a, b, p):
-    """(a^p + b^p)^(1/p) for non-negative arrays, stable for large p."""
+    """(a^p + b^p)^(1/p) for non-negative arrays: a sum at p = 1, exactly max(a, b) at
+    p >= MAX_EXPONENT, a smooth blend between."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
+    if p <= 1.0:
+        return a + b
     hi = np.maximum(a, b)
-    safe = np.where(hi > 0, hi, 1.0)
-    return hi * ((a / safe) ** p + (b / safe) ** p) ** (1.0 / p)
+    if p >= MAX_EXPONENT:
+        return hi
+    lo = np.minimum(a, b)
+    ratio = np.divide(lo, hi, out=np.zeros_like(hi), where=hi > 0)
+    return hi * np.exp(np.log1p(ratio**p) / p)
 
 
 @dataclass(frozen=True)
@@ -84,12 +90,9 @@ class StepModel:
         return counted, moved, linear, attention
 
     def combine(self, overhead_s, memory_s, compute_s):
-        """Total time and the index (0 overhead, 1 memory, 2 compute) of the largest term."""
+        """Total time of a pass from its three terms."""
         cal = self.calibration
-        roof = pnorm(memory_s, compute_s, cal.roofline_exponent)
-        total = pnorm(overhead_s, roof, cal.overhead_exponent)
-        terms = np.stack(np.broadcast_arrays(overhead_s, memory_s, compute_s))
-        return total, np.argmax(terms, axis=0)
+        return pnorm(overhead_s, pnorm(memory_s, compute_s, cal.roofline_exponent), cal.overhead_exponent)
 
     def decode_step(self, batch, context_tokens):
         """One decode step of ``batch`` sequences each attending to ``context_tokens`` tokens."""
@@ -100,9 +103,8 @@ class StepModel:
         memory_s = moved / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
         compute_s = (linear + attention) / (cal.compute_efficiency * self.peak_flop_per_s)
         overhead_s = np.full(np.broadcast(batch, kv_read).shape, self.decode_overhead_s)
-        total, bound = self.combine(overhead_s, memory_s, compute_s)
         return {
-            "step_s": total,
+            "step_s": self.combine(overhead_s, memory_s, compute_s),
             "overhead_s": overhead_s,
             "memory_s": memory_s,
             "compute_s": compute_s,
@@ -110,7 +112,6 @@ class StepModel:
             "bytes_moved": moved,
             "linear_flop": linear,
             "attention_flop": attention,
-            "bound_index": bound,
         }
 
     def mixed_step_s(self, decode_batch, kv_tokens_read, prefill_tokens=0.0, prefill_pairs=0.0):
@@ -148,6 +149,11 @@ class StepModel:
         return pnorm(self.decode_overhead_s, pnorm(memory_s, compute_s, cal.roofline_exponent), cal.overhead_exponent)
 
 
+def bound_index(overhead_s, memory_s, compute_s):
+    """0, 1 or 2: which of overhead, memory and compute time is largest (BOUNDS)."""
+    return np.where(overhead_s >= np.maximum(memory_s, compute_s), 0, np.where(memory_s >= compute_s, 1, 2))
+
+
 def decode_contexts(prompt_tokens, gen_tokens, kv_cache: str, samples: int = 16):
     """Context lengths at which to evaluate decode steps, and their weights (summing to 1).
 
@@ -178,8 +184,8 @@ def mean_decode(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: st
     gen = np.broadcast_to(np.asarray(gen_tokens, dtype=float), shape)
     context, weights = decode_contexts(prompt, gen, kv_cache)
     parts = model.decode_step(batch[None, ...], context)
-    out = {k: np.sum(v * weights, axis=0) for k, v in parts.items() if k != "bound_index"}
-    terms = np.stack([out["overhead_s"], out["memory_s"], out["compute_s"]])
-    out["bound_index"] = np.argmax(terms, axis=0)
+    w = weights[(slice(None),) + (0,) * (weights.ndim - 1)]  # equal weights: one per sample
+    out = {k: np.tensordot(w, np.broadcast_to(v, context.shape[:1] + shape), axes=1) for k, v in parts.items()}
+    out["bound_index"] = bound_index(out["overhead_s"], out["memory_s"], out["compute_s"])
     out["mean_context_tokens"] = np.sum(context * weights, axis=0)
     return out

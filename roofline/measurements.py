@@ -317,21 +317,6 @@ def write_measurements(path: str | os.PathLike, rows: Iterable[MeasurementRow]) 
 
     A reader (or a run interrupted mid-write) sees either the old file or the new one, never half.
     """
-    path = Path(path)
-    text = format_measurements(rows)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    from roofline.atomic import write_text_atomic
 
+    return write_text_atomic(path, format_measurements(rows))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.decode import StepModel
+from roofline.decode import StepModel, bound_index
 from roofline.errors import RooflineError
 
 
@@ -45,13 +45,12 @@ def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last"):
     memory_s = bytes_ / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
     compute_s = (linear + attention) / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
     overhead_s = np.full(np.shape(memory_s), cal.prefill_overhead_s)
-    total, bound = model.combine(overhead_s, memory_s, compute_s)
     return {
-        "ttft_s": total,
+        "ttft_s": model.combine(overhead_s, memory_s, compute_s),
         "overhead_s": overhead_s,
         "memory_s": memory_s,
         "compute_s": compute_s,
         "bytes": bytes_,
         "flop": linear + attention,
-        "bound_index": bound,
+        "bound_index": bound_index(overhead_s, memory_s, compute_s),
     }

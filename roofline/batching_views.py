@@ -1,0 +1,161 @@
+"""What `roofline waste`, `simulate` and `choose` print: one API result as a table, JSON or CSV.
+
+JSON and CSV carry the API's raw base-unit numbers (seconds, bytes, tokens, fractions) under
+unit-suffixed keys; only the tables show ms, GiB and percentages.
+"""
+
+from __future__ import annotations
+
+from roofline import report
+from roofline.choice import Choice
+from roofline.units import GiB
+
+WASTE_CLASS_KEYS = ["class", "count", "gen_tokens", "ttft_in_batch_s", "e2e_in_batch_s", "alone_batch", "e2e_alone_s", "slowdown"]
+WASTE_KEYS = ["source", "requests", "batch", "batches", "tokens_needed", "slots_used", "wasted_slots", "waste_fraction"]
+SIMULATE_KEYS = [
+    "throughput_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s",
+    "mean_occupancy", "waste_fraction", "idle_slot_steps", "slot_steps", "passes", "makespan_s",
+    "generated_tokens", "requests",
+]
+CHOOSE_KEYS = ["batch", "throughput_tok_s", "ttft_s", "tpot_s", "per_request_tok_s", "peak_mem_bytes", "binding"]
+
+
+def _pct(fraction: float) -> str:
+    return f"{100.0 * fraction:.4g}%"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.3f}"
+
+
+# ---- waste ----------------------------------------------------------------------------------
+def waste_view(result: dict, fmt: str) -> str:
+    if fmt == "json":
+        return report.to_json(result)
+    timed = "policy" in result
+    extra = ["policy", "short_request_slowdown", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "e2e_mean_s", "card", "model"]
+    overall = {k: result[k] for k in WASTE_KEYS + extra if k in result}
+    if fmt == "csv":
+        classes = result.get("classes")
+        if not classes:
+            return report.to_csv([overall]).rstrip("\n")
+        keys = [k for k in WASTE_CLASS_KEYS if k in classes[0]] + list(overall)
+        return report.to_csv([{**c, **overall} for c in classes], keys).rstrip("\n")
+    n_batches = result["batches"]
+    head = (
+        f"{result['source']}: {result['requests']:,} requests in {n_batches:,} static "
+        f"batch{'es' if n_batches != 1 else ''} of {result['batch']:,}"
+    )
+    if "prompt_tokens" in result:
+        head += f" (prompt {result['prompt_tokens']})"
+    rows = [
+        ["tokens needed", f"{result['tokens_needed']:,}"],
+        ["slots used (batch x longest gen)", f"{result['slots_used']:,}"],
+        ["wasted slots", f"{result['wasted_slots']:,}"],
+        ["waste", _pct(result["waste_fraction"])],
+    ]
+    for q in (50, 90, 99):
+        if f"e2e_p{q}_s" in result:
+            rows.append([f"E2E p{q} (s)", _s(result[f"e2e_p{q}_s"])])
+    lines = [head, report.table(["", "value"], rows, "lr")]
+    if timed and result.get("classes"):
+        crow = [
+            [c["class"], c["gen_tokens"], _s(c["ttft_in_batch_s"]), _s(c["e2e_in_batch_s"]), c["alone_batch"],
+             _s(c["e2e_alone_s"]), f"{c['slowdown']:.2f}x"]
+            for c in result["classes"]
+        ]
+        headers = ["class", "gen", "TTFT (s)", "E2E in batch (s)", "alone: batch", "E2E alone (s)", "slowdown"]
+        lines += ["", report.table(headers, crow, "lrrrrrr"), ""]
+        lines.append(
+            f"{result['model']} on {result['card']}, policy {result['policy']}: the shortest requests are "
+            f"{result['short_request_slowdown']:.2f}x slower in the mixed batch than in a batch of their own"
+        )
+    elif timed:
+        lines.append(f"{result['model']} on {result['card']}, policy {result['policy']}; batches run back to back")
+    return "\n".join(lines)
+
+
+# ---- simulate -------------------------------------------------------------------------------
+def simulate_view(result: dict, fmt: str) -> str:
+    if fmt == "json":
+        return report.to_json({k: v for k, v in result.items() if k != "per_request"})
+    if fmt == "csv":
+        rows = [{"policy": name, **{k: result[name][k] for k in SIMULATE_KEYS}} for name in ("static", "continuous")]
+        return report.to_csv(rows, ["policy"] + SIMULATE_KEYS).rstrip("\n")
+    meta, st, co = result["meta"], result["static"], result["continuous"]
+
+    def trio(d, name):
+        return " / ".join(_s(d[f"{name}_p{q}_s"]) for q in (50, 90, 99))
+
+    rows = [
+        ["throughput (tok/s)", report.thousands(st["throughput_tok_s"]), report.thousands(co["throughput_tok_s"])],
+        ["TTFT p50 / p90 / p99 (s)", trio(st, "ttft"), trio(co, "ttft")],
+        ["E2E p50 / p90 / p99 (s)", trio(st, "e2e"), trio(co, "e2e")],
+        ["mean slot occupancy", _pct(st["mean_occupancy"]), _pct(co["mean_occupancy"])],
+        ["waste (idle slot-steps)", _pct(st["waste_fraction"]), _pct(co["waste_fraction"])],
+        ["idle slot-steps", f"{st['idle_slot_steps']:,}", f"{co['idle_slot_steps']:,}"],
+        ["passes (prefills + steps)", f"{st['passes']:,}", f"{co['passes']:,}"],
+        ["makespan (s)", _s(st["makespan_s"]), _s(co["makespan_s"])],
+    ]
+    lines = [
+        f"{meta['requests']:,} requests ({meta['source']}, arrivals {meta['arrivals']}) on {meta['model']} / "
+        f"{meta['card']}, {meta['batch']} slots; static policy {meta['static_policy']}",
+        report.table(["", "static", "continuous"], rows, "lrr"),
+    ]
+    if result.get("classes"):
+        crow = [
+            [c["gen_tokens"], f"{c['requests']:,}", _s(c["static_ttft_p50_s"]), _s(c["continuous_ttft_p50_s"]),
+             _s(c["static_e2e_p50_s"]), _s(c["continuous_e2e_p50_s"])]
+            for c in result["classes"]
+        ]
+        headers = ["gen", "requests", "TTFT p50 static", "continuous", "E2E p50 static (s)", "continuous"]
+        lines += ["", report.table(headers, crow)]
+    return "\n".join(lines)
+
+
+# ---- choose ---------------------------------------------------------------------------------
+def _limit_text(limits: dict) -> str:
+    parts = []
+    if limits["ttft_max_s"] is not None:
+        parts.append(f"TTFT <= {limits['ttft_max_s']:g} s")
+    if limits["tpot_max_s"] is not None:
+        parts.append(f"TPOT <= {limits['tpot_max_s']:g} s")
+    if limits["min_user_tok_s"] is not None:
+        parts.append(f">= {limits['min_user_tok_s']:g} tok/s per user")
+    parts.append(f"fits in memory, batch <= {limits['max_batch']}")
+    return ", ".join(parts)
+
+
+def choose_view(choice: Choice, fmt: str) -> str:
+    data = choice.as_dict()
+    if fmt == "json":
+        return report.to_json(data)
+    if fmt == "csv":
+        row = {k: data[k] for k in CHOOSE_KEYS}
+        row.update({k: v for k, v in data["limits"].items()})
+        return report.to_csv([row]).rstrip("\n")
+    meta = data["meta"]
+    rows = [
+        ["batch", f"{data['batch']:,}"],
+        ["throughput (tok/s)", report.thousands(data["throughput_tok_s"])],
+        ["TTFT (s)", _s(data["ttft_s"])],
+        ["TPOT (ms)", report.ms(data["tpot_s"])],
+        ["per user (tok/s)", report.thousands(data["per_request_tok_s"])],
+        ["peak memory (GiB)", report.gib(data["peak_mem_bytes"])],
+        ["binding", data["binding"]],
+    ]
+    lines = [
+        f"{meta['model']} on {meta['card']}, prompt {meta['prompt_tokens']}, gen {meta['gen_tokens']}: "
+        f"largest batch with {_limit_text(data['limits'])}",
+        report.table(["", "value"], rows, "lr"),
+    ]
+    nxt = data["next"]
+    if nxt is not None:
+        lines.append(
+            f"batch {nxt['batch']} would break {', '.join(data['binding_all'])}: TTFT {_s(nxt['ttft_s'])} s, "
+            f"TPOT {report.ms(nxt['tpot_s'])} ms, {report.thousands(nxt['per_request_tok_s'])} tok/s per user, "
+            f"{nxt['peak_mem_bytes'] / GiB:.2f} GiB of {meta['memory_bytes'] / GiB:.1f} GiB"
+        )
+    else:
+        lines.append(f"every batch up to --max-batch {data['limits']['max_batch']} meets the limits")
+    return "\n".join(lines)

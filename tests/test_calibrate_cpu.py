@@ -1,0 +1,233 @@
+"""The calibration harness end to end on the CPU with tiny models (what CI runs).
+
+GPU-only checks at the end are skipped without a CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from calibrate import graph_engine as ge  # noqa: E402
+from calibrate import runner  # noqa: E402
+from calibrate.configs import TINY_CONFIGS, load_model_config  # noqa: E402
+from roofline.errors import RooflineError  # noqa: E402
+from roofline.measurements import read_measurements  # noqa: E402
+
+PROMPT, GEN = 8, 5
+
+
+def _run(tmp_path, engine="graph", models=("tiny-qwen2",), batches=(1, 2, 4), **kw):
+    kw.setdefault("measure_ceilings", False)
+    kw.setdefault("progress", lambda msg: None)
+    return runner.run_calibration(
+        card="cpu-test", models=list(models), engine=engine, batches=list(batches),
+        prompt_tokens=PROMPT, gen_tokens=GEN, out_dir=tmp_path, device="cpu", **kw,
+    )
+
+
+@pytest.mark.parametrize("engine, kv_cache", [("graph", "static"), ("hf-eager", "dynamic")])
+def test_sweep_end_to_end_on_cpu(tmp_path, engine, kv_cache):
+    lines: list[str] = []
+    path = _run(tmp_path, engine=engine, batches=(4, 1, 2, 2), progress=lines.append)
+    assert path == tmp_path / f"measurements-cpu-test-{engine}.csv"
+    rows = read_measurements(path)
+    assert [r.batch for r in rows] == [1, 2, 4]  # ascending, de-duplicated
+    for r in rows:
+        assert (r.card, r.model, r.engine, r.kv_cache, r.status) == ("cpu-test", "tiny-qwen2", engine, kv_cache, "ok")
+        assert (r.prompt_tokens, r.gen_tokens, r.n_decode_steps) == (PROMPT, GEN, GEN - 1)
+        assert r.ttft_s > 0 and r.tpot_s > 0
+        assert r.peak_mem_gib is None  # no CUDA allocator on the CPU
+        assert r.tpot_p10_s <= r.tpot_median_s <= r.tpot_p90_s
+        assert r.tpot_std_s >= 0
+        # tpot is the mean step: e2e covers the prefill plus every timed step
+        assert r.e2e_s >= r.ttft_s + (GEN - 1) * r.tpot_s * 0.99
+        assert r.torch == torch.__version__ and r.transformers and r.gpu.startswith("cpu")
+    assert any("batch     4" in line for line in lines)
+
+
+def test_ceilings_on_cpu(tmp_path):
+    _run(tmp_path, batches=(1, 2), measure_ceilings=True)
+    data = json.loads((tmp_path / "ceilings-cpu-test.json").read_text())
+    for key in ("copy_bandwidth_bytes_per_s", "read_bandwidth_bytes_per_s", "gemm_bf16_flop_per_s"):
+        assert data[key] > 0, key
+    assert data["balance_point_flop_per_byte"] == pytest.approx(
+        data["gemm_bf16_flop_per_s"] / data["read_bandwidth_bytes_per_s"])
+    assert data["card"] == "cpu-test" and data["torch"] == torch.__version__
+    model = data["models"]["tiny-qwen2"]
+    assert [s["name"] for s in model["shapes"]] == ["qkv", "o", "gate_up", "down", "lm_head"]
+    qkv = model["shapes"][0]
+    assert (qkv["n"], qkv["k"], qkv["count_per_step"]) == ((4 + 2 * 2) * 16, 64, 2)
+    assert [p["m"] for p in qkv["points"]] == [1, 2]
+    assert all(p["s"] > 0 for p in qkv["points"])
+    assert [p["m"] for p in model["decode_linear"]] == [1, 2]
+
+
+def _oom_at(threshold, real=runner.measure_point, exc=None):
+    def fake(engine_obj, batch, prompt_tokens, gen_tokens):
+        if batch >= threshold:
+            raise exc or torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+        return real(engine_obj, batch, prompt_tokens, gen_tokens)
+    return fake
+
+
+@pytest.mark.parametrize("exc", [None, RuntimeError("CUDA error: out of memory")])
+def test_oom_stops_climbing_records_it_and_goes_on(tmp_path, monkeypatch, exc):
+    monkeypatch.setattr(runner, "measure_point", _oom_at(4, exc=exc))
+    lines: list[str] = []
+    path = _run(tmp_path, models=("tiny-qwen2", "tiny-llama"), batches=(1, 2, 4, 8, 16), progress=lines.append)
+    rows = read_measurements(path)
+    got = [(r.model, r.batch, r.status) for r in rows]
+    assert got == [
+        ("tiny-qwen2", 1, "ok"), ("tiny-qwen2", 2, "ok"), ("tiny-qwen2", 4, "oom"),
+        ("tiny-llama", 1, "ok"), ("tiny-llama", 2, "ok"), ("tiny-llama", 4, "oom"),
+    ]
+    oom = rows[2]
+    assert oom.tpot_s is None and oom.ttft_s is None and "out of memory" in oom.extra["oom_message"].lower()
+    assert sum("OUT OF MEMORY" in line for line in lines) == 2
+
+
+def test_other_errors_propagate_but_earlier_points_are_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "measure_point", _oom_at(4, exc=ValueError("a bug")))
+    with pytest.raises(ValueError, match="a bug"):
+        _run(tmp_path, batches=(1, 2, 4, 8))
+    rows = read_measurements(tmp_path / "measurements-cpu-test-graph.csv")
+    assert [(r.batch, r.status) for r in rows] == [(1, "ok"), (2, "ok")]
+
+
+def test_interrupted_run_keeps_points_and_resume_skips_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "measure_point", _oom_at(4, exc=KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, batches=(1, 2, 4))
+    first = read_measurements(tmp_path / "measurements-cpu-test-graph.csv")
+    assert [r.batch for r in first] == [1, 2]
+
+    calls: list[int] = []
+    real = _oom_at(10**9)  # the real point function
+
+    def counting(engine_obj, batch, prompt_tokens, gen_tokens):
+        calls.append(batch)
+        return real(engine_obj, batch, prompt_tokens, gen_tokens)
+
+    monkeypatch.setattr(runner, "measure_point", counting)
+    rows = read_measurements(_run(tmp_path, batches=(1, 2, 4), resume=True))
+    assert calls == [4]
+    assert [r.batch for r in rows] == [1, 2, 4]
+    assert [r.timestamp for r in rows[:2]] == [r.timestamp for r in first]
+    assert [r.tpot_s for r in rows[:2]] == [r.tpot_s for r in first]
+
+    calls.clear()
+    _run(tmp_path, batches=(1, 2, 4), resume=True)
+    assert calls == []
+
+
+def test_resume_does_not_retry_past_a_recorded_oom(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "measure_point", _oom_at(2))
+    _run(tmp_path, batches=(1, 2, 4))
+    calls: list[int] = []
+    monkeypatch.setattr(runner, "measure_point", lambda e, b, p, g: calls.append(b))
+    rows = read_measurements(_run(tmp_path, batches=(1, 2, 4, 8), resume=True))
+    assert calls == []
+    assert [(r.batch, r.status) for r in rows] == [(1, "ok"), (2, "oom")]
+
+
+def test_without_resume_an_old_file_is_replaced(tmp_path):
+    _run(tmp_path, batches=(1, 2))
+    rows = read_measurements(_run(tmp_path, batches=(4,)))
+    assert [r.batch for r in rows] == [4]
+
+
+def test_deadline_in_the_past_measures_nothing(tmp_path):
+    path = _run(tmp_path, batches=(1, 2), deadline=0.0)
+    assert not path.exists()
+
+
+def test_no_gpu_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present")
+    with pytest.raises(RooflineError, match="no CUDA GPU found; use --device cpu"):
+        runner.run_calibration("h200", ["tiny-qwen2"], "graph", [1], 8, 4, tmp_path, device="cuda")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "kw, what",
+    [
+        (dict(engine="vllm"), "unknown engine 'vllm'"),
+        (dict(models=("no-such-model-xyz",)), "unknown model"),
+        (dict(batches=(0, 1)), "positive integers"),
+        (dict(batches=()), "no batch size"),
+    ],
+)
+def test_bad_arguments(tmp_path, kw, what):
+    with pytest.raises(RooflineError, match=what):
+        _run(tmp_path, **kw)
+
+
+def test_catalog_model_config_loads():
+    cfg = load_model_config("qwen2.5-1.5b")
+    assert (cfg["hidden_size"], cfg["num_key_value_heads"], cfg["vocab_size"]) == (1536, 2, 151936)
+    assert load_model_config("tiny-qwen2") == TINY_CONFIGS["tiny-qwen2"]
+
+
+def test_hf_engine_refuses_a_forward_without_logits_to_keep(monkeypatch):
+    import inspect
+
+    from calibrate import hf_eager
+
+    monkeypatch.setattr(hf_eager.inspect, "signature", lambda f: inspect.Signature())
+    with pytest.raises(RooflineError, match="logits_to_keep"):
+        hf_eager.build_hf_model(TINY_CONFIGS["tiny-qwen2"], torch.device("cpu"))
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
+def test_graph_decoder_matches_transformers(name):
+    """Same weights, fp32: our prefill and static-cache decode steps give HF's logits and tokens."""
+    from calibrate.hf_eager import build_hf_model
+
+    cfg = TINY_CONFIGS[name]
+    torch.manual_seed(1)
+    model = build_hf_model(cfg, torch.device("cpu")).float()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:  # norms and biases random too, so a wrong one shows
+                p.normal_(1.0, 0.1)
+    s = ge.Shapes.from_config(cfg)
+    assert s.qkv_bias == (name == "tiny-qwen2") and s.tied == cfg["tie_word_embeddings"]
+    w = ge.weights_from_hf(model, s)
+    batch, plen, gen = 3, 7, 5
+    total = plen + gen
+    st = ge.StepState(
+        tok=torch.zeros(batch, dtype=torch.long), pos=torch.zeros(1, dtype=torch.long),
+        key_pos=torch.arange(total),
+        cache_k=torch.randn(s.layers, batch, s.kv_heads, total, s.head_dim),
+        cache_v=torch.randn(s.layers, batch, s.kv_heads, total, s.head_dim),
+        cos=None, sin=None,
+    )
+    st.cos, st.sin = ge.rope_tables(s, total, torch.device("cpu"), torch.float32)
+    ids = torch.randint(0, s.vocab, (batch, plen))
+    with torch.no_grad():
+        logits = ge.prefill(w, s, ids, st.cache_k, st.cache_v, st.cos, st.sin)
+        ref = model(input_ids=ids).logits[:, -1]
+        assert ((logits - ref).norm() / ref.norm()).item() < 1e-5
+        seq = ids
+        st.tok.copy_(logits.argmax(-1))
+        for j in range(gen - 1):
+            seq = torch.cat([seq, st.tok[:, None].clone()], dim=1)
+            st.pos.fill_(plen + j)
+            ge.decode_step(w, s, st)
+            ref = model(input_ids=seq).logits[:, -1]
+            assert ((st.logits - ref).norm() / ref.norm()).item() < 1e-5, j
+            assert torch.equal(st.tok, ref.argmax(-1))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_graph_engine_with_cuda_graph_on_gpu(tmp_path):
+    rows = read_measurements(runner.run_calibration(
+        "gpu-test", ["tiny-qwen2"], "graph", [1, 8], 16, 8, tmp_path, device="cuda",
+        measure_ceilings=False, progress=lambda m: None))
+    assert all(r.ok and r.peak_mem_gib > 0 and r.extra["cuda_graph"] == "true" for r in rows)

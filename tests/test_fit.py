@@ -1,0 +1,125 @@
+"""The fit: recovers known terms from synthetic measurements; fit/compare on the lesson's table."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from roofline.calibration import Calibration, load_calibration
+from roofline.fit import compare, fit_calibration
+from roofline.hardware import load_card
+from roofline.measurements import MeasurementRow, write_measurements
+from roofline.predict import predict
+
+TRUE = Calibration(
+    card="h200", engine="synthetic", kv_cache="dynamic",
+    step_overhead_s=0.004, layer_overhead_s=0.0003, bandwidth_efficiency=0.8, compute_efficiency=0.6,
+    kv_traffic_factor=2.0, roofline_exponent=3.0, overhead_exponent=2.0,
+    prefill_overhead_s=0.02, prefill_compute_efficiency=0.7, activation_coeff=4.0, workspace_bytes=5e8,
+)
+BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def synthetic_rows(model, cal=TRUE):
+    p = predict("h200", model, BATCHES, 128, 128, calibration=cal).columns
+    return [
+        MeasurementRow(card="h200", model=model, engine=cal.engine, kv_cache="dynamic", prompt_tokens=128,
+                       gen_tokens=128, batch=int(b), ttft_s=float(t), tpot_s=float(s), peak_mem_gib=float(m))
+        for b, t, s, m in zip(p["batch"], p["ttft_s"], p["tpot_s"], p["peak_mem_gib"])
+    ]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rows = synthetic_rows("qwen2.5-0.5b") + synthetic_rows("llama-3.1-8b")
+    return fit_calibration(rows, load_card("h200"), cross_validate=False)
+
+
+def test_fit_recovers_known_terms(fitted):
+    assert fitted.fit_report["in_sample"]["tpot_mape_pct"] < 0.5
+    assert fitted.bandwidth_efficiency == pytest.approx(TRUE.bandwidth_efficiency, rel=0.1)
+    assert fitted.compute_efficiency == pytest.approx(TRUE.compute_efficiency, rel=0.1)
+    overhead = lambda c, layers: c.step_overhead_s + c.layer_overhead_s * layers  # noqa: E731
+    for layers in (24, 32):
+        assert overhead(fitted, layers) == pytest.approx(overhead(TRUE, layers), rel=0.1)
+    assert fitted.activation_coeff == pytest.approx(TRUE.activation_coeff, rel=0.05)
+    assert fitted.prefill_compute_efficiency == pytest.approx(TRUE.prefill_compute_efficiency, rel=0.05)
+
+
+def test_fit_transfers_to_a_model_it_never_saw(fitted):
+    held = synthetic_rows("qwen2.5-7b")
+    result = compare(fitted, held, load_card("h200"))
+    assert result["tpot_mape_pct"] < 2.0
+    assert result["ttft_mape_pct"] < 2.0
+    assert result["peak_mem_mape_pct"] < 1.0
+
+
+def test_leave_one_model_out_is_reported():
+    rows = synthetic_rows("qwen2.5-0.5b") + synthetic_rows("qwen2.5-1.5b") + synthetic_rows("llama-3.1-8b")
+    cal = fit_calibration(rows, load_card("h200"))
+    loo = cal.fit_report["leave_one_model_out"]
+    assert set(loo) == {"qwen2.5-0.5b", "qwen2.5-1.5b", "llama-3.1-8b"}
+    assert all(v["tpot_mape_pct"] < 3 for v in loo.values())
+
+
+def test_mixed_engines_are_refused():
+    rows = synthetic_rows("qwen2.5-0.5b") + synthetic_rows("qwen2.5-1.5b", TRUE.model_copy(update={"engine": "other"}))
+    with pytest.raises(Exception, match="mix engines"):
+        fit_calibration(rows, load_card("h200"))
+
+
+def test_fit_then_compare_on_the_lessons_table(tmp_path):
+    # issue 4 acceptance: in-sample on the lesson's table (section 2), TPOT MAPE at most 6%
+    out = tmp_path / "cal.json"
+    table = "hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv"
+    r = CliRunner().invoke(main, ["fit", table, "--card", "rtx3060", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert load_calibration(out).engine == "hf-eager"
+    r = CliRunner().invoke(main, ["compare", "--calibration", str(out), table, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.output)
+    assert result["tpot_mape_pct"] <= 6.0
+    assert result["ttft_mape_pct"] <= 15.0
+    assert len(result["rows"]) == 8
+
+
+def test_shipped_rtx3060_calibration_matches_a_fresh_fit(tmp_path):
+    shipped = load_calibration("hardware_profiles/calibrations/rtx3060-hf-eager.json")
+    out = tmp_path / "cal.json"
+    CliRunner().invoke(main, ["fit", "hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv", "--card", "rtx3060", "-o", str(out)])
+    fresh = load_calibration(out)
+    for term in ("layer_overhead_s", "bandwidth_efficiency", "compute_efficiency", "prefill_compute_efficiency"):
+        assert getattr(fresh, term) == pytest.approx(getattr(shipped, term), rel=0.02), term
+
+
+def test_malformed_measurements_give_one_line_error(tmp_path):
+    bad = tmp_path / "m.csv"
+    bad.write_text("card,model,engine,kv_cache,prompt_tokens,gen_tokens,batch,ttft_s,tpot_s,peak_mem_gib\n"
+                   "h200,qwen2.5-0.5b,graph,static,128,128,1,0.01,0.002,1.0\n"
+                   "h200,qwen2.5-0.5b,graph,static,128,128,two,0.01,0.002,1.0\n")
+    r = CliRunner().invoke(main, ["fit", str(bad), "--card", "h200", "-o", str(tmp_path / "c.json")])
+    assert r.exit_code == 1
+    assert ":3:" in r.output and "batch" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
+    import os
+
+    from roofline.calibration import save_calibration
+
+    target = tmp_path / "cal.json"
+    save_calibration(TRUE, target)
+    before = target.read_text()
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(Exception):
+        save_calibration(TRUE.model_copy(update={"engine": "changed"}), target)
+    assert target.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["cal.json"]  # no temporary file left behind

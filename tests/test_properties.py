@@ -1,0 +1,100 @@
+"""Hypothesis properties of the core model (STYLE.md, issue 2)."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roofline.calibration import Calibration
+from roofline.decode import mean_decode
+from roofline.hardware import card_from_dict, card_ids, load_card
+from roofline.model_spec import catalog_names
+from roofline.predict import evaluate, make_scenario, predict
+
+cards = st.sampled_from(card_ids())
+models = st.sampled_from(catalog_names())
+lengths = st.integers(1, 8192)
+calibrations = st.sampled_from(["auto", None])
+
+
+@given(cards, models, lengths, lengths, calibrations, st.sampled_from(["dynamic", "static"]))
+def test_tpot_never_falls_as_batch_grows(card, model, prompt, gen, cal, kv):
+    p = predict(card, model, np.arange(1, 2049), prompt, gen, calibration=cal, kv_cache=kv)
+    tpot = p.columns["tpot_s"]
+    assert np.all(np.diff(tpot) >= -1e-15 * tpot[1:])
+    assert np.all(np.diff(p.columns["ttft_s"]) >= 0)
+    assert np.all(np.diff(p.columns["peak_mem_bytes"]) > 0)
+
+
+@given(cards, models, lengths, lengths, calibrations, st.integers(1, 4096))
+def test_step_time_is_at_least_the_roofline(card, model, prompt, gen, cal, batch):
+    sc = make_scenario(card, model, prompt, gen, calibration=cal)
+    m = sc.model
+    dec = mean_decode(m, np.array([batch]), prompt, gen, sc.kv_cache)
+    floor = np.maximum(dec["bytes_counted"] / m.bandwidth_bytes_per_s,
+                       (dec["linear_flop"] + dec["attention_flop"]) / m.peak_flop_per_s)
+    assert dec["step_s"][0] >= floor[0] * (1 - 1e-12)
+
+
+@given(cards, models, lengths, lengths)
+def test_uncalibrated_is_exactly_max_of_the_two_times_within_the_pnorm(card, model, prompt, gen):
+    sc = make_scenario(card, model, prompt, gen, calibration=None)
+    dec = sc.model.decode_step(np.array([1, 64, 1024]), prompt + gen)
+    roof = np.maximum(dec["memory_s"], dec["compute_s"])
+    assert dec["overhead_s"].max() == 0
+    assert np.allclose(dec["step_s"], roof, rtol=2e-3)
+
+
+@given(st.sampled_from(card_ids()), models, st.lists(st.integers(1, 5000), min_size=1, max_size=12))
+def test_profile_in_gb_and_in_bytes_gives_identical_results(card_id, model, batches):
+    card = load_card(card_id)
+    data = json.loads(card.model_dump_json())
+    in_bytes = dict(data)
+    for key in ("memory", "datasheet_bandwidth", "datasheet_bf16_flops", "measured_bandwidth", "measured_bf16_flops"):
+        fig = data.get(key)
+        if fig:
+            base = {"memory": card.memory.base}.get(key) or card_from_dict(data, "x").__getattribute__(key).base
+            unit = {"memory": "bytes"}.get(key, "bytes/s" if "bandwidth" in key else "FLOP/s")
+            in_bytes[key] = {**fig, "value": base, "unit": unit}
+    other = card_from_dict(in_bytes, "bytes")
+    a = predict(card, model, batches, calibration=None).columns
+    b = predict(other, model, batches, calibration=None).columns
+    for k in ("tpot_s", "ttft_s", "peak_mem_bytes", "intensity_flop_per_byte"):
+        assert np.allclose(a[k], b[k], rtol=1e-12), k
+
+
+@given(cards, models, st.lists(st.integers(1, 4096), min_size=1, max_size=20), lengths, lengths, calibrations)
+def test_vectorised_equals_scalar_loop(card, model, batches, prompt, gen, cal):
+    sc = make_scenario(card, model, prompt, gen, calibration=cal)
+    vec = evaluate(sc, batches).columns
+    for i, b in enumerate(batches):
+        one = evaluate(sc, [b]).columns
+        for k in ("tpot_s", "ttft_s", "peak_mem_bytes", "intensity_flop_per_byte", "bound"):
+            if k == "bound":
+                assert vec[k][i] == one[k][0]
+            else:
+                assert vec[k][i] == pytest.approx(one[k][0], rel=1e-12)
+
+
+def test_quantised_weights_and_kv_move_fewer_bytes():
+    base = predict("h100-sxm", "llama-3.1-8b", [1, 256], calibration=None).columns
+    w4 = predict("h100-sxm", "llama-3.1-8b", [1, 256], calibration=None, weight_dtype="int4").columns
+    kv8 = predict("h100-sxm", "llama-3.1-8b", [1, 256], calibration=None, kv_dtype="fp8").columns
+    assert w4["tpot_s"][0] < 0.4 * base["tpot_s"][0]  # batch 1 is weight-bound: ~1/4 of the linear bytes
+    weights = base["bytes_per_step"][0] - (base["bytes_per_step"][1] - base["bytes_per_step"][0]) / 255
+    assert kv8["bytes_per_step"][1] - weights == pytest.approx((base["bytes_per_step"][1] - weights) / 2)
+    assert w4["intensity_flop_per_byte"][0] > 3 * base["intensity_flop_per_byte"][0]
+
+
+def test_static_cache_reads_more_than_dynamic():
+    dyn = predict("h200", "qwen2.5-7b", [64], 128, 1024, calibration=None, kv_cache="dynamic").columns
+    sta = predict("h200", "qwen2.5-7b", [64], 128, 1024, calibration=None, kv_cache="static").columns
+    assert sta["bytes_per_step"][0] > dyn["bytes_per_step"][0]
+    assert sta["tpot_s"][0] > dyn["tpot_s"][0]
+
+
+def test_calibration_terms_bounds_are_enforced():
+    with pytest.raises(Exception):
+        Calibration(card="x", engine="e", bandwidth_efficiency=1.5)
