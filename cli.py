@@ -198,16 +198,17 @@ def cards(fmt):
 @click.option("--card", required=True, help="The card the measurements were taken on.")
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--ceilings", type=click.Path(dir_okay=False), help="Ceilings JSON measured with the runs (replaces the profile's).")
+@click.option("--label", help="Where the measurements come from, stored in the calibration and shown by predict.")
 @output_format
 @domain_errors
-def fit(measurements, card, output, ceilings, fmt):
+def fit(measurements, card, output, ceilings, label, fmt):
     """Fit a calibration (overheads, efficiencies) to measurement CSVs; no GPU needed.
 
     Example: roofline fit hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv --card rtx3060 -o cal.json
     """
     from roofline.views import fit_command
 
-    click.echo(fit_command(measurements, card, output, ceilings, fmt))
+    click.echo(fit_command(measurements, card, output, ceilings, fmt, label))
 
 
 @main.command()

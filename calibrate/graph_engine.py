@@ -158,19 +158,39 @@ def rope_tables(s: Shapes, max_len: int, device, dtype):
 
 
 def _rope(x, cos, sin):
+    """Rotary embedding, half-split layout (HF's rotate_half): x*cos + rotate_half(x)*sin."""
     import torch
 
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
 
-def _rms(x, weight, eps):
-    """RMSNorm in fp32, cast back (HF's Qwen2RMSNorm/LlamaRMSNorm)."""
+def rope_matrix(cos, sin, eye, swap):
+    """The (hd, hd) matrix R with x @ R == _rope(x, cos, sin) for one position (cos, sin: (1, hd)).
+
+    One small matmul per layer instead of five elementwise kernels in the decode step.
+    ``eye`` is the identity, ``swap`` the signed permutation of rotate_half (see rope_swap).
+    """
+    return eye * cos + swap * sin
+
+
+def rope_swap(head_dim: int, device, dtype):
+    """P with x @ P == rotate_half(x) == cat(-x2, x1)."""
     import torch
 
-    xf = x.float()
-    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * xf.to(x.dtype)
+    half = head_dim // 2
+    p = torch.zeros(head_dim, head_dim, device=device, dtype=dtype)
+    idx = torch.arange(half, device=device)
+    p[idx + half, idx] = -1.0  # out[j] = -x[j + half] for j < half
+    p[idx, idx + half] = 1.0  # out[j + half] = x[j]
+    return p
+
+
+def _rms(x, weight, eps):
+    """RMSNorm (one fused kernel where torch has one); same function as HF's Qwen2/LlamaRMSNorm."""
+    import torch.nn.functional as F
+
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
 def _mlp(x, lw: LayerWeights, s: Shapes):
@@ -212,34 +232,46 @@ class StepState:
     cache_v: object
     cos: object  # (T, head_dim)
     sin: object
+    eye: object = None  # (head_dim, head_dim) identity, for rope_matrix
+    swap: object = None  # (head_dim, head_dim) rotate_half permutation, for rope_matrix
     logits: object | None = None
 
 
 def decode_step(w: Weights, s: Shapes, st: StepState) -> None:
-    """One decode step over the whole static cache; writes the greedy next token into st.tok."""
+    """One decode step over the whole static cache; writes the greedy next token into st.tok.
+
+    Per layer: RMSNorm, fused qkv (+bias), RoPE as one (hd x hd) matmul, cache write at ``pos``,
+    scores = scale * q K^T + mask over ALL T cache slots (one baddbmm), softmax, P V, o proj,
+    residual, RMSNorm, fused gate_up, SiLU * up, down, residual. Query heads are grouped by their
+    KV head (GQA) so each cache byte is read once.
+    """
     import torch
     import torch.nn.functional as F
 
-    batch = st.tok.shape[0]
+    batch, total = st.tok.shape[0], st.key_pos.shape[0]
     group = s.heads // s.kv_heads
+    if st.eye is None:
+        st.eye = torch.eye(s.head_dim, device=st.cos.device, dtype=st.cos.dtype)
+        st.swap = rope_swap(s.head_dim, st.cos.device, st.cos.dtype)
     x = F.embedding(st.tok, w.embed)  # (B, H)
-    cos, sin = st.cos.index_select(0, st.pos), st.sin.index_select(0, st.pos)  # (1, hd)
-    valid = st.key_pos <= st.pos  # (T,)
-    bias = torch.zeros(valid.shape, dtype=torch.float32, device=valid.device).masked_fill(~valid, float("-inf"))
+    rot = rope_matrix(st.cos.index_select(0, st.pos), st.sin.index_select(0, st.pos), st.eye, st.swap)
+    neg_inf = torch.full((), float("-inf"), device=x.device, dtype=x.dtype)
+    bias = torch.where(st.key_pos <= st.pos, torch.zeros((), device=x.device, dtype=x.dtype), neg_inf)
     scale = s.head_dim ** -0.5
     for i, lw in enumerate(w.layers):
         qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)  # (B, q+2kv)
-        qk = _rope(qkv[:, : s.q_dim + s.kv_dim].view(batch, s.heads + s.kv_heads, s.head_dim), cos, sin)
-        q = qk[:, : s.heads].reshape(batch, s.kv_heads, group, s.head_dim)  # query heads grouped by kv head
+        qk = torch.matmul(qkv[:, : s.q_dim + s.kv_dim].view(batch, s.heads + s.kv_heads, s.head_dim), rot)
+        q = qk[:, : s.heads].reshape(batch * s.kv_heads, group, s.head_dim)  # grouped by kv head
         k = qk[:, s.heads:].unsqueeze(2)  # (B, kv, 1, hd)
         v = qkv[:, s.q_dim + s.kv_dim:].view(batch, s.kv_heads, 1, s.head_dim)
-        ck, cv = st.cache_k[i], st.cache_v[i]
+        ck, cv = st.cache_k[i], st.cache_v[i]  # (B, kv, T, hd)
         ck.index_copy_(2, st.pos, k)
         cv.index_copy_(2, st.pos, v)
-        scores = torch.matmul(q, ck.transpose(-1, -2)).float() * scale + bias  # (B, kv, g, T)
-        probs = torch.softmax(scores, dim=-1).to(v.dtype)
-        attn = torch.matmul(probs, cv)  # (B, kv, g, hd)
-        x = x + F.linear(attn.reshape(batch, s.q_dim), lw.wo)
+        scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2),
+                               alpha=scale)  # (B*kv, g, T)
+        probs = torch.softmax(scores, dim=-1)
+        attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
+        x = x + F.linear(attn.view(batch, s.q_dim), lw.wo)
         x = _mlp(x, lw, s)
     logits = F.linear(_rms(x, w.final_norm, s.eps), w.lm_head)
     st.tok.copy_(logits.argmax(dim=-1))

@@ -21,7 +21,8 @@ CHOOSE_KEYS = ["batch", "throughput_tok_s", "ttft_s", "tpot_s", "per_request_tok
 
 
 def _pct(fraction: float) -> str:
-    return f"{100.0 * fraction:.4g}%"
+    """43.75%, 91.875%, 0.794%: up to three decimals, trailing zeros dropped."""
+    return f"{100.0 * fraction:.3f}".rstrip("0").rstrip(".") + "%"
 
 
 def _s(seconds: float) -> str:

@@ -139,7 +139,7 @@ def read_ceilings(path) -> tuple[float | None, float | None]:
     return float(bw), float(fl)
 
 
-def fit_command(measurement_paths, card_name, output, ceilings_path, fmt) -> str:
+def fit_command(measurement_paths, card_name, output, ceilings_path, fmt, label=None) -> str:
     from roofline.calibration import save_calibration
     from roofline.fit import fit_calibration
     from roofline.hardware import load_card
@@ -148,6 +148,8 @@ def fit_command(measurement_paths, card_name, output, ceilings_path, fmt) -> str
     rows = _read_all(measurement_paths)
     bw, fl = read_ceilings(ceilings_path) if ceilings_path else (None, None)
     source = "fitted by `roofline fit` to " + ", ".join(Path(p).name for p in measurement_paths)
+    if label:
+        source = f"{label} ({source})"
     cal = fit_calibration(rows, card, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
     save_calibration(cal, output)
     return fit_view(cal, output, fmt)

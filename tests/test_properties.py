@@ -98,3 +98,13 @@ def test_static_cache_reads_more_than_dynamic():
 def test_calibration_terms_bounds_are_enforced():
     with pytest.raises(Exception):
         Calibration(card="x", engine="e", bandwidth_efficiency=1.5)
+
+
+@given(cards, models, st.integers(1, 4096), st.integers(1, 4096), calibrations, st.integers(1, 2048))
+def test_sixteen_block_tpot_is_within_0_1_percent_of_the_step_by_step_mean(card, model, prompt, gen, cal, batch):
+    # docs/method.md section 2 claims this
+    sc = make_scenario(card, model, prompt, gen, calibration=cal)
+    steps = np.arange(1, max(gen - 1, 1) + 1)
+    exact = sc.model.decode_step(batch, prompt + steps)["step_s"].mean()
+    blocks = mean_decode(sc.model, np.array([batch]), prompt, gen, "dynamic")["step_s"][0]
+    assert blocks == pytest.approx(exact, rel=1e-3)
