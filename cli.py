@@ -348,5 +348,46 @@ def choose(card, model, prompt_tokens, gen_tokens, calibration_path, no_calibrat
     click.echo(choose_view(result, fmt))
 
 
+@main.command()
+@click.option("--card", "cards", multiple=True, help="Card selected when the page opens; repeat to draw others for comparison (default rtx3060). The page offers every card.")
+@click.option("--model", "models_", multiple=True, help="Model selected when the page opens; repeat to compare (default qwen2.5-1.5b). The page offers every catalog model.")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request.")
+@click.option("--gen", "gen_tokens", default=128, show_default=True, type=int, help="Generated tokens per request.")
+@click.option("--calibration", "calibration_path", type=click.Path(dir_okay=False), help="A fitted calibration JSON for the --card cards (default: each card's shipped one, if any).")
+@click.option("--no-calibration", is_flag=True, help="The pure roofline for the --card cards.")
+@click.option("--engine", default="hf-eager", show_default=True, help="Engine whose shipped calibrations to use.")
+@click.option("--kv-cache", type=click.Choice(["dynamic", "static"]), help="KV cache policy (default: the calibration's).")
+@click.option("--weight-dtype", default="bf16", show_default=True, type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4"]))
+@click.option("--kv-dtype", default="bf16", show_default=True, type=click.Choice(["bf16", "fp16", "fp8", "int8", "int4"]))
+@click.option("--measurements", multiple=True, type=click.Path(dir_okay=False), help="Measurement CSV whose points to overlay; repeat for several.")
+@click.option("--mix", default="8x32,8x256", show_default=True, help="Length mix COUNTxGEN for the static-batching panels.")
+@click.option("--batch", default=16, show_default=True, type=int, help="Static batch size, and the slots of both servers.")
+@click.option("--count", type=int, help="Requests in the static-vs-continuous stream (default: the mix four times).")
+@click.option("--policy", type=click.Choice(["whole-batch", "early-return"]), default="whole-batch", show_default=True, help="When the static server returns results.")
+@click.option("--ttft-max", "ttft_max_s", default=0.5, show_default=True, type=float, help="TTFT limit, s: the line and the chosen batch.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
+@click.option("--png-dir", type=click.Path(file_okay=False), help="Also write a PNG of each chart here (needs chromium).")
+@domain_errors
+def chart(cards, models_, prompt_tokens, gen_tokens, calibration_path, no_calibration, engine, kv_cache, weight_dtype, kv_dtype, measurements, mix, batch, count, policy, ttft_max_s, output, png_dir):
+    """Write one self-contained HTML page of charts with what-if controls (works offline).
+
+    Example: roofline chart --card rtx3060 --model qwen2.5-1.5b -o roofline.html
+    """
+    from roofline import api
+
+    result = api.chart(
+        output, cards or ("rtx3060",), models_ or ("qwen2.5-1.5b",), prompt_tokens, gen_tokens,
+        _calibration_arg(calibration_path, no_calibration), engine, kv_cache, weight_dtype, kv_dtype,
+        measurements, mix, batch, count, ttft_max_s, policy, png_dir,
+    )
+    click.echo(
+        f"wrote {result['path']} ({result['bytes'] / 1e6:.1f} MB): {result['selected'][1]} on {result['selected'][0]} "
+        f"selected, {result['cards']} cards x {result['models']} models offered"
+        + (f", {result['measured_points']} measured points" if result["measured_points"] else "")
+    )
+    for png in result["pngs"]:
+        click.echo(f"wrote {png}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 
 DEFAULT_MODELS = ["qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-0.5b", "llama-3.1-8b"]
@@ -56,15 +57,22 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in _csv_list(args.batches)]
     ceilings = not args.no_ceilings
     paths = []
+    failed = False
     for engine in _csv_list(args.engines):
         models = _csv_list(args.hf_models) if engine == "hf-eager" and args.hf_models else _csv_list(args.models)
         t0 = time.monotonic()
         print(f"=== {engine}: models {models}, batches {batches}, prompt {args.prompt}, gen {args.gen}", flush=True)
-        path = run_calibration(
-            card=args.card, models=models, engine=engine, batches=batches,
-            prompt_tokens=args.prompt, gen_tokens=args.gen, out_dir=out, device=args.device,
-            resume=args.resume, measure_ceilings=ceilings, deadline=deadline,
-        )
+        try:
+            path = run_calibration(
+                card=args.card, models=models, engine=engine, batches=batches,
+                prompt_tokens=args.prompt, gen_tokens=args.gen, out_dir=out, device=args.device,
+                resume=args.resume, measure_ceilings=ceilings, deadline=deadline,
+            )
+        except Exception:  # noqa: BLE001 - one engine's failure must not cost the others' run
+            traceback.print_exc()
+            print(f"=== {engine}: FAILED (points measured so far are in {out})", flush=True)
+            failed = True
+            path = out / f"measurements-{args.card}-{engine}.csv"
         ceilings = False  # once per job
         print(f"=== {engine}: {time.monotonic() - t0:.1f} s wall", flush=True)
         paths.append(path)
@@ -81,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             peak = "" if r.peak_mem_gib is None else f"{r.peak_mem_gib:.2f}"
             print(f"{r.model:<14} {r.batch:>5} {r.ttft_s:>8.4f} {r.tpot_s * 1e3:>8.3f} "
                   f"{r.tpot_p10_s * 1e3:>7.3f} {r.tpot_p90_s * 1e3:>7.3f} {r.batch / r.tpot_s:>9,.0f} {peak:>8}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ mask all ones), a prefill forward and gen-1 decode forwards in a hand-written lo
   e2e ~= ttft + (gen-1) * tpot. On the CPU the marks are perf_counter readings.
 * Peak memory = torch.cuda.max_memory_allocated over the whole point (warm-up included; it
   includes the weights), after reset_peak_memory_stats.
+* host_step_s (raw steps file only): host time to issue each step, no synchronize. When it
+  matches the event times, the loop is bound by the CPU (Python + launches), not the GPU.
 * Warm-up: one short untimed run (prefill + 3 decode steps) at the same batch before timing.
 """
 
@@ -100,6 +102,7 @@ class HFEagerEngine:
             synchronize(device)
             ttft_s = time.perf_counter() - t0
             marks.mark()
+            host = [time.perf_counter()]
             for _ in range(gen_tokens - 1):
                 mask = torch.cat([mask, one], dim=1)
                 out = model(
@@ -110,11 +113,13 @@ class HFEagerEngine:
                 past = out.past_key_values
                 del out
                 marks.mark()
+                host.append(time.perf_counter())
             synchronize(device)
             e2e_s = time.perf_counter() - t0
         step_s = marks.consecutive()
         del past, tok, mask
-        return {"ttft_s": ttft_s, "step_s": step_s, "e2e_s": e2e_s}
+        host_step_s = [b - a for a, b in zip(host, host[1:])]
+        return {"ttft_s": ttft_s, "step_s": step_s, "e2e_s": e2e_s, "host_step_s": host_step_s}
 
     def measure(self, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
         from calibrate.timing import peak_gib, reset_peak, synchronize

@@ -2,9 +2,10 @@
 
 ``run_calibration`` sweeps each model's batches in ascending order. After EVERY point the whole
 CSV (``out_dir/measurements-<card>-<engine>.csv``) is rewritten atomically, so an interrupted run
-keeps what it measured and ``resume=True`` continues where it stopped. The first out-of-memory
-point of a model is recorded as a ``status=oom`` row; larger batches of that model are skipped
-(they would run out of memory too) and the sweep goes on with the next model.
+keeps what it measured and ``resume=True`` continues where it stopped. Every decode step's time
+goes to ``out_dir/steps-<card>-<engine>.jsonl`` (one JSON line per point, appended). The first
+out-of-memory point of a model is recorded as a ``status=oom`` row; larger batches of that model
+are skipped (they would run out of memory too) and the sweep goes on with the next model.
 """
 
 from __future__ import annotations
@@ -34,6 +35,26 @@ def print_to_stderr(message: str) -> None:
 
 def measurements_path(out_dir: Path, card: str, engine: str) -> Path:
     return Path(out_dir) / f"measurements-{card}-{engine}.csv"
+
+
+def steps_path(out_dir: Path, card: str, engine: str) -> Path:
+    return Path(out_dir) / f"steps-{card}-{engine}.jsonl"
+
+
+def append_steps(path: Path, row: MeasurementRow, result: dict) -> None:
+    """One JSON line per point with every decode step's time (raw data behind the CSV's stats)."""
+    record = {
+        "card": row.card, "model": row.model, "engine": row.engine, "batch": row.batch,
+        "prompt_tokens": row.prompt_tokens, "gen_tokens": row.gen_tokens, "timestamp": row.timestamp,
+        "ttft_s": row.ttft_s,
+        "step_s": [float(f"{t:.7g}") for t in result["step_s"]],
+    }
+    if result.get("host_step_s"):
+        record["host_step_s"] = [float(f"{t:.7g}") for t in result["host_step_s"]]
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def ceilings_path(out_dir: Path, card: str) -> Path:
@@ -160,6 +181,7 @@ def run_calibration(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = measurements_path(out_dir, card, engine)
+    raw_path = steps_path(out_dir, card, engine)
 
     rows: list[MeasurementRow] = []
     if csv_path.exists():
@@ -168,6 +190,8 @@ def run_calibration(
             progress(f"resume: {len(rows)} row(s) already in {csv_path}")
         else:
             progress(f"{csv_path} exists; starting afresh (use resume to continue it)")
+    if not resume and raw_path.exists():
+        raw_path.unlink()
 
     if measure_ceilings:
         cpath = ceilings_path(out_dir, card)
@@ -236,6 +260,7 @@ def run_calibration(
             row = _point_row(card, model, engine_obj, prompt_tokens, gen_tokens, batch, result, env, extra)
             rows.append(row)
             write_measurements(csv_path, rows)
+            append_steps(raw_path, row, result)
             progress(_point_line(model, row, result["point_wall_s"]))
         engine_obj.close()
         del engine_obj

@@ -119,7 +119,7 @@ def simulate(
     roofline.serving.
     """
     from roofline import batching
-    from roofline.serving import POLICIES, serve_continuous, serve_static
+    from roofline.serving import POLICIES, by_generation_length, serve_continuous, serve_static
 
     if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
         raise RooflineError(f"--batch must be a whole number of at least 1, not {batch!r}")
@@ -127,6 +127,10 @@ def simulate(
         raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
     if (requests is None) == (mix is None):
         raise RooflineError("give either a request file (--requests FILE) or --mix (with --count), not both or neither")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise RooflineError(f"--seed must be a whole number >= 0, not {seed!r}")
+    if count is not None and mix is None:
+        raise RooflineError("--count goes with --mix (a request file has its own count)")
     if mix is not None:
         stream = batching.requests_from_mix(mix, prompt_tokens, count)
     elif isinstance(requests, batching.Requests):
@@ -153,14 +157,9 @@ def simulate(
         },
         **{name: s.summary() for name, s in served.items()},
     }
-    gens = np.unique(stream.gen_tokens)
-    if len(gens) <= 8:
-        out["classes"] = [
-            {"gen_tokens": int(g), "requests": int((stream.gen_tokens == g).sum()),
-             **{f"{name}_{k}": float(np.percentile(getattr(s, k.replace("_p50", ""))[stream.gen_tokens == g], 50))
-                for name, s in served.items() for k in ("ttft_p50_s", "e2e_p50_s")}}
-            for g in gens
-        ]
+    classes = by_generation_length(stream.gen_tokens, served)
+    if classes is not None:
+        out["classes"] = classes
     if keep_requests:
         out["per_request"] = {name: {"ttft_s": s.ttft_s, "e2e_s": s.e2e_s} for name, s in served.items()}
     return out
@@ -187,3 +186,46 @@ def choose(
 
     scenario = make_scenario(card, model, prompt_tokens, gen_tokens, calibration, engine, kv_cache, weight_dtype, kv_dtype)
     return choose_batch(scenario, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
+
+
+def chart(
+    output,
+    cards=("rtx3060",),
+    models=("qwen2.5-1.5b",),
+    prompt_tokens: int = 128,
+    gen_tokens: int = 128,
+    calibration="auto",
+    engine: str = "hf-eager",
+    kv_cache: str | None = None,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    measurements=(),
+    mix: str = "8x32,8x256",
+    batch: int = 16,
+    count: int | None = None,
+    ttft_max_s: float = 0.5,
+    policy: str = "whole-batch",
+    png_dir=None,
+) -> dict:
+    """Write ``roofline chart``'s self-contained HTML page to ``output`` (what-if controls for every
+    card and catalog model; the first of ``cards`` / ``models`` selected, the rest drawn for
+    comparison). With ``png_dir``, also a PNG of each chart (needs a headless chromium).
+    Returns {path, bytes, cards, models, pngs}. The page's data and formulas: roofline.chart_data."""
+    from roofline.chart import export_pngs, write_chart
+
+    written = write_chart(
+        output, cards=cards, models=models, prompt_tokens=prompt_tokens, gen_tokens=gen_tokens,
+        calibration=calibration, engine=engine, kv_cache=kv_cache, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+        measurements=measurements, mix=mix, batch=batch, stream_count=count, ttft_max_s=ttft_max_s, policy=policy,
+    )
+    data = written["data"]
+    pngs = [str(p) for p in export_pngs(written["path"], png_dir)] if png_dir else []
+    return {
+        "path": written["path"],
+        "bytes": written["bytes"],
+        "cards": len(data["cards"]),
+        "models": len(data["models"]),
+        "selected": [data["initial"]["card"], data["initial"]["model"]],
+        "measured_points": len(data["measurements"]),
+        "pngs": pngs,
+    }

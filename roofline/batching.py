@@ -103,6 +103,16 @@ class Requests:
     source: str = ""
     class_index: np.ndarray | None = field(default=None, repr=False)
 
+    def __post_init__(self):
+        p, g = np.asarray(self.prompt_tokens), np.asarray(self.gen_tokens)
+        if p.shape != g.shape or p.ndim != 1 or len(g) == 0:
+            raise RooflineError("a request stream needs as many prompt lengths as generation lengths, at least one")
+        if p.min() < 1 or g.min() < 1:
+            raise RooflineError("prompt and generation lengths must be at least 1 token")
+        a = self.arrival_s
+        if a is not None and (np.shape(a) != g.shape or not np.all(np.isfinite(a)) or np.min(a) < 0):
+            raise RooflineError("arrival times must be finite seconds >= 0, one per request")
+
     def __len__(self) -> int:
         return len(self.gen_tokens)
 

@@ -109,7 +109,7 @@ def simulate_view(result: dict, fmt: str) -> str:
              _s(c["static_e2e_p50_s"]), _s(c["continuous_e2e_p50_s"])]
             for c in result["classes"]
         ]
-        headers = ["gen", "requests", "TTFT p50 static", "continuous", "E2E p50 static (s)", "continuous"]
+        headers = ["gen", "requests", "TTFT p50 static (s)", "continuous", "E2E p50 static (s)", "continuous"]
         lines += ["", report.table(headers, crow)]
     return "\n".join(lines)
 

@@ -215,3 +215,69 @@ class Browser:
             elif e.get("method") == "Runtime.consoleAPICalled" and e["params"].get("type") == "error":
                 out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"]))
         return out
+
+
+# ---- PNG checks (stdlib + numpy; no Pillow) ----
+def png_decode(png: bytes):
+    """Pixels of an 8-bit RGB or RGBA PNG (what chromium writes) as a (height, width, channels) uint8 array."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise RooflineError("not a PNG file")
+    pos, idat = 8, []
+    width = height = channels = None
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or color not in (2, 6) or interlace:
+                raise RooflineError(f"unsupported PNG: depth {depth}, colour type {color}, interlace {interlace}")
+            channels = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + length
+    stride = width * channels
+    raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(height, stride + 1)
+    out = np.zeros((height, stride), dtype=np.uint8)
+    prev = np.zeros(stride, dtype=np.int64)
+    for y in range(height):
+        f, line = raw[y, 0], raw[y, 1:].astype(np.int64)
+        if f == 1:  # Sub: a running sum along each channel
+            line = np.cumsum(line.reshape(width, channels), axis=0).reshape(-1) & 255
+        elif f == 2:  # Up
+            line = (line + prev) & 255
+        elif f in (3, 4):  # Average, Paeth: sequential along the row
+            cur, up = line.tolist(), prev.tolist()
+            for i in range(stride):
+                a = cur[i - channels] if i >= channels else 0
+                b = up[i]
+                if f == 3:
+                    cur[i] = (cur[i] + ((a + b) >> 1)) & 255
+                else:
+                    c = up[i - channels] if i >= channels else 0
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    cur[i] = (cur[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+            line = np.array(cur, dtype=np.int64)
+        out[y] = line
+        prev = line
+    return out.reshape(height, width, channels)
+
+
+def png_colour_stats(png: bytes) -> dict:
+    """Size, distinct colours and the fraction of non-white pixels: a blank image has one colour."""
+    import numpy as np
+
+    px = png_decode(png)[..., :3]
+    flat = px.reshape(-1, 3)
+    packed = (flat[:, 0].astype(np.int64) << 16) | (flat[:, 1].astype(np.int64) << 8) | flat[:, 2]
+    return {
+        "width": int(px.shape[1]),
+        "height": int(px.shape[0]),
+        "distinct_colours": int(np.unique(packed).size),
+        "ink_fraction": float((flat.min(axis=1) < 230).mean()),
+    }

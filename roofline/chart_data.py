@@ -3,7 +3,7 @@
 ``page_data()`` is the only bridge between the Python model and the page's JavaScript port of
 it (roofline/chart_assets/chart.js). The port evaluates the same formulas as roofline.decode
 (``mean_decode`` with the same 16-block context average), roofline.prefill, roofline.memory,
-roofline.predict.bend and roofline.simulate on exactly these numbers, so every what-if control
+roofline.predict.bend, roofline.batching and roofline.serving on exactly these numbers, so every what-if control
 redraws in the page without a round trip, and tests/test_chart_browser.py checks the page's
 numbers against ``roofline.predict`` to 1e-6.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.calibration import Calibration, load_calibration, shipped_calibration
+from roofline.calibration import MAX_EXPONENT, Calibration, load_calibration, shipped_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, all_cards, load_card
 from roofline.model_spec import ModelSpec, catalog_names, load_model
@@ -154,6 +154,7 @@ def page_data(
     batch: int = DEFAULT_MIX_BATCH,
     stream_count: int | None = None,
     ttft_max_s: float = DEFAULT_TTFT_MAX_S,
+    policy: str = "whole-batch",
 ) -> dict:
     """Everything the page needs, as plain JSON-able data.
 
@@ -162,9 +163,11 @@ def page_data(
     page offers every catalog model and every card profile besides. ``calibration`` applies to
     ``cards`` ("auto": the shipped one for ``engine``, None: the pure roofline, or a Calibration
     or file); other cards use their shipped calibration, if any. ``stream_count``: requests in
-    the static-vs-continuous stream (default: the mix four times over).
+    the static-vs-continuous stream (default: the mix four times over); ``policy``: when the
+    static server returns results (roofline.serving.POLICIES).
     """
     from roofline.batching import parse_mix
+    from roofline.serving import POLICIES
 
     cards, models = list(cards) or ["rtx3060"], list(models) or ["qwen2.5-1.5b"]
     chosen_cards = [load_card(c) for c in cards]
@@ -178,6 +181,8 @@ def page_data(
     gen_tokens = positive_int(gen_tokens, "generation length")
     batch = positive_int(batch, "--batch")
     classes = parse_mix(mix)
+    if policy not in POLICIES:
+        raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
     if not (isinstance(ttft_max_s, (int, float)) and ttft_max_s > 0):
         raise RooflineError(f"--ttft-max must be a positive number of seconds, not {ttft_max_s!r}")
     count = sum(c for c, _ in classes)
@@ -213,12 +218,14 @@ def page_data(
             "mix": mix,
             "batch": batch,
             "stream_count": stream_count,
+            "policy": policy,
         },
         "compare": [[c.id, m.name] for c in chosen_cards for m in chosen_models][1:],
         "engine": engine,
         "measurements": measurement_points(measurements),
         "bend_grid_tail": bend_grid_tail(),
         "bend_max_batch": BEND_MAX_BATCH,
+        "max_exponent": MAX_EXPONENT,
         "gib": GiB,
     }
 

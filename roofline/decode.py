@@ -114,12 +114,14 @@ class StepModel:
             "attention_flop": attention,
         }
 
-    def mixed_step_s(self, decode_batch, kv_tokens_read, prefill_tokens=0.0, prefill_pairs=0.0):
+    def mixed_step_s(self, decode_batch, kv_tokens_read, prefill_tokens=0.0, prefill_pairs=0.0, prefill_sequences=0.0):
         """One iteration of continuous batching: ``decode_batch`` sequences decode one token each
-        (attending to ``kv_tokens_read`` cached tokens in total) while ``prefill_tokens`` prompt
-        tokens of newcomers are prefilled in the same pass (``prefill_pairs`` causal query-key
-        pairs among them). Prefill FLOPs run at the prefill's efficiency; a pass that prefills
-        pays the larger of the decode and prefill overheads. Scalars or arrays."""
+        (attending to ``kv_tokens_read`` cached tokens in total) while ``prefill_sequences``
+        newcomers' ``prefill_tokens`` prompt tokens are prefilled in the same pass
+        (``prefill_pairs`` causal query-key pairs among them; the LM head runs only on each
+        newcomer's last position, as in ``prefill``). Prefill FLOPs run at the prefill's
+        efficiency; a pass that prefills pays the larger of the decode and prefill overheads.
+        Scalars or arrays."""
         cal, spec = self.calibration, self.spec
         decode_batch = np.asarray(decode_batch, dtype=float)
         prefill_tokens = np.asarray(prefill_tokens, dtype=float)
@@ -130,7 +132,8 @@ class StepModel:
         memory_s = moved / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
         decode_flop = decode_batch * spec.linear_flop_per_token + kv_read * spec.attention_flop_per_context_token
         prefill_flop = (
-            prefill_tokens * spec.linear_flop_per_token
+            prefill_tokens * spec.body_linear_flop_per_token
+            + np.asarray(prefill_sequences, dtype=float) * 2.0 * spec.lm_head_params
             + np.asarray(prefill_pairs, dtype=float) * spec.attention_flop_per_context_token
         )
         compute_s = decode_flop / (cal.compute_efficiency * self.peak_flop_per_s) + prefill_flop / (

@@ -34,11 +34,13 @@ a static batch's decode steps are evaluated all at once with numpy.
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
 
+from roofline.calibration import MAX_EXPONENT
 from roofline.decode import StepModel
 
 PERCENTILES = (50, 90, 99)
@@ -46,10 +48,16 @@ POLICIES = ("whole-batch", "early-return")
 
 
 def _pnorm(a: float, b: float, p: float) -> float:
-    hi = a if a > b else b
-    if hi <= 0.0:
-        return 0.0
-    return hi * ((a / hi) ** p + (b / hi) ** p) ** (1.0 / p)
+    """roofline.decode.pnorm for two Python floats (same branches: sum, max, blend)."""
+    if p <= 1.0:
+        return a + b
+    if a >= b:
+        hi, lo = a, b
+    else:
+        hi, lo = b, a
+    if p >= MAX_EXPONENT or hi <= 0.0:
+        return hi
+    return hi * math.exp(math.log1p((lo / hi) ** p) / p)
 
 
 class FastStep:
@@ -74,7 +82,14 @@ class FastStep:
         self.prefill_overhead_s = float(cal.prefill_overhead_s)
         self.mixed_prefill_overhead_s = max(self.decode_overhead_s, self.prefill_overhead_s)
 
-    def mixed_s(self, decode_batch: float, kv_tokens_read: float, prefill_tokens: float = 0.0, prefill_pairs: float = 0.0) -> float:
+    def mixed_s(
+        self,
+        decode_batch: float,
+        kv_tokens_read: float,
+        prefill_tokens: float = 0.0,
+        prefill_pairs: float = 0.0,
+        prefill_sequences: float = 0.0,
+    ) -> float:
         """StepModel.mixed_step_s for scalars (decode_step_s when nothing is prefilled)."""
         moved = self.weight_bytes + self.kv_bytes_per_token * (
             self.kv_traffic * kv_tokens_read + decode_batch + prefill_tokens
@@ -83,7 +98,9 @@ class FastStep:
         compute_s = (
             decode_batch * self.linear_flop_per_token + kv_tokens_read * self.attention_flop_per_pair
         ) * self.s_per_decode_flop + (
-            prefill_tokens * self.linear_flop_per_token + prefill_pairs * self.attention_flop_per_pair
+            prefill_tokens * self.body_linear_flop_per_token
+            + prefill_sequences * self.lm_head_flop_per_position
+            + prefill_pairs * self.attention_flop_per_pair
         ) * self.s_per_prefill_flop
         overhead_s = self.mixed_prefill_overhead_s if prefill_tokens > 0 else self.decode_overhead_s
         return _pnorm(overhead_s, _pnorm(memory_s, compute_s, self.roofline_exponent), self.overhead_exponent)
@@ -233,7 +250,7 @@ def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slo
             k = min(slots - running, bisect_right(arr_list, t, nxt) - nxt)
         if k:
             j = nxt + k
-            t += step(running, kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt])
+            t += step(running, kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], k)
             it += 1
             kv += running + cum_p1[j] - cum_p1[nxt]
             for r in range(nxt, j):
@@ -257,3 +274,20 @@ def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slo
     ttft_a, e2e, finish_a = _unsort(order, ttft_a, e2e, finish_a)
     start = float(arr[0]) if n else 0.0
     return Served(ttft_a, e2e, finish_a, slots, it, useful, float(finish_a.max()) - start if n else 0.0)
+
+
+def by_generation_length(gen_tokens, served: dict, max_lengths: int = 8) -> list[dict] | None:
+    """Median TTFT and E2E per generation length and policy, when there are few lengths."""
+    gen_tokens = np.asarray(gen_tokens)
+    lengths = np.unique(gen_tokens)
+    if len(lengths) > max_lengths:
+        return None
+    rows = []
+    for g in lengths:
+        mine = gen_tokens == g
+        row = {"gen_tokens": int(g), "requests": int(mine.sum())}
+        for name, s in served.items():
+            row[f"{name}_ttft_p50_s"] = float(np.median(s.ttft_s[mine]))
+            row[f"{name}_e2e_p50_s"] = float(np.median(s.e2e_s[mine]))
+        rows.append(row)
+    return rows

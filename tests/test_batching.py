@@ -110,7 +110,10 @@ def test_fast_step_equals_the_core(d, kv, prompts):
         tokens, pairs = float(p.sum()), float((p * (p + 1) / 2).sum())
         if d == 0 and tokens == 0:
             continue
-        assert fast.mixed_s(d, kv, tokens, pairs) == pytest.approx(float(model.mixed_step_s(d, kv, tokens, pairs)), rel=1e-12)
+        n = len(p)
+        assert fast.mixed_s(d, kv, tokens, pairs, n) == pytest.approx(
+            float(model.mixed_step_s(d, kv, tokens, pairs, n)), rel=1e-12
+        )
         if d:
             assert fast.mixed_s(d, kv) == pytest.approx(float(model.decode_step_s(d, kv)), rel=1e-12)
         if len(p):
@@ -121,7 +124,7 @@ def test_fast_step_equals_the_core(d, kv, prompts):
             cal = model.calibration
             mem = bytes_ / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
             comp = flop / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
-            expect = float(model.combine(cal.prefill_overhead_s, mem, comp)[0])
+            expect = float(model.combine(cal.prefill_overhead_s, mem, comp))
             assert fast.prefill_s(len(p), tokens, pairs) == pytest.approx(expect, rel=1e-12)
             # and equal prompts give exactly roofline.prefill
             same = fast.prefill_s(len(p), len(p) * p[0], len(p) * p[0] * (p[0] + 1) / 2)
@@ -145,7 +148,7 @@ def reference_continuous(model, prompts, gens, arrivals, slots):
         kv = sum(prompts[r] + produced[r] for r in produced)
         pt = sum(prompts[r] for r in new)
         pairs = sum(prompts[r] * (prompts[r] + 1) / 2 for r in new)
-        t += float(model.mixed_step_s(len(produced), kv, pt, pairs))
+        t += float(model.mixed_step_s(len(produced), kv, pt, pairs, len(new)))
         passes += 1
         for r in list(produced):
             produced[r] += 1
@@ -176,7 +179,7 @@ def reference_static(model, prompts, gens, arrivals, slots, policy):
             cal.bandwidth_efficiency * model.bandwidth_bytes_per_s
         )
         comp = sum(w[1] + w[2] for w in works) / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
-        t += float(model.combine(cal.prefill_overhead_s, mem, comp)[0])
+        t += float(model.combine(cal.prefill_overhead_s, mem, comp))
         for r in members:
             ttft[r] = t - arrivals[r]
         longest = max(gens[r] for r in members)
@@ -274,13 +277,25 @@ def test_all_at_zero_without_a_rate():
 
 # ---- continuous beats static on a mixed stream -----------------------------------------------
 def test_continuous_beats_static_on_a_mixed_stream():
-    r = roofline.simulate(CARD, MODEL, 16, mix="8x32,8x256", count=2000, arrival_rate=2.5, seed=1)
+    # offered 6 req/s of the lesson's mix: more than either server sustains (docs/batching.md)
+    r = roofline.simulate(CARD, MODEL, 16, mix="8x32,8x256", count=2000, arrival_rate=6.0, seed=1)
     st_, co = r["static"], r["continuous"]
     assert co["throughput_tok_s"] > 1.5 * st_["throughput_tok_s"]
-    assert co["mean_occupancy"] > 0.9 > 0.6 > st_["mean_occupancy"]
+    assert co["mean_occupancy"] > 0.95 and st_["mean_occupancy"] == pytest.approx(0.5625, abs=0.01)
     short = next(c for c in r["classes"] if c["gen_tokens"] == 32)
     assert short["continuous_e2e_p50_s"] < short["static_e2e_p50_s"] / 3
-    assert co["e2e_p99_s"] < st_["e2e_p99_s"]
+    assert co["e2e_p99_s"] < st_["e2e_p99_s"] / 3
+
+
+def test_under_light_load_continuous_wins_on_latency_not_throughput():
+    # 2 req/s: both servers keep up, so both deliver the offered tokens; static still makes
+    # short requests wait for a batch's longest member and for the batch before it
+    r = roofline.simulate(CARD, MODEL, 16, mix="8x32,8x256", count=2000, arrival_rate=2.0, seed=1)
+    st_, co = r["static"], r["continuous"]
+    assert co["throughput_tok_s"] == pytest.approx(st_["throughput_tok_s"], rel=0.02)
+    short = next(c for c in r["classes"] if c["gen_tokens"] == 32)
+    assert short["continuous_e2e_p50_s"] < short["static_e2e_p50_s"] / 3
+    assert co["ttft_p50_s"] < st_["ttft_p50_s"] / 10
 
 
 # ---- request files --------------------------------------------------------------------------
@@ -327,12 +342,23 @@ def test_bad_request_files_name_the_line(tmp_path, name, text, where):
 
 
 def test_lengths_waste_in_arrival_order_and_back_to_back(tmp_path):
-    # arrival order puts the two 100-token requests together: batches [100,100] and [10,10]
-    f = write(tmp_path, "r.csv", "prompt_tokens,gen_tokens,arrival_s\n16,10,0\n16,100,0\n16,10,0.1\n16,100,0\n")
+    # arrival order (not file order) makes the batches: [10,10] then [100,100]
+    f = write(tmp_path, "r.csv", "prompt_tokens,gen_tokens,arrival_s\n16,10,0\n16,100,0.2\n16,10,0.1\n16,100,0.3\n")
     r = roofline.waste(lengths=str(f), batch=2)
-    assert (r["tokens_needed"], r["slots_used"]) == (220, 2 * 100 + 2 * 10)
+    assert (r["tokens_needed"], r["slots_used"]) == (220, 2 * 10 + 2 * 100)
+    g = write(tmp_path, "g.csv", "prompt_tokens,gen_tokens\n16,10\n16,100\n16,10\n16,100\n")
+    assert roofline.waste(lengths=str(g), batch=2)["slots_used"] == 400  # file order: [10,100] twice
     t = roofline.waste(lengths=str(f), batch=2, card=CARD, model=MODEL)
     assert t["e2e_p50_s"] <= t["e2e_p90_s"] <= t["e2e_p99_s"]
+    # by hand: batch 1 starts when its last member arrives (0.1 s), batch 2 when batch 1 ends
+    fast = FastStep(make_scenario(CARD, MODEL).model)
+    pre1, cum1 = static_batch_times(fast, np.array([16, 16]), np.array([10, 10]))
+    pre2, cum2 = static_batch_times(fast, np.array([16, 16]), np.array([100, 100]))
+    end1 = 0.1 + pre1 + cum1[-1]
+    end2 = max(end1, 0.3) + pre2 + cum2[-1]
+    e2e = np.array([end1 - 0.0, end1 - 0.1, end2 - 0.2, end2 - 0.3])
+    assert t["e2e_p50_s"] == pytest.approx(np.percentile(e2e, 50), rel=1e-12)
+    assert t["e2e_p99_s"] == pytest.approx(np.percentile(e2e, 99), rel=1e-12)
     # the second batch waits for the first: its E2E exceeds the first batch's
     one = roofline.waste(lengths=str(write(tmp_path, "one.csv", "prompt_tokens,gen_tokens\n16,100\n16,100\n")),
                          batch=2, card=CARD, model=MODEL)
@@ -342,3 +368,16 @@ def test_lengths_waste_in_arrival_order_and_back_to_back(tmp_path):
 def test_waste_needs_both_card_and_model():
     with pytest.raises(RooflineError, match="both --card and --model"):
         roofline.waste(mix="8x32", card=CARD)
+
+
+def test_twenty_thousand_requests_both_ways_well_under_ten_seconds():
+    # issue 3's speed target (benchmarks/bench_simulate.py measures it properly; ~0.1 s here)
+    import time
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    req = Requests(rng.integers(32, 513, n), np.where(rng.random(n) < 0.25, rng.integers(256, 1025, n), rng.integers(8, 65, n)))
+    t = time.perf_counter()
+    r = roofline.simulate(CARD, MODEL, 64, requests=req, arrival_rate=10.0, seed=0)
+    assert time.perf_counter() - t < 10.0
+    assert r["static"]["generated_tokens"] == r["continuous"]["generated_tokens"] == int(req.gen_tokens.sum())

@@ -48,6 +48,12 @@ def test_sweep_end_to_end_on_cpu(tmp_path, engine, kv_cache):
         assert r.e2e_s >= r.ttft_s + (GEN - 1) * r.tpot_s * 0.99
         assert r.torch == torch.__version__ and r.transformers and r.gpu.startswith("cpu")
     assert any("batch     4" in line for line in lines)
+    raw = [json.loads(line) for line in (tmp_path / f"steps-cpu-test-{engine}.jsonl").read_text().splitlines()]
+    assert [r["batch"] for r in raw] == [1, 2, 4]
+    for rec, row in zip(raw, rows):
+        assert len(rec["step_s"]) == GEN - 1
+        assert sum(rec["step_s"]) / len(rec["step_s"]) == pytest.approx(row.tpot_s, rel=1e-5)
+    assert ("host_step_s" in raw[0]) == (engine == "hf-eager")
 
 
 def test_ceilings_on_cpu(tmp_path):
@@ -123,6 +129,8 @@ def test_interrupted_run_keeps_points_and_resume_skips_them(tmp_path, monkeypatc
     calls.clear()
     _run(tmp_path, batches=(1, 2, 4), resume=True)
     assert calls == []
+    raw = (tmp_path / "steps-cpu-test-graph.jsonl").read_text().splitlines()
+    assert [json.loads(line)["batch"] for line in raw] == [1, 2, 4]
 
 
 def test_resume_does_not_retry_past_a_recorded_oom(tmp_path, monkeypatch):

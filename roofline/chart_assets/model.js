@@ -1,7 +1,7 @@
 /* The roofline model, ported line for line from the Python package so the page can redraw
  * every what-if without a server. Each function names the Python function it mirrors; the
  * numbers it reads come from roofline.chart_data.page_data(), and the browser test checks the
- * results against roofline.predict / bend / batching / simulate to 1e-6.
+ * results against roofline.predict / bend / batching / serving (api.waste, api.simulate, api.choose) to 1e-6.
  * Base units throughout: bytes, FLOP, seconds, bytes/s, FLOP/s. */
 "use strict";
 
@@ -15,11 +15,15 @@ var RooflineModel = (function () {
     DATA.cards.forEach(function (c) { CARDS[c.id] = c; });
     DATA.models.forEach(function (m) { MODELS[m.name] = m; });
 
-    // roofline.decode.pnorm
+    var MAX_EXPONENT = DATA.max_exponent; // roofline.calibration.MAX_EXPONENT
+
+    // roofline.decode.pnorm: a sum at p = 1, exactly the max at p >= MAX_EXPONENT, a blend between
     function pnorm(a, b, p) {
+      if (p <= 1.0) return a + b;
       var hi = Math.max(a, b);
-      var safe = hi > 0 ? hi : 1.0;
-      return hi * Math.pow(Math.pow(a / safe, p) + Math.pow(b / safe, p), 1.0 / p);
+      if (p >= MAX_EXPONENT) return hi;
+      var ratio = hi > 0 ? Math.min(a, b) / hi : 0.0;
+      return hi * Math.exp(Math.log1p(Math.pow(ratio, p)) / p);
     }
 
     // roofline.predict.make_scenario + roofline.decode.StepModel
@@ -90,10 +94,17 @@ var RooflineModel = (function () {
       };
     }
 
-    // TPOT only (roofline.predict.bend's grid)
+    // TPOT only (roofline.predict.bend's grid): decodeStep's step time without its other parts
     function tpotOnly(m, batch, ctx) {
-      var acc = 0;
-      for (var k = 0; k < SAMPLES; k++) acc += decodeStep(m, batch, ctx[k])[0] * (1.0 / SAMPLES);
+      var cal = m.cal, model = m.model, acc = 0, w = 1.0 / SAMPLES;
+      var sBw = cal.bandwidth_efficiency * m.bw, sPk = cal.compute_efficiency * m.peak;
+      var linear = batch * model.linear_flop_per_token, kvWriteBytes = batch * m.kvb;
+      for (var k = 0; k < SAMPLES; k++) {
+        var kvRead = batch * ctx[k];
+        var moved = m.weightRead + cal.kv_traffic_factor * (kvRead * m.kvb) + kvWriteBytes;
+        var compute = (linear + kvRead * model.attention_flop_per_context_token) / sPk;
+        acc += pnorm(m.overhead, pnorm(moved / sBw, compute, cal.roofline_exponent), cal.overhead_exponent) * w;
+      }
       return acc;
     }
 
@@ -167,23 +178,24 @@ var RooflineModel = (function () {
       return batches.map(function (b) { return row(m, b, ctx); });
     }
 
-    // numpy.interp for increasing xp, one x, right=NaN
+    // numpy.interp for increasing xp, one x, right=NaN; fp(j) gives the j-th value on demand
     function interp(x, xp, fp) {
       var n = xp.length;
       if (x > xp[n - 1]) return NaN;
-      if (x === xp[n - 1]) return fp[n - 1];
-      if (x < xp[0]) return fp[0];
+      if (x === xp[n - 1]) return fp(n - 1);
+      if (x < xp[0]) return fp(0);
       var lo = 0, hi = n - 1; // xp[lo] <= x < xp[hi]
       while (hi - lo > 1) {
         var mid = (lo + hi) >> 1;
         if (xp[mid] <= x) lo = mid; else hi = mid;
       }
-      if (xp[lo] === x) return fp[lo];
-      var slope = (fp[lo + 1] - fp[lo]) / (xp[lo + 1] - xp[lo]);
-      var res = slope * (x - xp[lo]) + fp[lo];
+      if (xp[lo] === x) return fp(lo);
+      var f0 = fp(lo), f1 = fp(lo + 1);
+      var slope = (f1 - f0) / (xp[lo + 1] - xp[lo]);
+      var res = slope * (x - xp[lo]) + f0;
       if (isNaN(res)) {
-        res = slope * (x - xp[lo + 1]) + fp[lo + 1];
-        if (isNaN(res) && fp[lo] === fp[lo + 1]) res = fp[lo];
+        res = slope * (x - xp[lo + 1]) + f1;
+        if (isNaN(res) && f0 === f1) res = f0;
       }
       return res;
     }
@@ -195,7 +207,11 @@ var RooflineModel = (function () {
       return [lo, Math.max(hi, lo * 2)];
     }
 
-    var GRID = null;
+    var GRID = null, LOGGRID = null;
+    function bendLogGrid() {
+      if (!LOGGRID) LOGGRID = bendGrid().map(function (b) { return Math.log(b); });
+      return LOGGRID;
+    }
     function bendGrid() {
       if (!GRID) {
         GRID = [];
@@ -217,15 +233,17 @@ var RooflineModel = (function () {
         var exact = balance * m.weightRead / (flopPerRequest - balance * kvPerRequest);
         crossing = Math.max(1, Math.ceil(exact - 1e-9));
       }
-      var grid = bendGrid(), n = grid.length, logG = new Array(n), logT = new Array(n);
-      for (var i = 0; i < n; i++) {
-        logG[i] = Math.log(grid[i]);
-        logT[i] = Math.log(tpotOnly(m, grid[i], ctx));
+      // the same grid and test as Python's, but TPOT is evaluated only where the search looks
+      // (up to the first hit), not on all ~4,600 batches
+      var grid = bendGrid(), n = grid.length, logG = bendLogGrid(), logT = new Float64Array(n).fill(NaN);
+      function lt(j) {
+        if (isNaN(logT[j])) logT[j] = Math.log(tpotOnly(m, grid[j], ctx));
+        return logT[j];
       }
       var knee = null;
-      for (i = 0; i < n; i++) {
-        var doubled = interp(Math.log(grid[i] * 2), logG, logT);
-        var slope = (doubled - logT[i]) / Math.log(2.0);
+      for (var i = 0; i < n; i++) {
+        var doubled = interp(Math.log(grid[i] * 2), logG, lt);
+        var slope = (doubled - lt(i)) / Math.log(2.0);
         if (slope >= KNEE_ELASTICITY) { knee = Math.trunc(grid[i] * Math.SQRT2); break; }
       }
       var found = [crossing, knee].filter(function (x) { return x !== null; });
@@ -257,7 +275,7 @@ var RooflineModel = (function () {
       }, maxBatch);
     }
 
-    // ---- static batching (roofline.batching) and the two servers (roofline.simulate) ----
+    // ---- static batching (roofline.batching) and the two servers (roofline.serving) ----
     // roofline.batching.parse_mix
     function parseMix(text) {
       var items = String(text).split(",").map(function (s) { return s.trim(); });
@@ -306,7 +324,7 @@ var RooflineModel = (function () {
                wasted_slots: slots - needed, waste_fraction: (slots - needed) / slots, batch_list: batches };
     }
 
-    // roofline.simulate.FastStep.prefill_s
+    // roofline.serving.FastStep.prefill_s
     function prefillMany(m, sequences, promptTokens, promptPairs) {
       var cal = m.cal, model = m.model;
       var bytes = m.weightRead + promptTokens * m.kvb;
@@ -340,7 +358,7 @@ var RooflineModel = (function () {
       return pnorm(m.overhead, pnorm(memory, compute, cal.roofline_exponent), cal.overhead_exponent);
     }
 
-    // roofline.simulate.static_batch_times
+    // roofline.serving.static_batch_times
     function staticBatchTimes(m, prompts, gens) {
       var n = gens.length, longest = Math.max.apply(null, gens), promptSum = 0, pairs = 0;
       for (var i = 0; i < n; i++) { promptSum += prompts[i]; pairs += prompts[i] * (prompts[i] + 1.0); }
@@ -396,7 +414,7 @@ var RooflineModel = (function () {
       return out;
     }
 
-    // roofline.simulate.serve_static, every request arriving at t = 0
+    // roofline.serving.serve_static, every request arriving at t = 0
     function serveStatic(m, prompts, gens, slots, policy) {
       var n = gens.length, ttft = new Array(n), finish = new Array(n), t = 0, passes = 0, useful = 0;
       var whole = policy === "whole-batch";
@@ -411,7 +429,7 @@ var RooflineModel = (function () {
                        useful: useful, makespan_s: Math.max.apply(null, finish) });
     }
 
-    // roofline.simulate.serve_continuous, every request arriving at t = 0
+    // roofline.serving.serve_continuous, every request arriving at t = 0
     function serveContinuous(m, prompts, gens, slots) {
       var n = gens.length, ttft = new Array(n), finish = new Array(n), ends = new Map();
       var t = 0, it = 0, nxt = 0, running = 0, kv = 0, useful = 0;

@@ -1,0 +1,121 @@
+"""`roofline chart`: one self-contained HTML page of the model's charts, with what-if controls.
+
+The page embeds plotly.js (no CDN, nothing fetched when opened from disk), the data of
+roofline.chart_data.page_data() and a JavaScript port of the formulas (chart_assets/model.js),
+so changing a control recomputes and redraws every chart in the page itself. PNGs of each chart
+are screenshots of that page in a headless chromium (roofline.browser).
+
+plotly is imported only inside the functions that need it, never by ``import roofline``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from roofline.errors import RooflineError
+
+ASSETS = Path(__file__).parent / "chart_assets"
+#: The plot divs of the page, in order, and the PNG names they are exported under.
+PLOT_IDS = ("plot-throughput", "plot-roofline", "plot-ttft", "plot-memory", "plot-slots", "plot-serving")
+
+
+def _script_safe(text: str) -> str:
+    """Text that cannot close the <script> element it sits in."""
+    return text.replace("</", "<\\/")
+
+
+def render_page(data: dict) -> str:
+    """The HTML text of the page for ``data`` (from page_data())."""
+    import plotly
+    from plotly.offline import get_plotlyjs
+
+    from roofline import __version__
+
+    initial = data["initial"]
+    parts = {
+        "__TITLE__": f"{initial['model']} on {initial['card']}",
+        "__PLOTLY_VERSION__": _plotlyjs_version(plotly),
+        "__VERSION__": __version__,
+        "__DATA__": _script_safe(json.dumps(data, separators=(",", ":"), allow_nan=False)),
+        "__MODELJS__": (ASSETS / "model.js").read_text(encoding="utf-8"),
+        "__CHARTJS__": (ASSETS / "chart.js").read_text(encoding="utf-8"),
+        "__PLOTLYJS__": get_plotlyjs(),
+    }
+    html = (ASSETS / "page.html").read_text(encoding="utf-8")
+    # one pass, so no placeholder text inside an inserted part is ever replaced
+    import re
+
+    return re.sub("|".join(re.escape(k) for k in parts), lambda m: parts[m.group(0)], html)
+
+
+def _plotlyjs_version(plotly) -> str:
+    try:
+        from plotly.offline.offline import get_plotlyjs_version
+
+        return get_plotlyjs_version()
+    except Exception:  # noqa: BLE001 - only a label
+        return f"(plotly.py {plotly.__version__})"
+
+
+def write_chart(path: str | Path, **page_kwargs) -> dict:
+    """Write the page to ``path`` atomically. Returns {path, bytes, data}."""
+    from roofline.atomic import write_text_atomic
+    from roofline.chart_data import page_data
+
+    data = page_data(**page_kwargs)
+    html = render_page(data)
+    try:
+        out = write_text_atomic(path, html)
+    except OSError as exc:
+        raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return {"path": str(out), "bytes": len(html.encode("utf-8")), "data": data}
+
+
+def export_pngs(html_path: str | Path, out_dir: str | Path, width: int = 900, timeout_s: float = 60.0) -> list[Path]:
+    """Screenshot each chart of a written page into ``out_dir``/<chart>.png with headless chromium.
+
+    The page is laid out one chart per row at ``width`` CSS pixels, so each PNG is that wide."""
+    from roofline.browser import Browser
+
+    html_path = Path(html_path).resolve()
+    out_dir = Path(out_dir)
+    written = []
+    with Browser(width=width + 60, height=900, timeout_s=timeout_s) as b:
+        b.open(html_path.as_uri())
+        b.wait_for("window.rooflineReady === true", timeout_s=timeout_s)
+        b.evaluate("document.querySelector('header').style.position = 'static';"
+                   "document.querySelector('main').style.gridTemplateColumns = '1fr'; "
+                   "window.dispatchEvent(new Event('resize')); 1")
+        b.evaluate("new Promise(r => setTimeout(r, 300))")
+        for plot_id in PLOT_IDS:
+            rect = b.evaluate(
+                f"(() => {{ const r = document.getElementById('{plot_id}').getBoundingClientRect();"
+                " return {x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height}; })()"
+            )
+            png = b.screenshot(clip=rect)
+            target = out_dir / f"{plot_id.removeprefix('plot-')}.png"
+            try:
+                _write_bytes_atomic(target, png)
+            except OSError as exc:
+                raise RooflineError(f"cannot write {target}: {exc.strerror or exc}") from None
+            written.append(target)
+    return written
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,504 @@
+/* The page: controls, five panels drawn with plotly.js from RooflineModel, a self-test.
+ * window.rooflineCompute(settings) returns the numbers behind the charts (for the parity test);
+ * ?selftest=1 runs window.rooflineSelfTest() after the first draw and writes its JSON into
+ * <pre id="selftest">. */
+"use strict";
+
+(function () {
+  var DATA = JSON.parse(document.getElementById("roofline-data").textContent);
+  var RM = RooflineModel.create(DATA);
+  var GiB = DATA.gib;
+  var MAX_BATCH = DATA.bend_max_batch;
+  var PLOTS = ["plot-throughput", "plot-roofline", "plot-ttft", "plot-memory", "plot-slots", "plot-serving"];
+  var COLORS = { thr: "#1f5fbf", tpot: "#e0701a", meas: "#111111", roof: "#444444", cal: "#8a3ffc",
+                 ttft: "#0f8a6a", weights: "#5b7db8", kv: "#e0a21a", act: "#c4504a", logits: "#8a6fb0",
+                 work: "#9aa0a6", used: "#2a8a4a", idle: "#d9534f", statik: "#d9534f", cont: "#1f5fbf" };
+  var REGION_FILL = ["rgba(46,160,67,0.10)", "rgba(240,180,40,0.16)", "rgba(214,80,70,0.10)"];
+  // responsive: false -- plotly's own resize handler costs every redraw; the page resizes plots itself
+  var CONFIG = { displaylogo: false, responsive: false };
+  var FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size: 12 };
+
+  var state = Object.assign({}, DATA.initial);
+
+  // ---------- numbers ----------
+  function pow2Upto(max) {
+    var out = [];
+    for (var b = 1; b <= max; b *= 2) out.push(b);
+    return out;
+  }
+
+  function curveBatches(max) { // 8 points per doubling, rounded to whole batches
+    var out = [], last = 0;
+    for (var k = 0; Math.pow(2, k / 8) <= max + 1e-9; k++) {
+      var b = Math.round(Math.pow(2, k / 8));
+      if (b !== last) out.push(b);
+      last = b;
+    }
+    return out;
+  }
+
+  function compute(s) {
+    var m = RM.scenario(s);
+    var bend = RM.bend(m);
+    var xmax = 1024;
+    if (bend.region_high_batch) xmax = Math.min(MAX_BATCH, Math.max(xmax, 4 * bend.region_high_batch));
+    var grid = curveBatches(xmax), pow2 = pow2Upto(xmax);
+    var out = {
+      scenario: m, settings: Object.assign({}, s), bend: bend, xmax: xmax,
+      curve: RM.rows(m, grid), table: RM.rows(m, pow2),
+      fits_batch: RM.fitsBatch(m, MAX_BATCH),
+      chosen_batch: RM.chosenBatch(m, Number(s.ttft_max_s), MAX_BATCH),
+    };
+    out.waste = RM.mixWaste(m, s.mix, Number(s.batch));
+    var stream = RM.mixStream(s.mix, Number(s.stream_count));
+    var prompts = stream.gens.map(function () { return m.prompt; });
+    out.stream = { gens: stream.gens, prompt_tokens: m.prompt };
+    out.serve_static = RM.serveStatic(m, prompts, stream.gens, Number(s.batch), s.policy);
+    out.serve_continuous = RM.serveContinuous(m, prompts, stream.gens, Number(s.batch));
+    out.compare = DATA.compare.map(function (pair) {
+      var ms = RM.scenario(Object.assign({}, s, { card: pair[0], model: pair[1] }));
+      return { card: pair[0], model: pair[1], rows: RM.rows(ms, grid) };
+    });
+    out.measured = DATA.measurements.filter(function (p) {
+      return p.card === s.card && p.model === s.model && p.prompt_tokens === m.prompt && p.gen_tokens === m.gen
+        && (s.weight_dtype === "bf16" || s.weight_dtype === "fp16") && (s.kv_dtype === "bf16" || s.kv_dtype === "fp16");
+    }).map(function (p) {
+      var r = RM.row(m, p.batch);
+      return { batch: p.batch, tpot_s: p.tpot_s, ttft_s: p.ttft_s, peak_mem_bytes: p.peak_mem_bytes, engine: p.engine,
+               throughput_tok_s: p.batch / p.tpot_s, intensity_flop_per_byte: r.intensity_flop_per_byte,
+               achieved_flop_per_s: r.linear_flop_per_step / p.tpot_s };
+    });
+    return out;
+  }
+
+  // ---------- formatting ----------
+  function fmt(x, d) { return x === null || x === undefined ? "-" : Number(x).toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d }); }
+  function ms(x) { return fmt(x * 1e3, 2) + " ms"; }
+  function col(rows, key, scale) { return rows.map(function (r) { return r[key] * (scale || 1); }); }
+  function batchAxis(xmax, title) {
+    var ticks = pow2Upto(xmax);
+    return { type: "log", title: { text: title || "batch (requests decoded together)" }, tickvals: ticks,
+             ticktext: ticks.map(String), range: [Math.log10(0.85), Math.log10(xmax * 1.15)], zeroline: false };
+  }
+  function vline(x, color, dash, yref) {
+    return { type: "line", xref: "x", yref: yref || "paper", x0: x, x1: x, y0: 0, y1: 1,
+             line: { color: color, width: 1.5, dash: dash || "dash" } };
+  }
+  function note(x, y, text, opts) {
+    return Object.assign({ x: x, y: y, xref: "x", yref: "paper", text: text, showarrow: false,
+                           font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" }, opts || {});
+  }
+  function baseLayout(title) {
+    return { title: { text: title, font: { size: 15 } }, font: FONT, margin: { l: 70, r: 70, t: 60, b: 55 },
+             legend: { orientation: "h", y: -0.2, x: 0 }, hovermode: "closest", paper_bgcolor: "#fff",
+             plot_bgcolor: "#fff", height: 430 };
+  }
+  function log10(x) { return Math.log(x) / Math.LN10; }
+  function calLabel(m) { return m.cal.is_uncalibrated ? "pure roofline" : "calibration " + m.cal.label; }
+
+  // ---------- the panels ----------
+  function throughputFigure(r) {
+    var m = r.scenario, b = r.bend, batches = col(r.curve, "batch");
+    var traces = [
+      { x: batches, y: col(r.curve, "throughput_tok_s"), name: "throughput (tok/s)", mode: "lines",
+        line: { color: COLORS.thr, width: 2.5 }, hovertemplate: "batch %{x}<br>%{y:,.0f} tok/s<extra></extra>" },
+      { x: col(r.table, "batch"), y: col(r.table, "throughput_tok_s"), name: "throughput at powers of two", mode: "markers",
+        marker: { color: COLORS.thr, size: 7 }, showlegend: false, hovertemplate: "batch %{x}<br>%{y:,.0f} tok/s<extra></extra>" },
+      { x: batches, y: col(r.curve, "tpot_s", 1e3), name: "TPOT (ms)", mode: "lines", yaxis: "y2",
+        line: { color: COLORS.tpot, width: 2.5 }, hovertemplate: "batch %{x}<br>TPOT %{y:.2f} ms<extra></extra>" },
+      { x: col(r.table, "batch"), y: col(r.table, "tpot_s", 1e3), mode: "markers", yaxis: "y2", showlegend: false,
+        marker: { color: COLORS.tpot, size: 7 }, hovertemplate: "batch %{x}<br>TPOT %{y:.2f} ms<extra></extra>" },
+    ];
+    r.compare.forEach(function (c, i) {
+      traces.push({ x: col(c.rows, "batch"), y: col(c.rows, "throughput_tok_s"), mode: "lines",
+                    name: c.model + " on " + c.card + " (tok/s)", line: { width: 1.5, dash: ["dot", "dashdot", "longdash"][i % 3] },
+                    hovertemplate: c.model + " / " + c.card + "<br>batch %{x}<br>%{y:,.0f} tok/s<extra></extra>" });
+    });
+    if (r.measured.length) {
+      traces.push({ x: col(r.measured, "batch"), y: col(r.measured, "throughput_tok_s"), mode: "markers", name: "measured throughput",
+                    marker: { symbol: "diamond-open", size: 10, color: COLORS.thr, line: { width: 2 } } });
+      traces.push({ x: col(r.measured, "batch"), y: col(r.measured, "tpot_s", 1e3), mode: "markers", name: "measured TPOT", yaxis: "y2",
+                    marker: { symbol: "x-open", size: 10, color: COLORS.tpot, line: { width: 2 } } });
+    }
+    var shapes = [], ann = [], edges;
+    if (b.region_low_batch) {
+      edges = [0.85, b.region_low_batch, b.region_high_batch, r.xmax * 1.15];
+      var names = ["flat: one weight read serves the batch", "bends", "diminishing returns"];
+      for (var i = 0; i < 3; i++) {
+        shapes.push({ type: "rect", xref: "x", yref: "paper", x0: edges[i], x1: edges[i + 1], y0: 0, y1: 1,
+                      fillcolor: REGION_FILL[i], line: { width: 0 }, layer: "below" });
+        ann.push(note(Math.sqrt(edges[i] * edges[i + 1]), 0.99, names[i], { yanchor: "top", font: { size: 10, color: "#555" } }));
+      }
+    } else {
+      shapes.push({ type: "rect", xref: "x", yref: "paper", x0: 0.85, x1: r.xmax * 1.15, y0: 0, y1: 1,
+                    fillcolor: REGION_FILL[0], line: { width: 0 }, layer: "below" });
+      ann.push(note(Math.sqrt(r.xmax), 0.99, "flat throughout: decode never bends", { yanchor: "top" }));
+    }
+    if (b.crossing_batch) {
+      shapes.push(vline(b.crossing_batch, "#333", "dash"));
+      ann.push(note(b.crossing_batch, 0.06, "intensity = balance point<br>batch " + b.crossing_batch, { xanchor: "right" }));
+    }
+    if (b.knee_batch) {
+      shapes.push(vline(b.knee_batch, COLORS.tpot, "dot"));
+      ann.push(note(b.knee_batch, 0.2, "TPOT knee<br>batch " + b.knee_batch, { xanchor: "left" }));
+    }
+    if (r.fits_batch !== null && r.fits_batch < r.xmax) {
+      shapes.push(vline(r.fits_batch, "#b00", "solid"));
+      ann.push(note(r.fits_batch, 0.55, "memory full<br>above batch " + r.fits_batch, { xanchor: "left", font: { size: 10, color: "#b00" } }));
+    }
+    var layout = baseLayout("Throughput and TPOT vs batch: " + m.model.name + " on " + m.card.id);
+    layout.xaxis = batchAxis(r.xmax);
+    layout.yaxis = { title: { text: "throughput (tok/s)", font: { color: COLORS.thr } }, rangemode: "tozero", zeroline: false };
+    layout.yaxis2 = { title: { text: "TPOT (ms)", font: { color: COLORS.tpot } }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false };
+    layout.shapes = shapes;
+    layout.annotations = ann;
+    return { data: traces, layout: layout };
+  }
+
+  function rooflineFigure(r) {
+    var m = r.scenario, bal = m.balance, T = 1e12;
+    var xs = col(r.table, "intensity_flop_per_byte");
+    var lo = Math.min(0.5, Math.min.apply(null, xs) / 2);
+    var hi = Math.max(bal * 8, Math.max.apply(null, xs) * 4);
+    var roofX = [lo, bal, hi], roofY = [m.bw * lo / T, m.peak / T, m.peak / T];
+    var traces = [
+      { x: roofX, y: roofY, mode: "lines", name: "roofline: bandwidth slope, then compute ceiling",
+        line: { color: COLORS.roof, width: 3 }, hovertemplate: "%{x:.1f} FLOP/byte<br>%{y:.2f} TFLOP/s<extra></extra>" },
+      { x: [bal], y: [m.peak / T], mode: "markers+text", name: "balance point", text: ["balance " + fmt(bal, 1) + " FLOP/byte"],
+        textposition: "top left", marker: { size: 11, color: COLORS.roof, symbol: "circle-open", line: { width: 2 } } },
+    ];
+    if (!m.cal.is_uncalibrated) {
+      var bwEff = m.cal.bandwidth_efficiency * m.bw, pkEff = m.cal.compute_efficiency * m.peak, balEff = pkEff / bwEff;
+      traces.push({ x: [lo, balEff, hi], y: [bwEff * lo / T, pkEff / T, pkEff / T], mode: "lines",
+                    name: "calibrated ceilings (" + fmt(100 * m.cal.bandwidth_efficiency, 0) + "% bandwidth, "
+                      + fmt(100 * m.cal.compute_efficiency, 0) + "% compute)", line: { color: COLORS.cal, width: 1.5, dash: "dash" } });
+    }
+    traces.push({ x: xs, y: r.table.map(function (row) { return row.linear_flop_per_step / row.tpot_s / T; }),
+                  mode: "markers+text+lines", name: "predicted operating point per batch", text: col(r.table, "batch").map(function (b) { return "B=" + b; }),
+                  textposition: "bottom right", textfont: { size: 10 }, line: { color: COLORS.thr, width: 1, dash: "dot" },
+                  marker: { size: 8, color: COLORS.thr },
+                  hovertemplate: "%{text}<br>intensity %{x:.1f} FLOP/byte<br>%{y:.3f} TFLOP/s<extra></extra>" });
+    if (r.measured.length) {
+      traces.push({ x: col(r.measured, "intensity_flop_per_byte"), y: col(r.measured, "achieved_flop_per_s", 1 / T), mode: "markers",
+                    name: "measured (model's FLOPs / measured TPOT)", text: col(r.measured, "batch").map(function (b) { return "B=" + b; }),
+                    marker: { symbol: "diamond-open", size: 10, color: COLORS.meas, line: { width: 2 } },
+                    hovertemplate: "measured %{text}<br>%{x:.1f} FLOP/byte<br>%{y:.3f} TFLOP/s<extra></extra>" });
+    }
+    var layout = baseLayout("Roofline: " + m.card.id + " (" + fmt(m.bw / 1e9, 0) + " GB/s, " + fmt(m.peak / T, 1) + " TFLOP/s bf16)");
+    layout.xaxis = { type: "log", title: { text: "arithmetic intensity (FLOP/byte): weight-matmul FLOPs / (weight + KV bytes)" }, range: [log10(lo), log10(hi)], dtick: 1 };
+    layout.yaxis = { type: "log", title: { text: "attainable FLOP/s (TFLOP/s)" }, dtick: 1 };
+    layout.shapes = [{ type: "line", xref: "x", yref: "paper", x0: bal, x1: bal, y0: 0, y1: 1, line: { color: "#999", width: 1, dash: "dot" } }];
+    var lim = r.bend.intensity_limit_flop_per_byte;
+    if (isFinite(lim) && lim < hi) {
+      layout.shapes.push({ type: "line", xref: "x", yref: "paper", x0: lim, x1: lim, y0: 0, y1: 1, line: { color: COLORS.kv, width: 1.5, dash: "dash" } });
+      layout.annotations = [note(lim, 0.05, "KV cache caps intensity<br>at " + fmt(lim, 1) + " FLOP/byte", { xanchor: "right", font: { size: 10 } })];
+    }
+    return { data: traces, layout: layout };
+  }
+
+  function ttftFigure(r) {
+    var m = r.scenario, s = r.settings, lim = Number(s.ttft_max_s), c = r.chosen_batch;
+    var traces = [
+      { x: col(r.curve, "batch"), y: col(r.curve, "ttft_s"), mode: "lines", name: "TTFT (s): the whole batch is prefilled together",
+        line: { color: COLORS.ttft, width: 2.5 }, hovertemplate: "batch %{x}<br>TTFT %{y:.3f} s<extra></extra>" },
+      { x: col(r.table, "batch"), y: col(r.table, "ttft_s"), mode: "markers", showlegend: false, marker: { color: COLORS.ttft, size: 7 },
+        hovertemplate: "batch %{x}<br>TTFT %{y:.3f} s<extra></extra>" },
+      { x: [0.85, r.xmax * 1.15], y: [lim, lim], mode: "lines", name: "latency limit " + fmt(lim, 2) + " s",
+        line: { color: "#b00", width: 1.5, dash: "dash" } },
+    ];
+    var ann = [];
+    if (c !== null) {
+      var rc = RM.row(m, c);
+      traces.push({ x: [c], y: [rc.ttft_s], mode: "markers+text", name: "chosen batch " + c, text: ["batch " + c + ": " + fmt(rc.throughput_tok_s, 0) + " tok/s"],
+                    textposition: "top left", marker: { symbol: "star", size: 15, color: "#b00" } });
+    } else {
+      ann.push({ xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false, text: "no batch meets the limit", font: { size: 14, color: "#b00" } });
+    }
+    var ttfts = r.measured.filter(function (p) { return p.ttft_s !== null; });
+    if (ttfts.length) {
+      traces.push({ x: col(ttfts, "batch"), y: col(ttfts, "ttft_s"), mode: "markers", name: "measured TTFT",
+                    marker: { symbol: "diamond-open", size: 10, color: COLORS.meas, line: { width: 2 } } });
+    }
+    var layout = baseLayout("TTFT vs batch, limit " + fmt(lim, 2) + " s" + (c !== null ? ": largest batch " + c : ""));
+    layout.xaxis = batchAxis(r.xmax);
+    layout.yaxis = { type: "log", title: { text: "time to first token (s)" }, dtick: 1 };
+    layout.shapes = c !== null ? [vline(c, "#b00", "dot")] : [];
+    layout.annotations = ann;
+    return { data: traces, layout: layout };
+  }
+
+  function memoryFigure(r) {
+    var m = r.scenario, x = col(r.curve, "batch");
+    var parts = [["weights_bytes", "weights", COLORS.weights], ["kv_cache_bytes", "KV cache", COLORS.kv],
+                 ["activations_bytes", "activations", COLORS.act], ["logits_bytes", "logits", COLORS.logits],
+                 ["workspace_bytes", "workspace", COLORS.work]];
+    var traces = parts.map(function (p) {
+      return { x: x, y: col(r.curve, p[0], 1 / GiB), name: p[1], stackgroup: "mem", mode: "lines",
+               line: { width: 0.5, color: p[2] }, fillcolor: p[2],
+               hovertemplate: p[1] + " %{y:.2f} GiB<br>batch %{x}<extra></extra>" };
+    });
+    var cap = m.card.memory_bytes / GiB;
+    traces.push({ x: [0.85, r.xmax * 1.15], y: [cap, cap], mode: "lines", name: m.card.id + " capacity " + fmt(cap, 1) + " GiB",
+                  line: { color: "#b00", width: 2, dash: "dash" } });
+    var meas = r.measured.filter(function (p) { return p.peak_mem_bytes !== null; });
+    if (meas.length) {
+      traces.push({ x: col(meas, "batch"), y: col(meas, "peak_mem_bytes", 1 / GiB), mode: "markers", name: "measured peak",
+                    marker: { symbol: "diamond-open", size: 10, color: COLORS.meas, line: { width: 2 } } });
+    }
+    var peakMax = Math.max.apply(null, col(r.curve, "peak_mem_bytes", 1 / GiB));
+    var layout = baseLayout("Peak memory vs batch (GiB), " + m.model.name + " on " + m.card.id
+                            + (r.fits_batch === null ? ": weights alone do not fit" : ": fits up to batch " + r.fits_batch));
+    layout.xaxis = batchAxis(r.xmax);
+    layout.yaxis = { title: { text: "peak memory (GiB, 2^30 bytes)" }, range: [0, Math.min(peakMax, cap * 2.5) * 1.05], rangemode: "tozero" };
+    return { data: traces, layout: layout };
+  }
+
+  function slotsFigure(r) {
+    var w = r.waste, b = Number(r.settings.batch), base = 0, yUsed = [], xUsed = [], bUsed = [], yIdle = [], xIdle = [], bIdle = [];
+    var text = [], hidx = [];
+    w.batch_list.forEach(function (bt, k) {
+      for (var i = bt.start; i < bt.end; i++) {
+        var slot = i - bt.start, g = w.gens[i];
+        yUsed.push(slot); xUsed.push(g); bUsed.push(base);
+        text.push("batch " + (k + 1) + ", slot " + slot + ": needs " + g + " tokens");
+        if (g < bt.longest) { yIdle.push(slot); xIdle.push(bt.longest - g); bIdle.push(base + g); hidx.push("batch " + (k + 1) + ", slot " + slot + ": idle " + (bt.longest - g) + " steps"); }
+      }
+      base += bt.longest;
+    });
+    var traces = [
+      { type: "bar", orientation: "h", y: yUsed, x: xUsed, base: bUsed, name: "used slot-steps (tokens someone needs)",
+        width: 0.8, marker: { color: COLORS.used }, text: text, hovertemplate: "%{text}<extra></extra>", textposition: "none" },
+      { type: "bar", orientation: "h", y: yIdle, x: xIdle, base: bIdle, name: "idle slot-steps (waiting for the batch's longest)",
+        width: 0.8, marker: { color: COLORS.idle, opacity: 0.75 }, text: hidx, hovertemplate: "%{text}<extra></extra>", textposition: "none" },
+    ];
+    var short = w.classes.reduce(function (a, c) { return c.gen_tokens < a.gen_tokens ? c : a; });
+    var layout = baseLayout("Static batching of " + r.settings.mix + " in batches of " + b + ": "
+                            + fmt(100 * w.waste_fraction, 1) + "% of slots idle");
+    layout.barmode = "overlay";
+    layout.bargap = 0.15;
+    layout.xaxis = { title: { text: "decode step (batches run one after another)" }, rangemode: "tozero" };
+    layout.yaxis = { title: { text: "slot" }, autorange: "reversed", dtick: Math.max(1, Math.ceil(Math.min(b, w.requests) / 16)) };
+    layout.annotations = [{ xref: "paper", yref: "paper", x: 1, y: 1.0, xanchor: "right", yanchor: "bottom", showarrow: false, align: "right",
+      font: { size: 11 }, text: fmt(w.tokens_needed, 0) + " tokens needed / " + fmt(w.slots_used, 0) + " slot-steps; a "
+        + short.gen_tokens + "-token request: " + fmt(short.e2e_in_batch_s, 2) + " s in the batch vs " + fmt(short.e2e_alone_s, 2)
+        + " s alone (" + fmt(short.slowdown, 1) + "x)" }];
+    layout.margin.t = 75;
+    return { data: traces, layout: layout };
+  }
+
+  function servingFigure(r) {
+    var st = r.serve_static, ct = r.serve_continuous, n = st.finish_s.length;
+    function done(out) {
+      var f = out.finish_s.slice().sort(function (a, b) { return a - b; }), x = [0], y = [0];
+      f.forEach(function (t, i) { x.push(t); y.push(i); x.push(t); y.push(i + 1); });
+      return { x: x, y: y };
+    }
+    var a = done(st), c = done(ct);
+    function label(name, s) {
+      return name + ": " + fmt(s.throughput_tok_s, 0) + " tok/s, E2E p50 " + fmt(s.e2e_p50_s, 2) + " s, "
+        + fmt(100 * s.waste_fraction, 0) + "% slots idle";
+    }
+    var traces = [
+      { x: a.x, y: a.y, mode: "lines", name: label("static (" + r.settings.policy + ")", st.summary), line: { color: COLORS.statik, width: 2.5, shape: "hv" },
+        hovertemplate: "static: %{y} done by %{x:.2f} s<extra></extra>" },
+      { x: c.x, y: c.y, mode: "lines", name: label("continuous", ct.summary), line: { color: COLORS.cont, width: 2.5, shape: "hv" },
+        hovertemplate: "continuous: %{y} done by %{x:.2f} s<extra></extra>" },
+    ];
+    var layout = baseLayout("Same stream, static vs continuous: " + n + " requests (" + r.settings.mix + " repeated), "
+                            + r.settings.batch + " slots");
+    layout.xaxis = { title: { text: "time since the burst arrived (s)" }, rangemode: "tozero" };
+    layout.yaxis = { title: { text: "requests finished" }, rangemode: "tozero" };
+    layout.legend = { orientation: "v", x: 0.01, y: 0.99, bgcolor: "rgba(255,255,255,0.85)" };
+    return { data: traces, layout: layout };
+  }
+
+  var FIGURES = { "plot-throughput": throughputFigure, "plot-roofline": rooflineFigure, "plot-ttft": ttftFigure,
+                  "plot-memory": memoryFigure, "plot-slots": slotsFigure, "plot-serving": servingFigure };
+
+  // ---------- page ----------
+  function summaryText(r) {
+    var m = r.scenario, b = r.bend, row1 = r.table[0];
+    var parts = [
+      "<b>" + m.model.name + "</b> on <b>" + m.card.name + "</b>: prompt " + m.prompt + ", gen " + m.gen + ", weights "
+        + m.weightDtype + ", KV " + m.kvDtype + " (" + m.kvCache + " cache); " + calLabel(m) + ".",
+      "Balance point " + fmt(m.balance, 1) + " FLOP/byte; " + (b.region_low_batch ? "decode bends between batch " + b.region_low_batch
+        + " and " + b.region_high_batch + (b.crossing_batch ? " (intensity reaches the balance point at batch " + b.crossing_batch + ")" : "")
+        : "decode never bends (intensity tops out at " + fmt(b.intensity_limit_flop_per_byte, 1) + " FLOP/byte)") + ".",
+      "Batch 1: TPOT " + ms(row1.tpot_s) + ", " + fmt(row1.throughput_tok_s, 1) + " tok/s; "
+        + (r.chosen_batch ? "largest batch with TTFT under " + fmt(Number(r.settings.ttft_max_s), 2) + " s: " + r.chosen_batch : "no batch meets the TTFT limit") + ".",
+    ];
+    if (m.cal.is_uncalibrated) parts.push("<span class=warn>No fitted calibration for this card: ceilings alone, expect optimistic TPOT.</span>");
+    return parts.join(" ");
+  }
+
+  function readControls() {
+    var s = Object.assign({}, state);
+    document.querySelectorAll("[data-setting]").forEach(function (el) {
+      var k = el.getAttribute("data-setting"), v = el.value;
+      if (k === "calibrated") s[k] = v === "fitted";
+      else if (el.type === "number") s[k] = Number(v);
+      else s[k] = v;
+    });
+    return s;
+  }
+
+  function validate(s) {
+    [["prompt_tokens", "prompt length"], ["gen_tokens", "generation length"], ["batch", "slots (batch)"], ["stream_count", "stream requests"]].forEach(function (p) {
+      var v = s[p[0]];
+      if (!(Number.isInteger(v) && v >= 1)) throw new Error(p[1] + " must be a whole number of at least 1");
+    });
+    if (s.stream_count > 20000) throw new Error("stream requests: at most 20000");
+    if (!(s.ttft_max_s > 0)) throw new Error("the TTFT limit must be a positive number of seconds");
+    RM.parseMix(s.mix);
+  }
+
+  function draw(s) {
+    var t0 = performance.now();
+    validate(s);
+    var r = compute(s);
+    var t1 = performance.now();
+    var jobs = PLOTS.map(function (id) {
+      var f = FIGURES[id](r);
+      // newPlot, not react: with every trace's data new on each redraw, a fresh plot is faster (no diff)
+      return Plotly.newPlot(document.getElementById(id), f.data, f.layout, CONFIG);
+    });
+    document.getElementById("summary").innerHTML = summaryText(r);
+    state = s;
+    window.rooflineLast = r;
+    return Promise.all(jobs).then(function () {
+      var t2 = performance.now();
+      return { compute_ms: t1 - t0, total_ms: t2 - t0 };
+    });
+  }
+
+  function redrawFromControls() {
+    var status = document.getElementById("status");
+    var s = readControls();
+    try {
+      window.rooflineLastDraw = draw(s);
+      status.textContent = "";
+      status.className = "";
+    } catch (e) {
+      status.textContent = e.message;
+      status.className = "error";
+      window.rooflineLastDraw = Promise.resolve(null);
+    }
+    return window.rooflineLastDraw;
+  }
+
+  function fillControls() {
+    var card = document.getElementById("ctl-card"), model = document.getElementById("ctl-model");
+    DATA.cards.forEach(function (c) {
+      var o = document.createElement("option");
+      o.value = c.id; o.textContent = c.id + " - " + c.name + (c.fitted ? " (calibrated)" : "");
+      card.appendChild(o);
+    });
+    DATA.models.forEach(function (m) {
+      var o = document.createElement("option");
+      o.value = m.name; o.textContent = m.name;
+      model.appendChild(o);
+    });
+    ["ctl-weight-dtype", "ctl-kv-dtype"].forEach(function (id) {
+      var el = document.getElementById(id);
+      DATA.dtypes.forEach(function (d) { var o = document.createElement("option"); o.value = d; o.textContent = d; el.appendChild(o); });
+    });
+    document.querySelectorAll("[data-setting]").forEach(function (el) {
+      var k = el.getAttribute("data-setting");
+      el.value = k === "calibrated" ? (state.calibrated ? "fitted" : "pure") : state[k];
+      el.addEventListener("change", redrawFromControls);
+    });
+  }
+
+  function setControl(setting, value) {
+    var el = document.querySelector("[data-setting='" + setting + "']");
+    el.value = value;
+    el.dispatchEvent(new Event("change"));
+    return window.rooflineLastDraw;
+  }
+
+  // ---------- what the tests read ----------
+  window.rooflineCompute = function (settings) {
+    var s = Object.assign({}, DATA.initial, settings);
+    var m = RM.scenario(s);
+    var batches = s.batches || [1, 2, 4, 8, 16, 32, 64, 128];
+    var out = { rows: RM.rows(m, batches), bend: RM.bend(m), chosen_batch: RM.chosenBatch(m, Number(s.ttft_max_s), MAX_BATCH),
+                fits_batch: RM.fitsBatch(m, MAX_BATCH) };
+    var w = RM.mixWaste(m, s.mix, Number(s.batch));
+    delete w.batch_list;
+    out.waste = w;
+    var stream = RM.mixStream(s.mix, Number(s.stream_count));
+    var prompts = stream.gens.map(function () { return m.prompt; });
+    out.serve_static = RM.serveStatic(m, prompts, stream.gens, Number(s.batch), s.policy).summary;
+    out.serve_continuous = RM.serveContinuous(m, prompts, stream.gens, Number(s.batch)).summary;
+    return out;
+  };
+
+  function plotStats() {
+    var out = {};
+    PLOTS.forEach(function (id) {
+      var gd = document.getElementById(id), pts = 0;
+      (gd.data || []).forEach(function (t) { pts += (t.x || []).length; });
+      out[id] = { traces: (gd.data || []).length, points: pts, svg_traces: gd.querySelectorAll("g.trace").length,
+                  drawn_paths: gd.querySelectorAll("g.trace path, g.trace rect, g.points path").length,
+                  width: gd.getBoundingClientRect().width, height: gd.getBoundingClientRect().height };
+    });
+    return out;
+  }
+
+  function fingerprint() {
+    var gd = document.getElementById("plot-throughput");
+    return { card: state.card, throughput: gd.data[0].y.slice(0, 8), roofline_y: document.getElementById("plot-roofline").data[0].y.slice(),
+             memory_capacity: document.getElementById("plot-memory").data[5].y[0] };
+  }
+
+  window.rooflineSelfTest = async function () {
+    var out = { initial: Object.assign({}, state), plots: plotStats() };
+    var before = fingerprint();
+    var other = DATA.cards.map(function (c) { return c.id; }).filter(function (id) { return id !== state.card; });
+    var to = other.indexOf("h200") >= 0 ? "h200" : other[0];
+    var t0 = performance.now();
+    await setControl("card", to);
+    var switchMs = performance.now() - t0;
+    var after = fingerprint();
+    out.card_switch = { from: before.card, to: to, before: before, after: after, redraw_ms: switchMs, plots_after: plotStats(),
+                        changed: JSON.stringify(before.throughput) !== JSON.stringify(after.throughput)
+                          && JSON.stringify(before.roofline_y) !== JSON.stringify(after.roofline_y) };
+    // redraw timings: every card once, then every model once, each through its control
+    var times = [];
+    for (var i = 0; i < DATA.cards.length; i++) {
+      t0 = performance.now();
+      await setControl("card", DATA.cards[i].id);
+      times.push(performance.now() - t0);
+    }
+    await setControl("card", out.initial.card);
+    for (i = 0; i < DATA.models.length; i++) {
+      t0 = performance.now();
+      await setControl("model", DATA.models[i].name);
+      times.push(performance.now() - t0);
+    }
+    await setControl("model", out.initial.model);
+    var sorted = times.slice().sort(function (a, b) { return a - b; });
+    out.redraw_ms = { count: times.length, median: sorted[Math.floor(sorted.length / 2)], max: sorted[sorted.length - 1],
+                      all: times };
+    out.restored = fingerprint();
+    var pre = document.getElementById("selftest");
+    pre.textContent = JSON.stringify(out);
+    window.rooflineSelfTestResult = out;
+    return out;
+  };
+
+  // ---------- start ----------
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      PLOTS.forEach(function (id) { Plotly.Plots.resize(document.getElementById(id)); });
+    }, 100);
+  });
+  fillControls();
+  redrawFromControls().then(function (t) {
+    window.rooflineFirstDraw = t;
+    window.rooflineReady = true;
+    if (/[?&]selftest=1/.test(window.location.search)) window.rooflineSelfTest();
+  });
+})();
