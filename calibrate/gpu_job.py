@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--no-ceilings", action="store_true")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--disable-cudnn-sdpa", action="store_true",
+                    help="diagnostic: torch.backends.cuda.enable_cudnn_sdp(False) before measuring")
     ap.add_argument("--budget-s", type=float, default=None, help="stop starting new points after this")
     args = ap.parse_args(argv)
 
@@ -54,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.device.startswith("cuda"):
         print("nvidia-smi:", nvidia_smi("name,driver_version,memory.total,clocks.sm,clocks.max.sm,"
                                         "clocks.mem,power.limit,mig.mode.current"), flush=True)
+    if args.disable_cudnn_sdpa:
+        import torch
+
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        print("diagnostic: cuDNN SDPA backend disabled", flush=True)
     batches = [int(b) for b in _csv_list(args.batches)]
     ceilings = not args.no_ceilings
     paths = []

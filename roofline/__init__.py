@@ -12,6 +12,7 @@ Importing this package never imports torch, transformers or plotly.
 
 from roofline.api import bend, predict  # noqa: F401
 from roofline.api import choose, simulate, waste  # noqa: F401
+from roofline.api import chart  # noqa: F401
 from roofline.errors import RooflineError  # noqa: F401
 
 __version__ = "0.1.0"

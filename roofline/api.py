@@ -211,7 +211,7 @@ def chart(
     card and catalog model; the first of ``cards`` / ``models`` selected, the rest drawn for
     comparison). With ``png_dir``, also a PNG of each chart (needs a headless chromium).
     Returns {path, bytes, cards, models, pngs}. The page's data and formulas: roofline.chart_data."""
-    from roofline.chart import export_pngs, write_chart
+    from roofline.chart_page import export_pngs, write_chart
 
     written = write_chart(
         output, cards=cards, models=models, prompt_tokens=prompt_tokens, gen_tokens=gen_tokens,

@@ -7,16 +7,20 @@ import tempfile
 from pathlib import Path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically; on any failure the old file (if any) is untouched
-    and no temporary file is left behind. Raises OSError."""
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; on any failure the old file (if any) is untouched
+    and no temporary file is left behind. The file gets the mode a plain open() would give.
+    Raises OSError."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -27,3 +31,8 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
             pass
         raise
     return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """As write_bytes_atomic, for UTF-8 text (newlines written as given)."""
+    return write_bytes_atomic(path, text.encode("utf-8"))

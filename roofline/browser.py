@@ -70,6 +70,15 @@ class Browser:
         self._buf = b""
         self._proc = None
         self._profile = None
+        self._log = None
+
+    def _log_tail(self, lines: int = 5) -> str:
+        try:
+            text = open(os.path.join(self._profile, "chromium.log"), encoding="utf-8", errors="replace").read()
+        except (OSError, TypeError):
+            return ""
+        tail = [ln for ln in text.splitlines() if ln.strip() and "dbus" not in ln][-lines:]
+        return (": " + " | ".join(tail)) if tail else ""
 
     # ---- lifetime ----
     def __enter__(self) -> "Browser":
@@ -97,16 +106,21 @@ class Browser:
         self._proc = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
             preexec_fn=child_fds, pass_fds=(3, 4, to_chrome_r, from_chrome_w),
+            start_new_session=True,  # its own process group: its helpers can be ended with it
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self._session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.send("Page.enable")
-        self.send("Runtime.enable")
-        self.send("Network.enable")
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
+        try:
+            target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self._session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            self.send("Page.enable")
+            self.send("Runtime.enable")
+            self.send("Network.enable")
+            self.send("Emulation.setDeviceMetricsOverride",
+                      {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self._proc is not None:
@@ -117,7 +131,12 @@ class Browser:
             try:
                 self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                import signal
+
+                try:
+                    os.killpg(self._proc.pid, signal.SIGKILL)  # the group this Browser started
+                except ProcessLookupError:
+                    pass
                 self._proc.wait()
             self._proc = None
             for fd in (self._to_chrome, self._from_chrome):
@@ -125,6 +144,9 @@ class Browser:
                     os.close(fd)
                 except OSError:
                     pass
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         if self._profile:
             shutil.rmtree(self._profile, ignore_errors=True)
             self._profile = None
@@ -142,7 +164,7 @@ class Browser:
                 continue
             chunk = os.read(self._from_chrome, 1 << 20)
             if not chunk:
-                raise RooflineError("chromium closed the debugging pipe (did it crash?)")
+                raise RooflineError(f"chromium closed the debugging pipe (did it crash?){self._log_tail()}")
             self._buf += chunk
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)

@@ -147,6 +147,12 @@ class Prediction:
             out.append(row)
         return out
 
+    def figure(self, show_bend: bool = True):
+        """A plotly Figure of throughput and TPOT against batch (log2 axis), the bend marked (Jupyter)."""
+        from roofline.figures import prediction_figure
+
+        return prediction_figure(self, show_bend)
+
     def meta(self) -> dict:
         sc = self.scenario
         cal = sc.calibration

@@ -17,7 +17,7 @@ import pytest
 
 from roofline import api
 from roofline.browser import Browser, find_chromium, png_colour_stats, png_decode
-from roofline.chart import PLOT_IDS, write_chart
+from roofline.chart_page import PLOT_IDS, write_chart
 from roofline.chart_data import settings_calibration
 from roofline.hardware import load_card
 from roofline.predict import bend, make_scenario
@@ -232,7 +232,7 @@ def test_screenshot_is_not_blank(page):
 
 
 def test_png_export_writes_one_small_image_per_chart(tmp_path):
-    from roofline.chart import export_pngs
+    from roofline.chart_page import export_pngs
 
     html = tmp_path / "page.html"
     write_chart(html, measurements=[LESSON_CSV])

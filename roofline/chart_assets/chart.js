@@ -39,15 +39,15 @@
 
   function compute(s) {
     var m = RM.scenario(s);
-    var bend = RM.bend(m);
-    var xmax = 1024;
-    if (bend.region_high_batch) xmax = Math.min(MAX_BATCH, Math.max(xmax, 4 * bend.region_high_batch));
+    var bend = RM.bend(m), chosen = RM.chosenBatch(m, Number(s.ttft_max_s), MAX_BATCH);
+    // the batch axis: 1..1024, or far enough to show the bend's region twice over and the chosen batch
+    var want = Math.max(1024, bend.region_high_batch ? 4 * bend.region_high_batch : 0, chosen ? 2 * chosen : 0);
+    var xmax = Math.min(MAX_BATCH, Math.pow(2, Math.ceil(Math.log2(want))));
     var grid = curveBatches(xmax), pow2 = pow2Upto(xmax);
     var out = {
       scenario: m, settings: Object.assign({}, s), bend: bend, xmax: xmax,
       curve: RM.rows(m, grid), table: RM.rows(m, pow2),
-      fits_batch: RM.fitsBatch(m, MAX_BATCH),
-      chosen_batch: RM.chosenBatch(m, Number(s.ttft_max_s), MAX_BATCH),
+      fits_batch: RM.fitsBatch(m, MAX_BATCH), chosen_batch: chosen,
     };
     out.waste = RM.mixWaste(m, s.mix, Number(s.batch));
     var stream = RM.mixStream(s.mix, Number(s.stream_count));
@@ -84,8 +84,9 @@
     return { type: "line", xref: "x", yref: yref || "paper", x0: x, x1: x, y0: 0, y1: 1,
              line: { color: color, width: 1.5, dash: dash || "dash" } };
   }
+  // an annotation at data x on a log x axis (plotly wants log10 of the value there), paper y
   function note(x, y, text, opts) {
-    return Object.assign({ x: x, y: y, xref: "x", yref: "paper", text: text, showarrow: false,
+    return Object.assign({ x: log10(x), y: y, xref: "x", yref: "paper", text: text, showarrow: false,
                            font: { size: 11 }, bgcolor: "rgba(255,255,255,0.8)" }, opts || {});
   }
   function baseLayout(title) {
@@ -136,20 +137,21 @@
     }
     if (b.crossing_batch) {
       shapes.push(vline(b.crossing_batch, "#333", "dash"));
-      ann.push(note(b.crossing_batch, 0.06, "intensity = balance point<br>batch " + b.crossing_batch, { xanchor: "right" }));
+      ann.push(note(b.crossing_batch, 0.55, "intensity = balance point<br>at batch " + b.crossing_batch, { xanchor: "right" }));
     }
     if (b.knee_batch) {
       shapes.push(vline(b.knee_batch, COLORS.tpot, "dot"));
-      ann.push(note(b.knee_batch, 0.2, "TPOT knee<br>batch " + b.knee_batch, { xanchor: "left" }));
+      ann.push(note(b.knee_batch, 0.38, "TPOT knee<br>at batch " + b.knee_batch, { xanchor: "left" }));
     }
     if (r.fits_batch !== null && r.fits_batch < r.xmax) {
       shapes.push(vline(r.fits_batch, "#b00", "solid"));
-      ann.push(note(r.fits_batch, 0.55, "memory full<br>above batch " + r.fits_batch, { xanchor: "left", font: { size: 10, color: "#b00" } }));
+      ann.push(note(r.fits_batch, 0.75, "memory full<br>above batch " + r.fits_batch, { xanchor: "right", font: { size: 10, color: "#b00" } }));
     }
     var layout = baseLayout("Throughput and TPOT vs batch: " + m.model.name + " on " + m.card.id);
     layout.xaxis = batchAxis(r.xmax);
     layout.yaxis = { title: { text: "throughput (tok/s)", font: { color: COLORS.thr } }, rangemode: "tozero", zeroline: false };
-    layout.yaxis2 = { title: { text: "TPOT (ms)", font: { color: COLORS.tpot } }, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false };
+    layout.yaxis2 = { title: { text: "TPOT (ms)", font: { color: COLORS.tpot } }, overlaying: "y", side: "right", rangemode: "tozero",
+                      showgrid: false, tickmode: "auto", zeroline: false };
     layout.shapes = shapes;
     layout.annotations = ann;
     return { data: traces, layout: layout };
@@ -173,11 +175,18 @@
                     name: "calibrated ceilings (" + fmt(100 * m.cal.bandwidth_efficiency, 0) + "% bandwidth, "
                       + fmt(100 * m.cal.compute_efficiency, 0) + "% compute)", line: { color: COLORS.cal, width: 1.5, dash: "dash" } });
     }
+    var lastLabelled = 0; // label a point only where it is clear of the last labelled one
+    var labels = r.table.map(function (row) {
+      if (Math.log(row.intensity_flop_per_byte / lastLabelled) < 0.45) return "";
+      lastLabelled = row.intensity_flop_per_byte;
+      return "B=" + row.batch;
+    });
     traces.push({ x: xs, y: r.table.map(function (row) { return row.linear_flop_per_step / row.tpot_s / T; }),
-                  mode: "markers+text+lines", name: "predicted operating point per batch", text: col(r.table, "batch").map(function (b) { return "B=" + b; }),
+                  mode: "markers+text+lines", name: "predicted operating point per batch", text: labels,
+                  customdata: col(r.table, "batch"),
                   textposition: "bottom right", textfont: { size: 10 }, line: { color: COLORS.thr, width: 1, dash: "dot" },
                   marker: { size: 8, color: COLORS.thr },
-                  hovertemplate: "%{text}<br>intensity %{x:.1f} FLOP/byte<br>%{y:.3f} TFLOP/s<extra></extra>" });
+                  hovertemplate: "batch %{customdata}<br>intensity %{x:.1f} FLOP/byte<br>%{y:.3f} TFLOP/s<extra></extra>" });
     if (r.measured.length) {
       traces.push({ x: col(r.measured, "intensity_flop_per_byte"), y: col(r.measured, "achieved_flop_per_s", 1 / T), mode: "markers",
                     name: "measured (model's FLOPs / measured TPOT)", text: col(r.measured, "batch").map(function (b) { return "B=" + b; }),
@@ -249,7 +258,10 @@
     var layout = baseLayout("Peak memory vs batch (GiB), " + m.model.name + " on " + m.card.id
                             + (r.fits_batch === null ? ": weights alone do not fit" : ": fits up to batch " + r.fits_batch));
     layout.xaxis = batchAxis(r.xmax);
-    layout.yaxis = { title: { text: "peak memory (GiB, 2^30 bytes)" }, range: [0, Math.min(peakMax, cap * 2.5) * 1.05], rangemode: "tozero" };
+    // up to 2.5x the card (the prefill's activations at huge batches would flatten the rest), but
+    // always the whole of the weights
+    var top = Math.max(cap * 1.1, Math.min(peakMax, Math.max(cap * 2.5, r.curve[0].weights_bytes / GiB * 1.3)));
+    layout.yaxis = { title: { text: "peak memory (GiB, 2^30 bytes)" }, range: [0, top * 1.05], rangemode: "tozero" };
     return { data: traces, layout: layout };
   }
 
@@ -277,7 +289,8 @@
     layout.barmode = "overlay";
     layout.bargap = 0.15;
     layout.xaxis = { title: { text: "decode step (batches run one after another)" }, rangemode: "tozero" };
-    layout.yaxis = { title: { text: "slot" }, autorange: "reversed", dtick: Math.max(1, Math.ceil(Math.min(b, w.requests) / 16)) };
+    var rowsShown = Math.min(b, w.requests);
+    layout.yaxis = { title: { text: "slot" }, range: [rowsShown - 0.5, -0.5], dtick: Math.max(1, Math.ceil(rowsShown / 16)), zeroline: false };
     layout.annotations = [{ xref: "paper", yref: "paper", x: 1, y: 1.0, xanchor: "right", yanchor: "bottom", showarrow: false, align: "right",
       font: { size: 11 }, text: fmt(w.tokens_needed, 0) + " tokens needed / " + fmt(w.slots_used, 0) + " slot-steps; a "
         + short.gen_tokens + "-token request: " + fmt(short.e2e_in_batch_s, 2) + " s in the batch vs " + fmt(short.e2e_alone_s, 2)
@@ -327,6 +340,10 @@
       "Batch 1: TPOT " + ms(row1.tpot_s) + ", " + fmt(row1.throughput_tok_s, 1) + " tok/s; "
         + (r.chosen_batch ? "largest batch with TTFT under " + fmt(Number(r.settings.ttft_max_s), 2) + " s: " + r.chosen_batch : "no batch meets the TTFT limit") + ".",
     ];
+    if (r.fits_batch === null) {
+      parts.push("<span class=warn>The weights alone (" + fmt(m.weightResident / GiB, 1) + " GiB) do not fit in the card's "
+                 + fmt(m.card.memory_bytes / GiB, 1) + " GiB: these times assume a card that could hold them.</span>");
+    }
     if (m.cal.is_uncalibrated) parts.push("<span class=warn>No fitted calibration for this card: ceilings alone, expect optimistic TPOT.</span>");
     return parts.join(" ");
   }

@@ -335,14 +335,16 @@ var RooflineModel = (function () {
       return pnorm(cal.prefill_overhead_s, roof, cal.overhead_exponent);
     }
 
-    // roofline.decode.StepModel.mixed_step_s (decode_step_s when nothing is prefilled)
-    function mixedStep(m, decodeBatch, kvRead, prefillTokens, prefillPairs) {
+    // roofline.decode.StepModel.mixed_step_s (decode_step_s when nothing is prefilled): the
+    // newcomers' prompt tokens through the body, the LM head once per newcomer
+    function mixedStep(m, decodeBatch, kvRead, prefillTokens, prefillPairs, prefillSequences) {
       var cal = m.cal, model = m.model;
-      prefillTokens = prefillTokens || 0; prefillPairs = prefillPairs || 0;
+      prefillTokens = prefillTokens || 0; prefillPairs = prefillPairs || 0; prefillSequences = prefillSequences || 0;
       var moved = m.weightRead + m.kvb * (cal.kv_traffic_factor * kvRead + decodeBatch + prefillTokens);
       var memory = moved / (cal.bandwidth_efficiency * m.bw);
       var decodeFlop = decodeBatch * model.linear_flop_per_token + kvRead * model.attention_flop_per_context_token;
-      var prefillFlop = prefillTokens * model.linear_flop_per_token + prefillPairs * model.attention_flop_per_context_token;
+      var prefillFlop = prefillTokens * model.body_linear_flop_per_token + prefillSequences * 2.0 * model.lm_head_params
+        + prefillPairs * model.attention_flop_per_context_token;
       var compute = decodeFlop / (cal.compute_efficiency * m.peak) + prefillFlop / (cal.prefill_compute_efficiency * m.peak);
       var overhead = prefillTokens > 0 ? Math.max(m.overhead, cal.prefill_overhead_s) : m.overhead;
       return pnorm(overhead, pnorm(memory, compute, cal.roofline_exponent), cal.overhead_exponent);
@@ -438,7 +440,7 @@ var RooflineModel = (function () {
         if (k) {
           var j = nxt + k, pTok = 0, pPairs = 0, p1 = 0;
           for (var r = nxt; r < j; r++) { pTok += prompts[r]; pPairs += prompts[r] * (prompts[r] + 1.0) / 2.0; p1 += prompts[r] + 1.0; }
-          t += mixedStep(m, running, kv, pTok, pPairs);
+          t += mixedStep(m, running, kv, pTok, pPairs, k);
           it += 1;
           kv += running + p1;
           for (r = nxt; r < j; r++) {

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from roofline.errors import RooflineError
+from roofline.atomic import write_bytes_atomic, write_text_atomic
 
 ASSETS = Path(__file__).parent / "chart_assets"
 #: The plot divs of the page, in order, and the PNG names they are exported under.
@@ -60,7 +61,6 @@ def _plotlyjs_version(plotly) -> str:
 
 def write_chart(path: str | Path, **page_kwargs) -> dict:
     """Write the page to ``path`` atomically. Returns {path, bytes, data}."""
-    from roofline.atomic import write_text_atomic
     from roofline.chart_data import page_data
 
     data = page_data(**page_kwargs)
@@ -84,10 +84,14 @@ def export_pngs(html_path: str | Path, out_dir: str | Path, width: int = 900, ti
     with Browser(width=width + 60, height=900, timeout_s=timeout_s) as b:
         b.open(html_path.as_uri())
         b.wait_for("window.rooflineReady === true", timeout_s=timeout_s)
-        b.evaluate("document.querySelector('header').style.position = 'static';"
-                   "document.querySelector('main').style.gridTemplateColumns = '1fr'; "
-                   "window.dispatchEvent(new Event('resize')); 1")
-        b.evaluate("new Promise(r => setTimeout(r, 300))")
+        # one chart per row, each plot exactly ``width`` pixels wide, then redrawn at that size
+        b.evaluate(
+            "document.querySelector('header').style.position = 'static';"
+            "document.head.insertAdjacentHTML('beforeend', '<style>.modebar-container { display: none !important; }</style>');"
+            "document.querySelector('main').style.gridTemplateColumns = '1fr';"
+            f"Promise.all(Array.from(document.querySelectorAll('.plot')).map(d => {{ d.style.width = '{width}px';"
+            " return Plotly.Plots.resize(d); })).then(() => true)"
+        )
         for plot_id in PLOT_IDS:
             rect = b.evaluate(
                 f"(() => {{ const r = document.getElementById('{plot_id}').getBoundingClientRect();"
@@ -96,26 +100,10 @@ def export_pngs(html_path: str | Path, out_dir: str | Path, width: int = 900, ti
             png = b.screenshot(clip=rect)
             target = out_dir / f"{plot_id.removeprefix('plot-')}.png"
             try:
-                _write_bytes_atomic(target, png)
+                write_bytes_atomic(target, png)
             except OSError as exc:
                 raise RooflineError(f"cannot write {target}: {exc.strerror or exc}") from None
             written.append(target)
     return written
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

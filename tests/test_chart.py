@@ -1,0 +1,188 @@
+"""The chart page's data and HTML (no browser), `roofline chart`'s CLI, and Prediction.figure()."""
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import roofline
+from cli import main
+from roofline.chart_page import render_page, write_chart
+from roofline.chart_data import WHAT_IF_DTYPES, page_data, settings_calibration
+from roofline.errors import RooflineError
+from roofline.hardware import card_ids
+from roofline.model_spec import catalog_names, load_model
+from roofline.predict import bend, make_scenario
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_import_roofline_does_not_import_plotly():
+    code = "import sys, roofline, roofline.chart_page, roofline.chart_data, roofline.browser; print('plotly' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_roofline_chart_is_the_api_function_even_after_the_page_module_loads(tmp_path):
+    import roofline.chart_page  # noqa: F401 - a submodule named chart would replace roofline.chart
+
+    assert callable(roofline.chart)
+    info = roofline.chart(tmp_path / "p.html")
+    assert info["selected"] == ["rtx3060", "qwen2.5-1.5b"] and info["pngs"] == []
+    assert callable(roofline.chart)
+
+
+def test_page_data_offers_every_card_and_catalog_model():
+    data = page_data()
+    assert sorted(c["id"] for c in data["cards"]) == card_ids()
+    assert sorted(m["name"] for m in data["models"]) == catalog_names()
+    assert data["initial"]["card"] == "rtx3060" and data["initial"]["model"] == "qwen2.5-1.5b"
+    rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
+    assert rtx["fitted"]["label"] == "rtx3060/hf-eager" and rtx["pure"]["is_uncalibrated"]
+    assert next(c for c in data["cards"] if c["id"] == "h200")["fitted"] is None  # no shipped calibration
+    json.dumps(data, allow_nan=False)  # plain JSON: no NaN or inf for the page
+
+
+def test_model_scalars_are_what_the_python_model_uses():
+    data = page_data()
+    spec = load_model("qwen2.5-7b")
+    m = next(x for x in data["models"] if x["name"] == "qwen2.5-7b")
+    for d in WHAT_IF_DTYPES:
+        sc = make_scenario("h200", "qwen2.5-7b", weight_dtype=d, kv_dtype=d, calibration=None)
+        assert m["decode_weight_bytes"][d] == sc.model.weight_read_bytes
+        assert m["kv_bytes_per_token"][d] == sc.model.kv_bytes_per_token
+        assert m["weight_bytes"][d] == spec.weight_bytes(d)
+    assert m["kv_bytes_per_token"]["bf16"] == 56 * 1024  # 28 layers x 2 x 4 KV heads x 128 x 2 bytes
+    assert m["linear_flop_per_token"] == spec.linear_flop_per_token
+    assert m["attention_flop_per_context_token"] == spec.attention_flop_per_context_token
+
+
+def test_bend_grid_tail_is_the_python_grid():
+    data = page_data()
+    tail = data["bend_grid_tail"]
+    assert tail[0] > 4096 and tail[-1] == data["bend_max_batch"] == 65536
+    assert tail == sorted(set(tail)) and len(tail) < 520
+
+
+def test_calibration_file_applies_to_the_chosen_cards(tmp_path):
+    from roofline.calibration import Calibration, save_calibration
+
+    path = tmp_path / "cal.json"
+    save_calibration(Calibration(card="h200", engine="graph", step_overhead_s=0.004), path)
+    data = page_data(cards=["h200"], calibration=str(path))
+    h200 = next(c for c in data["cards"] if c["id"] == "h200")
+    assert h200["fitted"]["step_overhead_s"] == 0.004 and h200["fitted"]["label"] == "h200/graph"
+    rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
+    assert rtx["fitted"]["label"] == "rtx3060/hf-eager"  # other cards keep their shipped one
+    cal = settings_calibration(data, {"card": "h200", "calibrated": True})
+    assert cal.step_overhead_s == 0.004
+    assert settings_calibration(data, {"card": "h200", "calibrated": False}) is None
+    none = page_data(cards=["rtx3060"], calibration=None)
+    assert next(c for c in none["cards"] if c["id"] == "rtx3060")["fitted"] is None
+
+
+def test_measurements_are_resolved_to_page_ids(tmp_path):
+    csv = tmp_path / "m.csv"
+    csv.write_text(
+        "card,model,engine,kv_cache,prompt_tokens,gen_tokens,batch,ttft_s,tpot_s,peak_mem_gib,status\n"
+        "RTX3060,Qwen/Qwen2.5-1.5B-Instruct,hf-eager,dynamic,128,128,4,0.07,0.0185,2.93,ok\n"
+        "rtx3060,qwen2.5-1.5b,hf-eager,dynamic,128,128,256,,,,oom\n"
+    )
+    pts = page_data(measurements=[csv])["measurements"]
+    assert len(pts) == 1  # the oom row is skipped
+    assert pts[0]["card"] == "rtx3060" and pts[0]["model"] == "qwen2.5-1.5b"
+    assert pts[0]["peak_mem_bytes"] == pytest.approx(2.93 * 2**30)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"cards": ["nope"]}, "unknown card 'nope'"),
+    ({"models": ["gpt-9"]}, "unknown model 'gpt-9'"),
+    ({"prompt_tokens": 0}, "prompt length must be at least 1"),
+    ({"mix": "8y32"}, "--mix item 1 '8y32'"),
+    ({"kv_dtype": "fp4"}, "KV dtype must be one of"),
+    ({"ttft_max_s": -1}, "--ttft-max must be a positive number"),
+    ({"policy": "sometimes"}, "policy must be one of"),
+    ({"batch": 0}, "--batch must be at least 1"),
+])
+def test_page_data_rejects_bad_input(kwargs, message):
+    with pytest.raises(RooflineError, match=re.escape(message)):
+        page_data(**kwargs)
+
+
+def test_page_embeds_plotly_and_cannot_be_broken_out_of(tmp_path):
+    data = page_data()
+    data["models"][0]["name"] = "</script><script>alert(1)</script>"
+    html = render_page(data)
+    assert html.count("</script>") == 4  # data, plotly.js, model.js, chart.js
+    from plotly.offline import get_plotlyjs
+
+    from roofline.chart_page import ASSETS
+
+    assert get_plotlyjs() in html  # plotly.js inline, whole
+    template = (ASSETS / "page.html").read_text()
+    assert "src=" not in template and "href=" not in template  # the page's own markup loads nothing
+    assert "default-src 'none'" in template  # and its CSP forbids any fetch
+    assert "__DATA__" not in html and "__PLOTLYJS__" not in html
+    m = re.search(r'<script type="application/json" id="roofline-data">(.*?)</script>', html, re.S)
+    assert json.loads(m.group(1))["models"][0]["name"] == "</script><script>alert(1)</script>"
+
+
+def test_write_chart_is_atomic_and_small(tmp_path):
+    out = tmp_path / "sub" / "r.html"
+    info = write_chart(out)
+    assert out.stat().st_size == info["bytes"] < 10e6
+    assert [p.name for p in out.parent.iterdir()] == ["r.html"]  # no temporary file left
+
+
+def test_cli_chart_writes_the_page_and_reports_it(tmp_path):
+    out = tmp_path / "x.html"
+    r = run("chart", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert re.fullmatch(
+        rf"wrote {re.escape(str(out))} \(4\.\d MB\): qwen2\.5-1\.5b on rtx3060 selected, 11 cards x 12 models offered\n",
+        r.output,
+    )
+    assert out.is_file()
+
+
+def test_cli_chart_errors_exit_1_with_one_line(tmp_path):
+    r = run("chart", "--card", "rtx3061", "-o", str(tmp_path / "x.html"))
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: unknown card 'rtx3061'; did you mean rtx3060")
+    r = run("chart", "--measurements", str(tmp_path / "missing.csv"), "-o", str(tmp_path / "x.html"))
+    assert r.exit_code == 1 and "no such file" in r.output
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_cli_chart_help_has_one_example():
+    r = run("chart", "--help")
+    assert r.exit_code == 0
+    assert r.output.count("Example:") == 1
+    assert "Example: roofline chart --card rtx3060 --model qwen2.5-1.5b -o roofline.html" in r.output
+
+
+# ---- Prediction.figure() ----
+def test_prediction_figure_carries_the_predictions_numbers():
+    p = roofline.predict("rtx3060", "qwen2.5-1.5b")
+    fig = p.figure()
+    thr, tpot = fig.data
+    assert list(thr.x) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert np.allclose(thr.y, p.columns["throughput_tok_s"], rtol=0)
+    assert np.allclose(tpot.y, p.columns["tpot_s"] * 1e3, rtol=0)
+    assert tpot.yaxis == "y2"
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals)[:3] == [1, 2, 4]
+    b = bend(p.scenario)
+    rect = [s for s in fig.layout.shapes if s.type == "rect"][0]
+    assert (rect.x0, rect.x1) == (b.region_low_batch, b.region_high_batch) == (64, 128)
+    assert any(s.type == "line" and s.x0 == b.crossing_batch for s in fig.layout.shapes)
+
+
+def test_prediction_figure_without_bend_has_no_shapes():
+    fig = roofline.predict("h200", "qwen2.5-7b", batches=[1, 3, 9]).figure(show_bend=False)
+    assert fig.layout.shapes == () and list(fig.data[0].x) == [1, 3, 9]
