@@ -32,8 +32,17 @@ class Calibration(BaseModel):
     step_overhead_s: float = Field(0.0, ge=0, description="fixed cost of one decode step, s")
     layer_overhead_s: float = Field(0.0, ge=0, description="cost per layer per decode step, s")
     bandwidth_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of the bandwidth ceiling reached")
-    compute_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of the compute ceiling reached")
+    compute_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of the compute ceiling the weight matmuls reach")
+    attention_efficiency: float = Field(
+        1.0, gt=0, le=1, description="fraction of the compute ceiling decode attention (QK^T, AV) reaches"
+    )
     kv_traffic_factor: float = Field(1.0, ge=0.5, le=16, description="KV bytes moved per KV byte held, per step")
+    activation_traffic_coeff: float = Field(
+        0.0,
+        ge=0,
+        le=64,
+        description="elementwise-kernel bytes per token per layer, in units of (hidden + intermediate) x act bytes",
+    )
     roofline_exponent: float = Field(
         MAX_EXPONENT, ge=1, le=MAX_EXPONENT, description="p of (mem^p + compute^p)^(1/p); 1 adds, large takes max"
     )
@@ -43,6 +52,9 @@ class Calibration(BaseModel):
     # prefill
     prefill_overhead_s: float = Field(0.0, ge=0, description="fixed cost of a prefill, s")
     prefill_compute_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of peak reached by prefill")
+    prefill_activation_traffic_coeff: float = Field(
+        0.0, ge=0, le=64, description="as activation_traffic_coeff, for the prefill's large-M elementwise kernels"
+    )
     # memory
     activation_coeff: float = Field(
         3.0, ge=0, le=64, description="prefill transient activations, in units of tokens x intermediate_size x act bytes"

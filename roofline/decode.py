@@ -1,12 +1,15 @@
 """Bytes, FLOPs and time of a forward pass, and of one decode step in particular.
 
 Everything takes numpy arrays (or scalars) for batch and token counts and broadcasts; nothing
-loops over batch sizes. A pass's time is
+loops over batch sizes. A pass runs three families of kernels one after another -- the weight
+matmuls, attention over the KV cache, the elementwise kernels -- each on its own roofline, and
+overlaps their sum with a fixed overhead (launches, Python):
 
-    overhead  (+)q  ( bytes / (eff_bw * bandwidth)  (+)p  FLOPs / (eff_c * peak) )
+    overhead (+)q [ (weights/BW (+)p matmul FLOPs/peak) + (KV/BW (+)p attention FLOPs/peak) + activations/BW ]
 
-where ``a (+)p b = (a^p + b^p)^(1/p)``: p = 1 adds the terms, a large p takes their max (the
-pure roofline). The calibration supplies the overheads, efficiencies and exponents.
+where ``a (+)p b = (a^p + b^p)^(1/p)``: p = 1 adds the terms, a large p takes their max. The
+calibration supplies the overheads, efficiencies, traffic factors and exponents; uncalibrated,
+each family is a pure roofline max(bytes/BW, FLOPs/peak) and there is no overhead.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class StepModel:
     # derived scalars
     weight_read_bytes: float = field(init=False)
     kv_bytes_per_token: float = field(init=False)
+    act_bytes_per_token: float = field(init=False)
+    prefill_act_bytes_per_token: float = field(init=False)
     bandwidth_bytes_per_s: float = field(init=False)
     peak_flop_per_s: float = field(init=False)
 
@@ -59,6 +64,11 @@ class StepModel:
         set_ = object.__setattr__
         set_(self, "weight_read_bytes", self.spec.decode_weight_bytes(self.weight_dtype, self.act_dtype))
         set_(self, "kv_bytes_per_token", self.spec.kv_bytes_per_token(self.kv_dtype))
+        # activation traffic of the elementwise kernels per token, all layers (decode, prefill)
+        width_bytes = self.spec.num_hidden_layers * (self.spec.hidden_size + self.spec.intermediate_size)
+        width_bytes *= dtype_bytes(self.act_dtype)
+        set_(self, "act_bytes_per_token", cal.activation_traffic_coeff * width_bytes)
+        set_(self, "prefill_act_bytes_per_token", cal.prefill_activation_traffic_coeff * width_bytes)
         set_(self, "bandwidth_bytes_per_s", cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s)
         set_(self, "peak_flop_per_s", cal.measured_peak_flop_per_s or self.card.peak_flop_per_s)
         dtype_bytes(self.act_dtype)  # validate
@@ -76,36 +86,85 @@ class StepModel:
     def decode_work(self, batch, kv_tokens_read, kv_tokens_written=None):
         """Bytes and FLOPs of one decode step of ``batch`` sequences that together attend to
         ``kv_tokens_read`` cached tokens. Returns (bytes_counted, bytes_moved, linear_flop, attention_flop):
-        ``bytes_counted`` holds weights and KV once (the lesson's count), ``bytes_moved`` applies the
-        calibration's KV traffic factor."""
+        ``bytes_counted`` holds weights and KV once (the lesson's count); ``bytes_moved`` adds the
+        calibration's extra KV traffic, the new tokens' KV written and the activation traffic."""
         batch = np.asarray(batch, dtype=float)
         kv_read = np.asarray(kv_tokens_read, dtype=float)
         kv_written = batch if kv_tokens_written is None else np.asarray(kv_tokens_written, dtype=float)
-        kv_read_bytes = kv_read * self.kv_bytes_per_token
-        kv_write_bytes = kv_written * self.kv_bytes_per_token
-        counted = self.weight_read_bytes + kv_read_bytes
-        moved = self.weight_read_bytes + self.calibration.kv_traffic_factor * kv_read_bytes + kv_write_bytes
+        counted = self.weight_read_bytes + kv_read * self.kv_bytes_per_token
+        moved = (
+            self.weight_read_bytes
+            + self.kv_bytes_per_token * (self.calibration.kv_traffic_factor * kv_read + kv_written)
+            + batch * self.act_bytes_per_token
+        )
         linear = batch * self.spec.linear_flop_per_token
         attention = kv_read * self.spec.attention_flop_per_context_token
         return counted, moved, linear, attention
 
-    def combine(self, overhead_s, memory_s, compute_s):
-        """Total time of a pass from its three terms."""
+    def pass_time(
+        self,
+        overhead_s,
+        weight_bytes,
+        gemm_flop_decode,
+        kv_bytes,
+        attention_flop_decode,
+        act_tokens,
+        gemm_flop_prefill=0.0,
+        attention_flop_prefill=0.0,
+        prefill_act_tokens=0.0,
+    ):
+        """Time of one forward pass as three kernel families run one after another, each on
+        its own roofline, the sum overlapped with the fixed overhead:
+
+            overhead (+)q [ gemm + attention + elementwise ]
+            gemm      = weight_bytes / BW' (+)p  gemm FLOPs / peak'
+            attention = kv_bytes / BW'     (+)p  attention FLOPs / peak'
+            elementwise = (act_tokens x decode + prefill_act_tokens x prefill activation bytes
+                           per token) / BW'
+
+        where BW' and peak' are the ceilings times the calibration's efficiencies (decode
+        FLOPs at the decode efficiencies, prefill FLOPs at the prefill's). Returns
+        (total_s, overhead_s, memory_s, compute_s): memory_s is the time of the families
+        whose bytes outweigh their FLOPs (the elementwise kernels always), compute_s that of
+        the others; the largest of the three names the bound."""
         cal = self.calibration
-        return pnorm(overhead_s, pnorm(memory_s, compute_s, cal.roofline_exponent), cal.overhead_exponent)
+        s_per_byte = 1.0 / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
+        s_per_flop = 1.0 / self.peak_flop_per_s
+        gemm_mem = weight_bytes * s_per_byte
+        gemm_comp = s_per_flop * (
+            gemm_flop_decode / cal.compute_efficiency + gemm_flop_prefill / cal.prefill_compute_efficiency
+        )
+        attn_mem = kv_bytes * s_per_byte
+        attn_comp = s_per_flop * (
+            attention_flop_decode / cal.attention_efficiency + attention_flop_prefill / cal.prefill_compute_efficiency
+        )
+        elem = s_per_byte * (
+            np.asarray(act_tokens, dtype=float) * self.act_bytes_per_token
+            + np.asarray(prefill_act_tokens, dtype=float) * self.prefill_act_bytes_per_token
+        )
+        p = cal.roofline_exponent
+        gemm = pnorm(gemm_mem, gemm_comp, p)
+        attn = pnorm(attn_mem, attn_comp, p)
+        total = pnorm(overhead_s, gemm + attn + elem, cal.overhead_exponent)
+        gemm_on_memory = gemm_mem >= gemm_comp
+        attn_on_memory = attn_mem >= attn_comp
+        memory_s = np.where(gemm_on_memory, gemm, 0.0) + np.where(attn_on_memory, attn, 0.0) + elem
+        compute_s = np.where(gemm_on_memory, 0.0, gemm) + np.where(attn_on_memory, 0.0, attn)
+        return total, overhead_s, memory_s, compute_s
 
     def decode_step(self, batch, context_tokens):
         """One decode step of ``batch`` sequences each attending to ``context_tokens`` tokens."""
         batch = np.asarray(batch, dtype=float)
         kv_read = batch * np.asarray(context_tokens, dtype=float)
         counted, moved, linear, attention = self.decode_work(batch, kv_read)
-        cal = self.calibration
-        memory_s = moved / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
-        compute_s = (linear + attention) / (cal.compute_efficiency * self.peak_flop_per_s)
-        overhead_s = np.full(np.broadcast(batch, kv_read).shape, self.decode_overhead_s)
+        overhead = np.full(np.broadcast(batch, kv_read).shape, self.decode_overhead_s)
+        kv_bytes = moved - self.weight_read_bytes - batch * self.act_bytes_per_token
+        total, overhead, memory_s, compute_s = self.pass_time(
+            overhead, self.weight_read_bytes, linear, kv_bytes, attention, batch
+        )
         return {
-            "step_s": self.combine(overhead_s, memory_s, compute_s),
-            "overhead_s": overhead_s,
+            "step_s": total,
+            "overhead_s": overhead,
             "memory_s": memory_s,
             "compute_s": compute_s,
             "bytes_counted": counted,
@@ -126,30 +185,28 @@ class StepModel:
         decode_batch = np.asarray(decode_batch, dtype=float)
         prefill_tokens = np.asarray(prefill_tokens, dtype=float)
         kv_read = np.asarray(kv_tokens_read, dtype=float)
-        moved = self.weight_read_bytes + self.kv_bytes_per_token * (
-            cal.kv_traffic_factor * kv_read + decode_batch + prefill_tokens
-        )
-        memory_s = moved / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
-        decode_flop = decode_batch * spec.linear_flop_per_token + kv_read * spec.attention_flop_per_context_token
-        prefill_flop = (
+        kv_bytes = self.kv_bytes_per_token * (cal.kv_traffic_factor * kv_read + decode_batch + prefill_tokens)
+        gemm_prefill = (
             prefill_tokens * spec.body_linear_flop_per_token
             + np.asarray(prefill_sequences, dtype=float) * 2.0 * spec.lm_head_params
-            + np.asarray(prefill_pairs, dtype=float) * spec.attention_flop_per_context_token
         )
-        compute_s = decode_flop / (cal.compute_efficiency * self.peak_flop_per_s) + prefill_flop / (
-            cal.prefill_compute_efficiency * self.peak_flop_per_s
-        )
-        overhead_s = np.where(prefill_tokens > 0, max(self.decode_overhead_s, cal.prefill_overhead_s), self.decode_overhead_s)
-        return pnorm(overhead_s, pnorm(memory_s, compute_s, cal.roofline_exponent), cal.overhead_exponent)
+        overhead = np.where(prefill_tokens > 0, max(self.decode_overhead_s, cal.prefill_overhead_s), self.decode_overhead_s)
+        return self.pass_time(
+            overhead,
+            self.weight_read_bytes,
+            decode_batch * spec.linear_flop_per_token,
+            kv_bytes,
+            kv_read * spec.attention_flop_per_context_token,
+            decode_batch,
+            gemm_prefill,
+            np.asarray(prefill_pairs, dtype=float) * spec.attention_flop_per_context_token,
+            prefill_tokens,
+        )[0]
 
     def decode_step_s(self, batch, kv_tokens_read):
         """Step time only, for a batch that attends to ``kv_tokens_read`` tokens in total
         (sequences of different lengths: the sum of their contexts). Fast path for simulators."""
-        _, moved, linear, attention = self.decode_work(batch, kv_tokens_read)
-        cal = self.calibration
-        memory_s = moved / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
-        compute_s = (linear + attention) / (cal.compute_efficiency * self.peak_flop_per_s)
-        return pnorm(self.decode_overhead_s, pnorm(memory_s, compute_s, cal.roofline_exponent), cal.overhead_exponent)
+        return self.mixed_step_s(batch, kv_tokens_read)
 
 
 def bound_index(overhead_s, memory_s, compute_s):

@@ -1,9 +1,11 @@
 """Fit a Calibration to measured decode runs, and compare a calibration with measurements.
 
-Three small least-squares problems on relative residuals (pred / measured - 1), with bounds:
-- decode (TPOT): fixed and per-layer step overhead, bandwidth and compute efficiency, KV traffic
-  factor, and the two exponents that say how overhead, memory and compute time overlap;
-- prefill (TTFT): a fixed overhead and the prefill's compute efficiency (the rest shared);
+Three bounded least-squares problems on relative residuals (pred / measured - 1), in order:
+- decode (TPOT): fixed and per-layer step overhead, bandwidth, matmul and attention efficiency,
+  KV and activation traffic, and the two exponents that say how overhead, memory and compute
+  time overlap;
+- prefill (TTFT), the decode terms held: the prefill's overhead, matmul efficiency and
+  activation traffic;
 - memory (peak): the activation coefficient and a fixed workspace.
 Terms are per card + engine, not per model, so a fit on some models predicts others.
 """
@@ -85,13 +87,15 @@ _DECODE_TERMS = (
     ("layer_overhead_s", 0.0, 0.05, False),
     ("bandwidth_efficiency", 0.05, 1.0, False),
     ("compute_efficiency", 0.05, 1.0, False),
+    ("attention_efficiency", 1e-3, 1.0, True),
     ("kv_traffic_factor", 0.5, 16.0, False),
+    ("activation_traffic_coeff", 0.0, 64.0, False),
     ("roofline_exponent", 1.0, MAX_EXPONENT, True),
     ("overhead_exponent", 1.0, MAX_EXPONENT, True),
 )
 
 
-def _solve(residual, names, lows, highs, logs, starts):
+def _solve(residual, names, lows, highs, logs, starts, loss="linear"):
     from scipy.optimize import least_squares
 
     lo = np.array([np.log(v) if lg else v for v, lg in zip(lows, logs)])
@@ -104,15 +108,30 @@ def _solve(residual, names, lows, highs, logs, starts):
     for start in starts:
         x0 = np.array([np.log(start[n]) if lg else start[n] for n, lg in zip(names, logs)])
         x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
-        res = least_squares(lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale="jac", max_nfev=4000)
+        res = least_squares(
+            lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale="jac", max_nfev=4000, loss=loss, f_scale=0.05
+        )
         if best is None or res.cost < best.cost:
             best = res
     return unpack(best.x)
 
 
+def _unidentifiable(groups) -> set[str]:
+    """Terms the measurements cannot tell from others, held at their defaults:
+    - with one layer count, a fixed step overhead is indistinguishable from a per-layer one;
+    - with one model, attention and activation costs scale exactly like the KV traffic and the
+      matmul FLOPs (all grow with batch at a fixed context), so only the latter are fitted."""
+    held = set()
+    if len({g.spec.num_hidden_layers for g in groups}) < 2:
+        held.add("step_overhead_s")
+    if len(groups) < 2:
+        held |= {"attention_efficiency", "activation_traffic_coeff", "prefill_activation_traffic_coeff"}
+    return held
+
+
 def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
-    layer_counts = {g.spec.num_hidden_layers for g in groups}
-    terms = [t for t in _DECODE_TERMS if not (t[0] == "step_overhead_s" and len(layer_counts) < 2)]
+    held = _unidentifiable(groups)
+    terms = [t for t in _DECODE_TERMS if t[0] not in held]
     names = [t[0] for t in terms]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])
@@ -132,7 +151,9 @@ def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
             "layer_overhead_s": share * min_tpot / layers,
             "bandwidth_efficiency": 0.8,
             "compute_efficiency": 0.6,
+            "attention_efficiency": 0.05,
             "kv_traffic_factor": 1.5,
+            "activation_traffic_coeff": 1.0,
             "roofline_exponent": p,
             "overhead_exponent": q,
         }
@@ -144,6 +165,8 @@ def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
 
 
 def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
+    """TTFT terms, the decode terms held. Small-batch TTFTs are a few ms of noisy launches, so
+    the loss is robust (soft L1): a few wild points do not drag the large-batch fit."""
     have = [g for g in groups if np.isfinite(g.ttft).any()]
     if not have:
         return cal
@@ -154,17 +177,21 @@ def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
         for g in have:
             m = StepModel(g.spec, card, c)
             ok = np.isfinite(g.ttft)
-            pred = prefill(m, g.batch[ok], g.prompt[ok])["ttft_s"]
-            out.append(pred / g.ttft[ok] - 1.0)
+            out.append(prefill(m, g.batch[ok], g.prompt[ok])["ttft_s"] / g.ttft[ok] - 1.0)
         return np.concatenate(out)
 
     min_ttft = min(float(np.nanmin(g.ttft)) for g in have)
+    all_names = ["prefill_overhead_s", "prefill_compute_efficiency", "prefill_activation_traffic_coeff"]
+    keep = [i for i, n in enumerate(all_names) if n not in _unidentifiable(groups)]
+    names = [all_names[i] for i in keep]
     starts = [
-        {"prefill_overhead_s": 0.5 * min_ttft, "prefill_compute_efficiency": 0.7},
-        {"prefill_overhead_s": 0.05 * min_ttft, "prefill_compute_efficiency": 0.4},
+        {n: v for n, v in zip(all_names, start)}
+        for start in ((0.5 * min_ttft, 0.7, 4.0), (0.05 * min_ttft, 0.4, 0.0), (0.2 * min_ttft, 0.9, 10.0))
     ]
-    names = ["prefill_overhead_s", "prefill_compute_efficiency"]
-    best = _solve(residual, names, [0.0, 0.02], [10.0, 1.0], [False, False], starts)
+    lows, highs = [0.0, 0.02, 0.0], [10.0, 1.0, 64.0]
+    best = _solve(
+        residual, names, [lows[i] for i in keep], [highs[i] for i in keep], [False] * len(keep), starts, loss="soft_l1"
+    )
     return _with(cal, **best)
 
 

@@ -40,17 +40,29 @@ def prefill_work(model: StepModel, batch, prompt_tokens, logits: str = "last"):
 
 def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last"):
     """TTFT of a static batch: the prefill's time, components and the largest term."""
-    cal = model.calibration
-    bytes_, linear, attention = prefill_work(model, batch, prompt_tokens, logits)
-    memory_s = bytes_ / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
-    compute_s = (linear + attention) / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
-    overhead_s = np.full(np.shape(memory_s), cal.prefill_overhead_s)
+    spec = model.spec
+    batch = np.asarray(batch, dtype=float)
+    prompt = np.asarray(prompt_tokens, dtype=float)
+    tokens = batch * prompt
+    bytes_, linear, attention = prefill_work(model, batch, prompt, logits)
+    overhead = np.full(np.shape(bytes_), model.calibration.prefill_overhead_s)
+    total, overhead, memory_s, compute_s = model.pass_time(
+        overhead,
+        model.weight_read_bytes,
+        0.0,
+        tokens * model.kv_bytes_per_token,
+        0.0,
+        0.0,
+        gemm_flop_prefill=linear,
+        attention_flop_prefill=attention,
+        prefill_act_tokens=tokens,
+    )
     return {
-        "ttft_s": model.combine(overhead_s, memory_s, compute_s),
-        "overhead_s": overhead_s,
+        "ttft_s": total,
+        "overhead_s": overhead,
         "memory_s": memory_s,
         "compute_s": compute_s,
-        "bytes": bytes_,
+        "bytes": bytes_ + tokens * model.prefill_act_bytes_per_token,
         "flop": linear + attention,
-        "bound_index": bound_index(overhead_s, memory_s, compute_s),
+        "bound_index": bound_index(overhead, memory_s, compute_s),
     }

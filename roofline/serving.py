@@ -61,16 +61,20 @@ def _pnorm(a: float, b: float, p: float) -> float:
 
 
 class FastStep:
-    """StepModel's pass times as scalar functions of plain floats, for simulators' hot loops."""
+    """StepModel.pass_time as scalar functions of plain floats, for simulators' hot loops
+    (tests hold it equal to StepModel.mixed_step_s and roofline.prefill to 1e-12)."""
 
     def __init__(self, model: StepModel):
         cal, spec = model.calibration, model.spec
         self.model = model
         self.weight_bytes = float(model.weight_read_bytes)
         self.kv_bytes_per_token = float(model.kv_bytes_per_token)
+        self.act_bytes_per_token = float(model.act_bytes_per_token)
+        self.prefill_act_bytes_per_token = float(model.prefill_act_bytes_per_token)
         self.kv_traffic = float(cal.kv_traffic_factor)
         self.s_per_byte = 1.0 / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
         self.s_per_decode_flop = 1.0 / (cal.compute_efficiency * model.peak_flop_per_s)
+        self.s_per_attention_flop = 1.0 / (cal.attention_efficiency * model.peak_flop_per_s)
         self.s_per_prefill_flop = 1.0 / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
         self.linear_flop_per_token = float(spec.linear_flop_per_token)
         self.body_linear_flop_per_token = float(spec.body_linear_flop_per_token)
@@ -82,6 +86,15 @@ class FastStep:
         self.prefill_overhead_s = float(cal.prefill_overhead_s)
         self.mixed_prefill_overhead_s = max(self.decode_overhead_s, self.prefill_overhead_s)
 
+    def _pass(self, overhead_s, gemm_comp_s, kv_bytes, attn_comp_s, act_bytes) -> float:
+        p = self.roofline_exponent
+        work = (
+            _pnorm(self.weight_bytes * self.s_per_byte, gemm_comp_s, p)
+            + _pnorm(kv_bytes * self.s_per_byte, attn_comp_s, p)
+            + act_bytes * self.s_per_byte
+        )
+        return _pnorm(overhead_s, work, self.overhead_exponent)
+
     def mixed_s(
         self,
         decode_batch: float,
@@ -91,31 +104,32 @@ class FastStep:
         prefill_sequences: float = 0.0,
     ) -> float:
         """StepModel.mixed_step_s for scalars (decode_step_s when nothing is prefilled)."""
-        moved = self.weight_bytes + self.kv_bytes_per_token * (
-            self.kv_traffic * kv_tokens_read + decode_batch + prefill_tokens
-        )
-        memory_s = moved * self.s_per_byte
-        compute_s = (
-            decode_batch * self.linear_flop_per_token + kv_tokens_read * self.attention_flop_per_pair
-        ) * self.s_per_decode_flop + (
-            prefill_tokens * self.body_linear_flop_per_token
-            + prefill_sequences * self.lm_head_flop_per_position
-            + prefill_pairs * self.attention_flop_per_pair
+        kv_bytes = self.kv_bytes_per_token * (self.kv_traffic * kv_tokens_read + decode_batch + prefill_tokens)
+        gemm = decode_batch * self.linear_flop_per_token * self.s_per_decode_flop + (
+            prefill_tokens * self.body_linear_flop_per_token + prefill_sequences * self.lm_head_flop_per_position
         ) * self.s_per_prefill_flop
+        attn = (
+            kv_tokens_read * self.attention_flop_per_pair * self.s_per_attention_flop
+            + prefill_pairs * self.attention_flop_per_pair * self.s_per_prefill_flop
+        )
+        act = decode_batch * self.act_bytes_per_token + prefill_tokens * self.prefill_act_bytes_per_token
         overhead_s = self.mixed_prefill_overhead_s if prefill_tokens > 0 else self.decode_overhead_s
-        return _pnorm(overhead_s, _pnorm(memory_s, compute_s, self.roofline_exponent), self.overhead_exponent)
+        return self._pass(overhead_s, gemm, kv_bytes, attn, act)
 
     def prefill_s(self, sequences: float, prompt_tokens: float, prompt_pairs: float) -> float:
         """roofline.prefill's TTFT for prompts of different lengths processed together:
         ``prompt_tokens`` in total, ``prompt_pairs`` = sum of p(p+1)/2, last-position logits."""
-        bytes_ = self.weight_bytes + prompt_tokens * self.kv_bytes_per_token
-        flop = (
-            prompt_tokens * self.body_linear_flop_per_token
-            + sequences * self.lm_head_flop_per_position
-            + prompt_pairs * self.attention_flop_per_pair
+        gemm = (
+            prompt_tokens * self.body_linear_flop_per_token + sequences * self.lm_head_flop_per_position
+        ) * self.s_per_prefill_flop
+        attn = prompt_pairs * self.attention_flop_per_pair * self.s_per_prefill_flop
+        return self._pass(
+            self.prefill_overhead_s,
+            gemm,
+            prompt_tokens * self.kv_bytes_per_token,
+            attn,
+            prompt_tokens * self.prefill_act_bytes_per_token,
         )
-        roof = _pnorm(bytes_ * self.s_per_byte, flop * self.s_per_prefill_flop, self.roofline_exponent)
-        return _pnorm(self.prefill_overhead_s, roof, self.overhead_exponent)
 
 
 def static_batch_times(fast: FastStep, prompt_tokens: np.ndarray, gen_tokens: np.ndarray):

@@ -133,9 +133,9 @@ def read_ceilings(path) -> tuple[float | None, float | None]:
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     bw = data.get("read_bandwidth_bytes_per_s") or data.get("bandwidth_bytes_per_s")
-    fl = data.get("bf16_matmul_flop_per_s") or data.get("peak_flop_per_s")
+    fl = data.get("gemm_bf16_flop_per_s") or data.get("bf16_matmul_flop_per_s") or data.get("peak_flop_per_s")
     if not bw or not fl:
-        raise RooflineError(f"{path}: needs read_bandwidth_bytes_per_s and bf16_matmul_flop_per_s")
+        raise RooflineError(f"{path}: needs read_bandwidth_bytes_per_s and gemm_bf16_flop_per_s")
     return float(bw), float(fl)
 
 

@@ -119,12 +119,19 @@ def test_fast_step_equals_the_core(d, kv, prompts):
         if len(p):
             # ragged prefill = the core's prefill work summed over prompts, weights read once
             works = [prefill_work(model, 1, x) for x in p]
-            bytes_ = sum(w[0] for w in works) - (len(p) - 1) * model.weight_read_bytes
-            flop = sum(w[1] + w[2] for w in works)
-            cal = model.calibration
-            mem = bytes_ / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
-            comp = flop / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
-            expect = float(model.combine(cal.prefill_overhead_s, mem, comp))
+            expect = float(
+                model.pass_time(
+                    model.calibration.prefill_overhead_s,
+                    model.weight_read_bytes,
+                    0.0,
+                    tokens * model.kv_bytes_per_token,
+                    0.0,
+                    0.0,
+                    gemm_flop_prefill=sum(w[1] for w in works),
+                    attention_flop_prefill=sum(w[2] for w in works),
+                    prefill_act_tokens=tokens,
+                )[0]
+            )
             assert fast.prefill_s(len(p), tokens, pairs) == pytest.approx(expect, rel=1e-12)
             # and equal prompts give exactly roofline.prefill
             same = fast.prefill_s(len(p), len(p) * p[0], len(p) * p[0] * (p[0] + 1) / 2)
@@ -174,12 +181,19 @@ def reference_static(model, prompts, gens, arrivals, slots, policy):
         order = [r for r in order if r not in members]
         p = np.array([prompts[r] for r in members], dtype=float)
         works = [prefill_work(model, 1, x) for x in p]
-        cal = model.calibration
-        mem = (sum(w[0] for w in works) - (len(p) - 1) * model.weight_read_bytes) / (
-            cal.bandwidth_efficiency * model.bandwidth_bytes_per_s
+        t += float(
+            model.pass_time(
+                model.calibration.prefill_overhead_s,
+                model.weight_read_bytes,
+                0.0,
+                p.sum() * model.kv_bytes_per_token,
+                0.0,
+                0.0,
+                gemm_flop_prefill=sum(w[1] for w in works),
+                attention_flop_prefill=sum(w[2] for w in works),
+                prefill_act_tokens=p.sum(),
+            )[0]
         )
-        comp = sum(w[1] + w[2] for w in works) / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
-        t += float(model.combine(cal.prefill_overhead_s, mem, comp))
         for r in members:
             ttft[r] = t - arrivals[r]
         longest = max(gens[r] for r in members)
