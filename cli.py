@@ -199,32 +199,47 @@ def cards(fmt):
 @click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="Where to write the calibration JSON.")
 @click.option("--ceilings", type=click.Path(dir_okay=False), help="Ceilings JSON measured with the runs (replaces the profile's).")
 @click.option("--label", help="Where the measurements come from, stored in the calibration and shown by predict.")
+@click.option("--model", "models_", multiple=True, help="Fit only these models' rows (repeat; default: all).")
+@click.option(
+    "--tpot-statistic",
+    type=click.Choice(["mean", "median", "p10"]),
+    default="mean",
+    show_default=True,
+    help="Which statistic of the measured decode steps to fit (median/p10 resist a noisy host).",
+)
 @output_format
 @domain_errors
-def fit(measurements, card, output, ceilings, label, fmt):
+def fit(measurements, card, output, ceilings, label, models_, tpot_statistic, fmt):
     """Fit a calibration (overheads, efficiencies) to measurement CSVs; no GPU needed.
 
     Example: roofline fit hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv --card rtx3060 -o cal.json
     """
     from roofline.views import fit_command
 
-    click.echo(fit_command(measurements, card, output, ceilings, fmt, label))
+    click.echo(fit_command(measurements, card, output, ceilings, fmt, label, tpot_statistic, models_))
 
 
 @main.command()
 @click.argument("measurements", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--calibration", "calibration_path", required=True, type=click.Path(dir_okay=False), help="A calibration JSON.")
 @click.option("--card", help="Card profile to use (default: the calibration's card).")
+@click.option(
+    "--tpot-statistic",
+    type=click.Choice(["mean", "median", "p10"]),
+    help="Which measured decode-step statistic to compare with (default: the calibration's).",
+)
+@click.option("--min-batch", default=1, show_default=True, type=click.IntRange(min=1), help="Compare only rows of this batch or more.")
+@click.option("--model", "models_", multiple=True, help="Compare only these models' rows (repeat; default: all).")
 @output_format
 @domain_errors
-def compare(measurements, calibration_path, card, fmt):
+def compare(measurements, calibration_path, card, tpot_statistic, min_batch, models_, fmt):
     """Predicted vs measured, row by row, with the MAPE of TPOT, TTFT and peak memory.
 
     Example: roofline compare --calibration hardware_profiles/calibrations/rtx3060-hf-eager.json hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv
     """
     from roofline.views import compare_command
 
-    click.echo(compare_command(measurements, calibration_path, card, fmt))
+    click.echo(compare_command(measurements, calibration_path, card, fmt, tpot_statistic, min_batch, models_))
 
 
 @main.command()
@@ -238,15 +253,25 @@ def compare(measurements, calibration_path, card, fmt):
 @click.option("--device", default="cuda", show_default=True, help="cuda, or cpu (with a tiny model) to test the path.")
 @click.option("--resume", is_flag=True, help="Keep the points already in the folder's CSV and measure the rest.")
 @click.option("--no-fit", is_flag=True, help="Measure only.")
+@click.option(
+    "--no-cudnn-attention",
+    is_flag=True,
+    help="Disable PyTorch's cuDNN SDPA backend (on Hopper it rebuilds plans per KV length; see docs/calibration.md).",
+)
 @domain_errors
-def calibrate(card, models_, engine, batches, prompt_tokens, gen_tokens, out_dir, device, resume, no_fit):
+def calibrate(card, models_, engine, batches, prompt_tokens, gen_tokens, out_dir, device, resume, no_fit, no_cudnn_attention):
     """Measure real bf16 decode on this machine's GPU, then fit a calibration.
 
     Example: roofline calibrate --card h200 --model qwen2.5-1.5b --model qwen2.5-7b --engine graph --out runs/h200
     """
     from roofline.views import calibrate_command
 
-    click.echo(calibrate_command(card, list(models_), engine, parse_batches(batches), prompt_tokens, gen_tokens, Path(out_dir), device, resume, no_fit))
+    click.echo(
+        calibrate_command(
+            card, list(models_), engine, parse_batches(batches), prompt_tokens, gen_tokens, Path(out_dir),
+            device, resume, no_fit, no_cudnn_attention,
+        )
+    )
 
 
 

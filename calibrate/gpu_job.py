@@ -57,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         print("nvidia-smi:", nvidia_smi("name,driver_version,memory.total,clocks.sm,clocks.max.sm,"
                                         "clocks.mem,power.limit,mig.mode.current"), flush=True)
     if args.disable_cudnn_sdpa:
-        import torch
+        from calibrate.runner import disable_cudnn_attention
 
-        torch.backends.cuda.enable_cudnn_sdp(False)
+        disable_cudnn_attention()
         print("diagnostic: cuDNN SDPA backend disabled", flush=True)
     batches = [int(b) for b in _csv_list(args.batches)]
     ceilings = not args.no_ceilings

@@ -145,6 +145,15 @@ def _oom_row(card, model, engine, prompt_tokens, gen_tokens, batch, env, message
     )
 
 
+def disable_cudnn_attention() -> None:
+    """Turn off PyTorch's cuDNN SDPA backend. On Hopper with torch 2.11 it is chosen by default
+    and builds a new plan for every KV length, which makes HF eager decode 3-5x slower than the
+    lesson's engine (docs/calibration-runs.md); flash/memory-efficient SDPA is used instead."""
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def run_calibration(
     card: str,
     models: list[str],

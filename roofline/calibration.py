@@ -64,6 +64,9 @@ class Calibration(BaseModel):
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)
     # provenance
+    tpot_statistic: Literal["mean", "median", "p10"] = Field(
+        "mean", description="which statistic of the measured decode steps the TPOT terms were fitted to"
+    )
     source: str = ""
     fitted_on: list[str] = []
     fit_report: dict = {}

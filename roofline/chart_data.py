@@ -1,17 +1,20 @@
 """What the chart page computes from: every scalar its script's formulas need, exported in one place.
 
 ``page_data()`` is the only bridge between the Python model and the page's JavaScript port of
-it (roofline/chart_assets/chart.js). The port evaluates the same formulas as roofline.decode
-(``mean_decode`` with the same 16-block context average), roofline.prefill, roofline.memory,
-roofline.predict.bend, roofline.batching and roofline.serving on exactly these numbers, so every what-if control
-redraws in the page without a round trip, and tests/test_chart_browser.py checks the page's
-numbers against ``roofline.predict`` to 1e-6.
+it (roofline/chart_assets/model.js). The port evaluates the same formulas as roofline.decode
+(``StepModel.pass_time``, ``mean_decode`` with the same 16-block context average),
+roofline.prefill, roofline.memory, roofline.predict.bend, roofline.batching and
+roofline.serving on exactly these numbers, so every what-if control redraws in the page
+without a round trip, and tests/test_chart_browser.py checks the page's numbers against
+``roofline.predict`` to 1e-6.
 
 Per card: memory, the ceilings the model uses, and two sets of calibration terms: the fitted
 one (the shipped calibration for card + engine, or ``--calibration FILE`` for the chosen
-cards) and the pure roofline. Per model: weight bytes per weight dtype, KV bytes per token per
-KV dtype, FLOPs per token and per context token, LM-head parameters, layers, intermediate size
-and logits bytes. All in base units (bytes, FLOP, seconds, bytes/s, FLOP/s).
+cards) and the pure roofline, each with every term of roofline.calibration.Calibration (a
+shipped file that predates a term gets the model's default). Per model: weight bytes per weight
+dtype, KV bytes per token per KV dtype, FLOPs per token and per context token, LM-head
+parameters, layers, hidden and intermediate size, the elementwise kernels' activation bytes per
+token, and logits bytes. All in base units (bytes, FLOP, seconds, bytes/s, FLOP/s).
 """
 
 from __future__ import annotations
@@ -23,29 +26,18 @@ from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, all_cards, load_card
 from roofline.model_spec import ModelSpec, catalog_names, load_model
 from roofline.predict import make_scenario, positive_int
-from roofline.units import GiB
+from roofline.units import GiB, dtype_bytes
 
 #: Storage dtypes the page offers for weights and the KV cache (the CLI's choices).
 WHAT_IF_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
 #: Activations and logits are bf16, as StepModel's default act_dtype.
 ACT_DTYPE = "bf16"
-#: The calibration terms the page's formulas read.
-CALIBRATION_TERMS = (
-    "kv_cache",
-    "step_overhead_s",
-    "layer_overhead_s",
-    "bandwidth_efficiency",
-    "compute_efficiency",
-    "kv_traffic_factor",
-    "roofline_exponent",
-    "overhead_exponent",
-    "prefill_overhead_s",
-    "prefill_compute_efficiency",
-    "activation_coeff",
-    "workspace_bytes",
-    "measured_bandwidth_bytes_per_s",
-    "measured_peak_flop_per_s",
-)
+#: Provenance fields of a Calibration; every other field is a term the page's formulas may read.
+CALIBRATION_PROVENANCE = ("card", "engine", "source", "fitted_on", "fit_report")
+#: The calibration terms the page exports: every field of the pydantic model but its provenance,
+#: so a term added to roofline.calibration reaches the page (with its default where a shipped
+#: file predates it) without a list to keep in step.
+CALIBRATION_TERMS = tuple(k for k in Calibration.model_fields if k not in CALIBRATION_PROVENANCE)
 #: bend() looks for the TPOT knee on 1..4096 and on geomspace(4096, 65536, 512), rounded.
 BEND_MAX_BATCH = 65536
 DEFAULT_MIX = "8x32,8x256"
@@ -79,17 +71,28 @@ def model_entry(spec: ModelSpec) -> dict:
         "name": spec.name,
         "params": spec.param_count,
         "num_hidden_layers": spec.num_hidden_layers,
+        "hidden_size": spec.hidden_size,
         "intermediate_size": spec.intermediate_size,
         "linear_flop_per_token": spec.linear_flop_per_token,
         "body_linear_flop_per_token": spec.body_linear_flop_per_token,
         "lm_head_params": spec.lm_head_params,
         "attention_flop_per_context_token": spec.attention_flop_per_context_token,
         "logits_bytes_per_position": spec.logits_bytes_per_position(ACT_DTYPE),
-        "act_dtype_bytes": 2.0,
+        "act_dtype_bytes": dtype_bytes(ACT_DTYPE),
+        # StepModel's elementwise traffic per token, all layers, per unit of activation_traffic_coeff
+        "act_width_bytes_per_token": act_width_bytes_per_token(spec),
         "weight_bytes": {d: spec.weight_bytes(d, ACT_DTYPE) for d in WHAT_IF_DTYPES},
         "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ACT_DTYPE) for d in WHAT_IF_DTYPES},
         "kv_bytes_per_token": {d: spec.kv_bytes_per_token(d) for d in WHAT_IF_DTYPES},
     }
+
+
+def act_width_bytes_per_token(spec: ModelSpec) -> float:
+    """layers x (hidden + intermediate) x act bytes: StepModel.act_bytes_per_token (and the
+    prefill's) is the calibration's coefficient times this, computed in the same order."""
+    width_bytes = spec.num_hidden_layers * (spec.hidden_size + spec.intermediate_size)
+    width_bytes *= dtype_bytes(ACT_DTYPE)
+    return width_bytes
 
 
 def bend_grid_tail() -> list[int]:

@@ -39,7 +39,24 @@ class _Group:
     peak: np.ndarray  # bytes, nan where not measured
 
 
-def _groups(rows) -> tuple[list[_Group], str, str]:
+#: TTFT at small batches is a few ms of launches; its error is also reported from this batch up.
+LARGE_BATCH = 64
+#: Which decode-step statistic of a measurement stands for its TPOT.
+TPOT_STATISTICS = {"mean": "tpot_s", "median": "tpot_median_s", "p10": "tpot_p10_s"}
+
+
+def _tpot(row, statistic: str) -> float:
+    value = getattr(row, TPOT_STATISTICS[statistic])
+    if value is None:
+        raise RooflineError(
+            f"{row.model} batch {row.batch}: no {TPOT_STATISTICS[statistic]} column to fit the {statistic} TPOT"
+        )
+    return value
+
+
+def _groups(rows, statistic: str = "mean") -> tuple[list[_Group], str, str]:
+    if statistic not in TPOT_STATISTICS:
+        raise RooflineError(f"TPOT statistic must be one of {', '.join(TPOT_STATISTICS)}, not {statistic!r}")
     rows = [r for r in rows if r.ok]
     if not rows:
         raise RooflineError("no completed measurements to fit (every row is an OOM marker?)")
@@ -60,7 +77,7 @@ def _groups(rows) -> tuple[list[_Group], str, str]:
                 batch=np.array([r.batch for r in rs], float),
                 prompt=np.array([r.prompt_tokens for r in rs], float),
                 gen=np.array([r.gen_tokens for r in rs], float),
-                tpot=np.array([r.tpot_s for r in rs], float),
+                tpot=np.array([_tpot(r, statistic) for r in rs], float),
                 ttft=np.array([nan if r.ttft_s is None else r.ttft_s for r in rs], float),
                 peak=np.array([nan if r.peak_mem_bytes is None else r.peak_mem_bytes for r in rs], float),
             )
@@ -222,10 +239,12 @@ def fit_calibration(
     measured_bandwidth_bytes_per_s: float | None = None,
     measured_peak_flop_per_s: float | None = None,
     cross_validate: bool = True,
+    tpot_statistic: str = "mean",
 ) -> Calibration:
     """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample and
-    leave-one-model-out errors in ``fit_report``."""
-    groups, engine, policy = _groups(rows)
+    leave-one-model-out errors in ``fit_report``. ``tpot_statistic`` picks which statistic of
+    the measured decode steps to fit (mean, median or p10: the latter two resist a noisy host)."""
+    groups, engine, policy = _groups(rows, tpot_statistic)
     base = Calibration(
         card=card.id,
         engine=engine,
@@ -234,6 +253,7 @@ def fit_calibration(
         measured_peak_flop_per_s=measured_peak_flop_per_s,
         source=source,
         fitted_on=[g.model for g in groups],
+        tpot_statistic=tpot_statistic,
     )
     cal = _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, groups, policy), groups), groups, policy)
     report = {"in_sample": _errors(card, cal, groups, policy)}
@@ -257,17 +277,25 @@ def _mape(pred, meas) -> float | None:
 def _errors(card, cal, groups, policy) -> dict:
     preds = [_predict_group(card, cal, g, policy) for g in groups]
     cat = lambda i: np.concatenate([p[i] for p in preds])  # noqa: E731
+    ttft_meas = np.concatenate([g.ttft for g in groups])
+    large = np.concatenate([g.batch for g in groups]) >= LARGE_BATCH
     return {
         "tpot_mape_pct": _mape(cat(0), np.concatenate([g.tpot for g in groups])),
-        "ttft_mape_pct": _mape(cat(1), np.concatenate([g.ttft for g in groups])),
+        "ttft_mape_pct": _mape(cat(1), ttft_meas),
+        f"ttft_mape_pct_batch_{LARGE_BATCH}_up": _mape(cat(1)[large], ttft_meas[large]),
         "peak_mem_mape_pct": _mape(cat(2), np.concatenate([g.peak for g in groups])),
         "points": int(sum(len(g.batch) for g in groups)),
     }
 
 
-def compare(calibration: Calibration, rows, card: CardProfile) -> dict:
-    """Per-row predicted vs measured, and the MAPE of each quantity (overall and per model)."""
-    groups, engine, policy = _groups(rows)
+def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: str | None = None, min_batch: int = 1) -> dict:
+    """Per-row predicted vs measured, and the MAPE of each quantity (overall and per model),
+    over the rows of batch >= ``min_batch``; TPOT is the calibration's statistic unless given."""
+    statistic = tpot_statistic or calibration.tpot_statistic
+    rows = [r for r in rows if r.batch >= min_batch]
+    if not rows:
+        raise RooflineError(f"no measurement has a batch of {min_batch} or more")
+    groups, engine, policy = _groups(rows, statistic)
     out_rows = []
     per_model = {}
     for g in groups:

@@ -225,8 +225,9 @@ def catalog_index() -> dict:
         return json.load(fh)["models"]
 
 
-def catalog_names() -> list[str]:
-    return sorted(catalog_index())
+def catalog_names(include_test: bool = False) -> list[str]:
+    """Catalog models; the tiny test-only configs (for CPU runs of the harness) on request."""
+    return sorted(n for n, e in catalog_index().items() if include_test or not e.get("test_only"))
 
 
 def resolve_model_config_path(name_or_path: str) -> Path:

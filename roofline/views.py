@@ -73,10 +73,10 @@ def bend_view(b: Bend, fmt: str) -> str:
 
 
 def models_view(fmt: str) -> str:
-    from roofline.model_spec import catalog_index, load_model
+    from roofline.model_spec import catalog_index, catalog_names, load_model
 
     rows = []
-    for name in sorted(catalog_index()):
+    for name in catalog_names():
         spec = load_model(name)
         s = spec.summary()
         s["hf_repos"] = catalog_index()[name].get("hf_repos", [])
@@ -113,12 +113,18 @@ def cards_view(fmt: str) -> str:
     return report.table(headers, table_rows, "llrrrrl")
 
 
-def _read_all(paths) -> list:
+def _read_all(paths, models=()) -> list:
+    """Every row of the measurement files, only the given models' if any are named."""
     from roofline.measurements import read_measurements
 
     rows = []
     for p in paths:
         rows.extend(read_measurements(p))
+    if models:
+        missing = sorted(set(models) - {r.model for r in rows})
+        if missing:
+            raise RooflineError(f"no measurements of {', '.join(missing)} in {', '.join(map(str, paths))}")
+        rows = [r for r in rows if r.model in models]
     return rows
 
 
@@ -139,18 +145,21 @@ def read_ceilings(path) -> tuple[float | None, float | None]:
     return float(bw), float(fl)
 
 
-def fit_command(measurement_paths, card_name, output, ceilings_path, fmt, label=None) -> str:
+def fit_command(measurement_paths, card_name, output, ceilings_path, fmt, label=None, tpot_statistic="mean", models=()) -> str:
     from roofline.calibration import save_calibration
     from roofline.fit import fit_calibration
     from roofline.hardware import load_card
 
     card = load_card(card_name)
-    rows = _read_all(measurement_paths)
+    rows = _read_all(measurement_paths, models)
     bw, fl = read_ceilings(ceilings_path) if ceilings_path else (None, None)
     source = "fitted by `roofline fit` to " + ", ".join(Path(p).name for p in measurement_paths)
     if label:
         source = f"{label} ({source})"
-    cal = fit_calibration(rows, card, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
+    cal = fit_calibration(
+        rows, card, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
+        tpot_statistic=tpot_statistic,
+    )
     save_calibration(cal, output)
     return fit_view(cal, output, fmt)
 
@@ -158,7 +167,7 @@ def fit_command(measurement_paths, card_name, output, ceilings_path, fmt, label=
 def fit_view(cal, output, fmt) -> str:
     if fmt == "json":
         return report.to_json({"calibration_path": str(output), **cal.model_dump()})
-    terms = cal.model_dump(exclude={"fit_report", "fitted_on", "source", "card", "engine", "kv_cache"})
+    terms = cal.model_dump(exclude={"fit_report", "fitted_on", "source", "card", "engine", "kv_cache", "tpot_statistic"})
     if fmt == "csv":
         return report.to_csv([terms]).rstrip("\n")
     lines = [f"wrote {output} ({cal.card}/{cal.engine}, {cal.kv_cache} cache, fitted on {', '.join(cal.fitted_on)})"]
@@ -168,24 +177,25 @@ def fit_view(cal, output, fmt) -> str:
     for model, e in rep.get("leave_one_model_out", {}).items():
         err_rows.append([f"held out: {model}", *_mapes(e)])
     lines.append("")
-    lines.append(report.table(["fit", "TPOT MAPE", "TTFT MAPE", "peak mem MAPE", "points"], err_rows, "lrrrr"))
+    lines.append(report.table(["fit", "TPOT MAPE", "TTFT MAPE", "TTFT MAPE b>=64", "peak mem MAPE", "points"], err_rows, "lrrrrr"))
     return "\n".join(lines)
 
 
 def _mapes(e: dict) -> list[str]:
     def pct(v):
         return "-" if v is None else f"{v:.1f}%"
-    return [pct(e["tpot_mape_pct"]), pct(e["ttft_mape_pct"]), pct(e["peak_mem_mape_pct"]), str(e["points"])]
+    return [pct(e["tpot_mape_pct"]), pct(e["ttft_mape_pct"]), pct(e.get("ttft_mape_pct_batch_64_up")),
+            pct(e["peak_mem_mape_pct"]), str(e["points"])]
 
 
-def compare_command(measurement_paths, calibration_path, card_name, fmt) -> str:
+def compare_command(measurement_paths, calibration_path, card_name, fmt, tpot_statistic=None, min_batch=1, models=()) -> str:
     from roofline.calibration import load_calibration
     from roofline.fit import compare
     from roofline.hardware import load_card
 
     cal = load_calibration(calibration_path)
     card = load_card(card_name or cal.card)
-    result = compare(cal, _read_all(measurement_paths), card)
+    result = compare(cal, _read_all(measurement_paths, models), card, tpot_statistic, min_batch)
     if fmt == "json":
         return report.to_json(result)
     if fmt == "csv":
@@ -203,17 +213,21 @@ def compare_command(measurement_paths, calibration_path, card_name, fmt) -> str:
     lines = [f"calibration {result['calibration']} against {len(rows)} measured points on {card.id}", report.table(headers, rows, "lrrrr"), ""]
     err_rows = [[m, *_mapes(e)] for m, e in result["per_model"].items()]
     err_rows.append(["all", *_mapes(result)])
-    lines.append(report.table(["model", "TPOT MAPE", "TTFT MAPE", "peak mem MAPE", "points"], err_rows, "lrrrr"))
+    lines.append(report.table(["model", "TPOT MAPE", "TTFT MAPE", "TTFT MAPE b>=64", "peak mem MAPE", "points"], err_rows, "lrrrrr"))
     return "\n".join(lines)
 
 
-def calibrate_command(card, models, engine, batches, prompt_tokens, gen_tokens, out_dir: Path, device, resume, no_fit) -> str:
+def calibrate_command(
+    card, models, engine, batches, prompt_tokens, gen_tokens, out_dir: Path, device, resume, no_fit, no_cudnn_attention=False
+) -> str:
     try:
-        from calibrate.runner import run_calibration
+        from calibrate.runner import disable_cudnn_attention, run_calibration
     except ImportError as exc:
         raise RooflineError(
             f"calibration needs torch and transformers ({exc.name} is missing): pip install 'roofline[calibrate]'"
         ) from None
+    if no_cudnn_attention:
+        disable_cudnn_attention()
     csv_path = run_calibration(card, models, engine, batches, prompt_tokens, gen_tokens, out_dir, device=device, resume=resume)
     if no_fit:
         return f"measurements written to {csv_path}"

@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 
 from calibrate import graph_engine as ge  # noqa: E402
 from calibrate import runner  # noqa: E402
-from calibrate.configs import TINY_CONFIGS, load_model_config  # noqa: E402
+from calibrate.configs import TINY_MODELS, load_model_config  # noqa: E402
 from roofline.errors import RooflineError  # noqa: E402
 from roofline.measurements import read_measurements  # noqa: E402
 
@@ -179,7 +179,7 @@ def test_bad_arguments(tmp_path, kw, what):
 def test_catalog_model_config_loads():
     cfg = load_model_config("qwen2.5-1.5b")
     assert (cfg["hidden_size"], cfg["num_key_value_heads"], cfg["vocab_size"]) == (1536, 2, 151936)
-    assert load_model_config("tiny-qwen2") == TINY_CONFIGS["tiny-qwen2"]
+    assert load_model_config("tiny-qwen2")["hidden_size"] == 64 and "tiny-qwen2" in TINY_MODELS
 
 
 def test_hf_engine_refuses_a_forward_without_logits_to_keep(monkeypatch):
@@ -189,7 +189,7 @@ def test_hf_engine_refuses_a_forward_without_logits_to_keep(monkeypatch):
 
     monkeypatch.setattr(hf_eager.inspect, "signature", lambda f: inspect.Signature())
     with pytest.raises(RooflineError, match="logits_to_keep"):
-        hf_eager.build_hf_model(TINY_CONFIGS["tiny-qwen2"], torch.device("cpu"))
+        hf_eager.build_hf_model(load_model_config("tiny-qwen2"), torch.device("cpu"))
 
 
 @pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
@@ -197,7 +197,7 @@ def test_graph_decoder_matches_transformers(name):
     """Same weights, fp32: our prefill and static-cache decode steps give HF's logits and tokens."""
     from calibrate.hf_eager import build_hf_model
 
-    cfg = TINY_CONFIGS[name]
+    cfg = load_model_config(name)
     torch.manual_seed(1)
     model = build_hf_model(cfg, torch.device("cpu")).float()
     with torch.no_grad():
@@ -239,3 +239,41 @@ def test_graph_engine_with_cuda_graph_on_gpu(tmp_path):
         "gpu-test", ["tiny-qwen2"], "graph", [1, 8], 16, 8, tmp_path, device="cuda",
         measure_ceilings=False, progress=lambda m: None))
     assert all(r.ok and r.peak_mem_gib > 0 and r.extra["cuda_graph"] == "true" for r in rows)
+
+
+def test_calibrate_command_end_to_end_on_cpu(tmp_path):
+    # the CLI path CI can run: measure a tiny model on the CPU, write the CSV, then fit it
+    from click.testing import CliRunner
+
+    from cli import main
+    from roofline.calibration import load_calibration
+    from roofline.measurements import read_measurements
+
+    out = tmp_path / "run"
+    r = CliRunner().invoke(
+        main,
+        ["calibrate", "--card", "h200", "--model", "tiny-qwen2", "--model", "tiny-llama", "--engine", "graph",
+         "--batches", "1,2,4", "--prompt", "8", "--gen", "4", "--device", "cpu", "--out", str(out)],
+    )
+    assert r.exit_code == 0, r.output
+    rows = read_measurements(out / "measurements-h200-graph.csv")
+    assert sorted({(x.model, x.batch) for x in rows}) == [
+        (m, b) for m in ("tiny-llama", "tiny-qwen2") for b in (1, 2, 4)
+    ]
+    assert all(x.ok and x.tpot_s > 0 for x in rows)
+    cal = load_calibration(out / "h200-graph.json")
+    assert cal.engine == "graph" and cal.kv_cache == "static"
+    assert sorted(cal.fitted_on) == ["tiny-llama", "tiny-qwen2"]
+    assert "held out: tiny-llama" in r.output
+
+
+def test_calibrate_without_a_gpu_says_so(tmp_path):
+    from click.testing import CliRunner
+
+    from cli import main
+
+    r = CliRunner().invoke(main, ["calibrate", "--card", "h200", "--model", "qwen2.5-0.5b", "--out", str(tmp_path)])
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    assert r.exit_code == 1
+    assert "no CUDA GPU" in r.output and len(r.output.strip().splitlines()) == 1

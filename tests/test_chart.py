@@ -12,7 +12,8 @@ from click.testing import CliRunner
 import roofline
 from cli import main
 from roofline.chart_page import render_page, write_chart
-from roofline.chart_data import WHAT_IF_DTYPES, page_data, settings_calibration
+from roofline.calibration import Calibration, shipped_calibration
+from roofline.chart_data import CALIBRATION_PROVENANCE, WHAT_IF_DTYPES, page_data, settings_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import card_ids
 from roofline.model_spec import catalog_names, load_model
@@ -45,7 +46,10 @@ def test_page_data_offers_every_card_and_catalog_model():
     assert data["initial"]["card"] == "rtx3060" and data["initial"]["model"] == "qwen2.5-1.5b"
     rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
     assert rtx["fitted"]["label"] == "rtx3060/hf-eager" and rtx["pure"]["is_uncalibrated"]
-    assert next(c for c in data["cards"] if c["id"] == "h200")["fitted"] is None  # no shipped calibration
+    for card in data["cards"]:  # fitted: the shipped calibration for the engine, where there is one
+        shipped = shipped_calibration(card["id"], "hf-eager")
+        assert (card["fitted"] is None) == (shipped is None), card["id"]
+    assert any(c["fitted"] is None for c in data["cards"])  # most cards have none
     json.dumps(data, allow_nan=False)  # plain JSON: no NaN or inf for the page
 
 
@@ -61,6 +65,41 @@ def test_model_scalars_are_what_the_python_model_uses():
     assert m["kv_bytes_per_token"]["bf16"] == 56 * 1024  # 28 layers x 2 x 4 KV heads x 128 x 2 bytes
     assert m["linear_flop_per_token"] == spec.linear_flop_per_token
     assert m["attention_flop_per_context_token"] == spec.attention_flop_per_context_token
+    # the elementwise kernels' traffic: the page multiplies the calibration's coefficients by
+    # act_width_bytes_per_token, exactly as StepModel does
+    cal = Calibration(card="h200", engine="x", activation_traffic_coeff=2.7, prefill_activation_traffic_coeff=5.3)
+    sm = make_scenario("h200", "qwen2.5-7b", calibration=cal).model
+    assert 2.7 * m["act_width_bytes_per_token"] == sm.act_bytes_per_token > 0
+    assert 5.3 * m["act_width_bytes_per_token"] == sm.prefill_act_bytes_per_token > 0
+    assert m["hidden_size"] == spec.hidden_size
+
+
+def test_page_exports_every_calibration_term():
+    """Every field of Calibration but its provenance reaches the page, fitted and pure alike, so
+    a term added to the model cannot be silently missing from the port's inputs."""
+    data = page_data()
+    rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
+    terms = set(Calibration.model_fields) - set(CALIBRATION_PROVENANCE)
+    for new in ("attention_efficiency", "activation_traffic_coeff", "prefill_activation_traffic_coeff"):
+        assert new in terms
+    shipped = shipped_calibration("rtx3060", "hf-eager")
+    for k in terms:
+        assert rtx["fitted"][k] == getattr(shipped, k), k
+        assert rtx["pure"][k] == getattr(Calibration.uncalibrated("rtx3060"), k), k
+
+
+def test_calibration_file_without_the_new_terms_gets_their_defaults(tmp_path):
+    """A calibration written before attention and activation traffic existed still loads; the
+    page gets the model's defaults (efficiency 1, no activation traffic): the old step model."""
+    old = {"card": "h200", "engine": "old", "step_overhead_s": 0.003, "compute_efficiency": 0.5}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    data = page_data(cards=["h200"], calibration=str(path))
+    fitted = next(c for c in data["cards"] if c["id"] == "h200")["fitted"]
+    defaults = Calibration(card="h200", engine="old")
+    for k in ("attention_efficiency", "activation_traffic_coeff", "prefill_activation_traffic_coeff"):
+        assert fitted[k] == getattr(defaults, k)
+    assert fitted["step_overhead_s"] == 0.003 and fitted["compute_efficiency"] == 0.5
 
 
 def test_bend_grid_tail_is_the_python_grid():

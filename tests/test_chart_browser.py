@@ -20,7 +20,7 @@ from roofline.browser import Browser, find_chromium, png_colour_stats, png_decod
 from roofline.chart_page import PLOT_IDS, write_chart
 from roofline.chart_data import settings_calibration
 from roofline.hardware import load_card
-from roofline.predict import bend, make_scenario
+from roofline.predict import bend, make_scenario, predict
 from roofline.units import GiB
 
 LESSON_CSV = Path(__file__).resolve().parent.parent / "hardware_profiles" / "measurements" / "rtx3060-hf-eager-lesson.csv"
@@ -47,7 +47,7 @@ PARITY_SETTINGS = [
     # the lesson's scenario on its calibrated card
     dict(card="rtx3060", model="qwen2.5-1.5b", prompt_tokens=128, gen_tokens=128, weight_dtype="bf16", kv_dtype="bf16",
          kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x256", batch=16, stream_count=64, policy="whole-batch"),
-    # an uncalibrated card (pure roofline: p = 400, the exact max), long prompt, fp8 KV
+    # the H200's shipped hf-eager calibration (the pure roofline where none ships), long prompt, fp8 KV
     dict(card="h200", model="qwen2.5-7b", prompt_tokens=1000, gen_tokens=300, weight_dtype="bf16", kv_dtype="fp8",
          kv_cache="auto", calibrated=True, logits="last", mix="30x20,2x1000", batch=32, stream_count=100, policy="early-return"),
     # calibrated card, quantised weights, int4 KV, a static cache, every position's logits
@@ -56,10 +56,44 @@ PARITY_SETTINGS = [
     # the calibrated card with its calibration switched off, gen = 1 (no decode step)
     dict(card="rtx3060", model="qwen2.5-0.5b", prompt_tokens=32, gen_tokens=1, weight_dtype="fp16", kv_dtype="fp16",
          kv_cache="dynamic", calibrated=False, logits="last", mix="8x32,8x256", batch=8, stream_count=40, policy="whole-batch"),
-    # a 70B model on a big card
+    # a 70B model on a big card with no shipped calibration (pure roofline: p = 400, the exact max)
     dict(card="mi300x", model="llama-3.1-70b", prompt_tokens=2048, gen_tokens=512, weight_dtype="fp8", kv_dtype="bf16",
          kv_cache="auto", calibrated=True, logits="last", mix="16x64,16x512", batch=16, stream_count=96, policy="whole-batch"),
 ]
+
+
+#: A calibration with every term of the step model away from its default, for the H200.
+SYNTHETIC_CALIBRATION = dict(
+    card="h200", engine="synthetic", step_overhead_s=0.002, layer_overhead_s=2e-5, bandwidth_efficiency=0.8,
+    compute_efficiency=0.6, attention_efficiency=0.03, kv_traffic_factor=1.7, activation_traffic_coeff=3.0,
+    roofline_exponent=6.0, overhead_exponent=2.5, prefill_overhead_s=0.01, prefill_compute_efficiency=0.7,
+    prefill_activation_traffic_coeff=5.0, activation_coeff=2.5, workspace_bytes=1e8,
+    measured_bandwidth_bytes_per_s=4.2e12, measured_peak_flop_per_s=8e14,
+)
+#: (settings, the bounds its PARITY_BATCHES rows report)
+SYNTHETIC_SETTINGS = [
+    # a small model: overhead-bound decode turning memory-bound, TTFT from overhead to compute
+    (dict(card="h200", model="qwen2.5-0.5b", prompt_tokens=200, gen_tokens=256, weight_dtype="bf16", kv_dtype="bf16",
+          kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x256", batch=16, stream_count=64, policy="whole-batch"),
+     {"decode": {"overhead", "memory"}, "ttft": {"overhead", "compute"}}),
+    # 70B: memory-bound decode turning compute-bound past the crossing
+    (dict(card="h200", model="llama-3.1-70b", prompt_tokens=1000, gen_tokens=256, weight_dtype="fp8", kv_dtype="fp8",
+          kv_cache="static", calibrated=True, logits="all", mix="30x20,2x300", batch=32, stream_count=70, policy="early-return"),
+     {"decode": {"memory", "compute"}, "ttft": {"compute"}}),
+]
+
+
+@pytest.fixture(scope="module")
+def synthetic_page(tmp_path_factory):
+    """A page whose H200 carries SYNTHETIC_CALIBRATION (as ``--calibration FILE`` would)."""
+    from roofline.calibration import Calibration
+
+    path = tmp_path_factory.mktemp("chart") / "synthetic.html"
+    written = write_chart(path, cards=("h200",), models=("qwen2.5-0.5b",), calibration=Calibration(**SYNTHETIC_CALIBRATION))
+    with Browser() as browser:
+        browser.open(path.resolve().as_uri())
+        browser.wait_for("window.rooflineReady === true", timeout_s=60)
+        yield {"browser": browser, "path": path, "data": written["data"]}
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +146,10 @@ def test_changing_the_card_changes_the_data(page):
     assert sw["changed"]
     assert sw["before"]["memory_capacity"] == pytest.approx(12.0)
     assert sw["after"]["memory_capacity"] == pytest.approx(load_card("h200").memory_bytes / GiB)
-    # the H200 (4.3 TB/s) decodes batch 1 faster than the RTX 3060 (318 GB/s)
-    assert sw["after"]["throughput"][0] > 3 * sw["before"]["throughput"][0]
+    # batch 1's throughput on each card is Python's (each card's shipped calibration, if any)
+    for card, fp in ((sw["from"], sw["before"]), (sw["to"], sw["after"])):
+        py = predict(card, "qwen2.5-1.5b", batches=[1]).columns["throughput_tok_s"][0]
+        assert rel_err(fp["throughput"][0], py) < 1e-6, card
     for plot_id, stats in sw["plots_after"].items():
         assert stats["traces"] >= 2 and stats["drawn_paths"] >= 1, plot_id
     assert page["selftest"]["restored"] == page["selftest"]["card_switch"]["before"]
@@ -138,8 +174,25 @@ def test_bad_control_value_shows_an_error_and_keeps_the_plots(page):
 
 
 # ---- the page's numbers are Python's ----
-@pytest.mark.parametrize("settings", PARITY_SETTINGS, ids=lambda s: f"{s['card']}-{s['model']}-{s['kv_dtype']}-{s['kv_cache']}")
+def settings_id(s):
+    return f"{s['card']}-{s['model']}-{s['kv_dtype']}-{s['kv_cache']}"
+
+
+@pytest.mark.parametrize("settings", PARITY_SETTINGS, ids=settings_id)
 def test_page_formulas_equal_python(page, settings):
+    assert_page_equals_python(page, settings)
+
+
+@pytest.mark.parametrize("settings, bounds", SYNTHETIC_SETTINGS, ids=[settings_id(s) for s, _ in SYNTHETIC_SETTINGS])
+def test_page_formulas_equal_python_on_every_term(synthetic_page, settings, bounds):
+    """A calibration with every term away from its default (slow attention, activation traffic
+    in decode and prefill, blended p and q, measured ceilings): the families' rooflines, the
+    memory / compute split and the bound each row reports are Python's."""
+    rows = assert_page_equals_python(synthetic_page, settings)
+    assert {r["bound"] for r in rows} == bounds["decode"] and {r["ttft_bound"] for r in rows} == bounds["ttft"]
+
+
+def assert_page_equals_python(page, settings):
     import json
 
     js = page["browser"].evaluate(f"window.rooflineCompute({json.dumps({**settings, 'batches': PARITY_BATCHES, 'ttft_max_s': 0.5})})")
@@ -195,6 +248,8 @@ def test_page_formulas_equal_python(page, settings):
                   "mean_occupancy", "waste_fraction"):
             assert rel_err(pg[k], py[k]) < 1e-6, (name, k, pg[k], py[k])
     assert worst < 1e-6
+    return js["rows"]
+
 
 
 def test_lesson_numbers_on_the_page(page):

@@ -45,23 +45,47 @@ var RooflineModel = (function () {
         kvb: model.kv_bytes_per_token[s.kv_dtype],
         bw: bw, peak: peak, balance: peak / bw,
         overhead: cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers,
+        // StepModel.act_bytes_per_token, prefill_act_bytes_per_token
+        actBpt: cal.activation_traffic_coeff * model.act_width_bytes_per_token,
+        preActBpt: cal.prefill_activation_traffic_coeff * model.act_width_bytes_per_token,
       };
     }
 
-    // StepModel.decode_step for one (batch, context)
+    // StepModel.pass_time for scalars: the weight matmuls, attention and the elementwise
+    // kernels each on their own roofline, summed, overlapped with the overhead. Returns
+    // [total, overhead, memory, compute]: memory the families whose bytes outweigh their FLOPs
+    // (elementwise always), compute the others.
+    function passTime(m, overhead, weightBytes, gemmDec, kvBytes, attnDec, actTokens, gemmPre, attnPre, preActTokens) {
+      var cal = m.cal;
+      gemmPre = gemmPre || 0.0; attnPre = attnPre || 0.0; preActTokens = preActTokens || 0.0;
+      var sPerByte = 1.0 / (cal.bandwidth_efficiency * m.bw);
+      var sPerFlop = 1.0 / m.peak;
+      var gemmMem = weightBytes * sPerByte;
+      var gemmComp = sPerFlop * (gemmDec / cal.compute_efficiency + gemmPre / cal.prefill_compute_efficiency);
+      var attnMem = kvBytes * sPerByte;
+      var attnComp = sPerFlop * (attnDec / cal.attention_efficiency + attnPre / cal.prefill_compute_efficiency);
+      var elem = sPerByte * (actTokens * m.actBpt + preActTokens * m.preActBpt);
+      var p = cal.roofline_exponent;
+      var gemm = pnorm(gemmMem, gemmComp, p);
+      var attn = pnorm(attnMem, attnComp, p);
+      var total = pnorm(overhead, gemm + attn + elem, cal.overhead_exponent);
+      var gemmOnMemory = gemmMem >= gemmComp, attnOnMemory = attnMem >= attnComp;
+      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + elem;
+      var compute = (gemmOnMemory ? 0.0 : gemm) + (attnOnMemory ? 0.0 : attn);
+      return [total, overhead, memory, compute];
+    }
+
+    // StepModel.decode_step (decode_work, then pass_time) for one (batch, context)
     function decodeStep(m, batch, context) {
       var cal = m.cal, model = m.model;
       var kvRead = batch * context;
-      var kvReadBytes = kvRead * m.kvb;
-      var kvWriteBytes = batch * m.kvb;
-      var counted = m.weightRead + kvReadBytes;
-      var moved = m.weightRead + cal.kv_traffic_factor * kvReadBytes + kvWriteBytes;
+      var counted = m.weightRead + kvRead * m.kvb;
+      var moved = m.weightRead + m.kvb * (cal.kv_traffic_factor * kvRead + batch) + batch * m.actBpt;
       var linear = batch * model.linear_flop_per_token;
       var attention = kvRead * model.attention_flop_per_context_token;
-      var memory = moved / (cal.bandwidth_efficiency * m.bw);
-      var compute = (linear + attention) / (cal.compute_efficiency * m.peak);
-      var step = pnorm(m.overhead, pnorm(memory, compute, cal.roofline_exponent), cal.overhead_exponent);
-      return [step, m.overhead, memory, compute, counted, moved, linear, attention];
+      var kvBytes = moved - m.weightRead - batch * m.actBpt;
+      var t = passTime(m, m.overhead, m.weightRead, linear, kvBytes, attention, batch);
+      return [t[0], t[1], t[2], t[3], counted, moved, linear, attention];
     }
 
     // roofline.decode.decode_contexts for one (prompt, gen)
@@ -94,17 +118,10 @@ var RooflineModel = (function () {
       };
     }
 
-    // TPOT only (roofline.predict.bend's grid): decodeStep's step time without its other parts
+    // TPOT only (roofline.predict.bend's grid): mean_decode's step time, without its other parts
     function tpotOnly(m, batch, ctx) {
-      var cal = m.cal, model = m.model, acc = 0, w = 1.0 / SAMPLES;
-      var sBw = cal.bandwidth_efficiency * m.bw, sPk = cal.compute_efficiency * m.peak;
-      var linear = batch * model.linear_flop_per_token, kvWriteBytes = batch * m.kvb;
-      for (var k = 0; k < SAMPLES; k++) {
-        var kvRead = batch * ctx[k];
-        var moved = m.weightRead + cal.kv_traffic_factor * (kvRead * m.kvb) + kvWriteBytes;
-        var compute = (linear + kvRead * model.attention_flop_per_context_token) / sPk;
-        acc += pnorm(m.overhead, pnorm(moved / sBw, compute, cal.roofline_exponent), cal.overhead_exponent) * w;
-      }
+      var acc = 0, w = 1.0 / SAMPLES;
+      for (var k = 0; k < SAMPLES; k++) acc += decodeStep(m, batch, ctx[k])[0] * w;
       return acc;
     }
 
@@ -113,7 +130,7 @@ var RooflineModel = (function () {
       return logits === "last" ? batch : batch * prompt;
     }
 
-    // roofline.prefill.prefill
+    // roofline.prefill.prefill (prefill_work, then pass_time at the prefill's terms)
     function prefill(m, batch) {
       var cal = m.cal, model = m.model, prompt = m.prompt;
       var tokens = batch * prompt;
@@ -122,12 +139,9 @@ var RooflineModel = (function () {
       var pairs = batch * prompt * (prompt + 1.0) / 2.0;
       var attention = pairs * model.attention_flop_per_context_token;
       var bytes = m.weightRead + tokens * m.kvb;
-      var memory = bytes / (cal.bandwidth_efficiency * m.bw);
-      var compute = (linear + attention) / (cal.prefill_compute_efficiency * m.peak);
-      var overhead = cal.prefill_overhead_s;
-      var total = pnorm(overhead, pnorm(memory, compute, cal.roofline_exponent), cal.overhead_exponent);
-      return { ttft_s: total, overhead_s: overhead, memory_s: memory, compute_s: compute,
-               bytes: bytes, flop: linear + attention, bound_index: argmax3(overhead, memory, compute) };
+      var t = passTime(m, cal.prefill_overhead_s, m.weightRead, 0.0, tokens * m.kvb, 0.0, 0.0, linear, attention, tokens);
+      return { ttft_s: t[0], overhead_s: t[1], memory_s: t[2], compute_s: t[3],
+               bytes: bytes + tokens * m.preActBpt, flop: linear + attention, bound_index: argmax3(t[1], t[2], t[3]) };
     }
 
     // roofline.memory.peak_memory
@@ -324,40 +338,69 @@ var RooflineModel = (function () {
                wasted_slots: slots - needed, waste_fraction: (slots - needed) / slots, batch_list: batches };
     }
 
-    // roofline.serving.FastStep.prefill_s
-    function prefillMany(m, sequences, promptTokens, promptPairs) {
+    // roofline.serving.FastStep: pass_time for scalars, as the simulators' hot loops compute it
+    function fastStep(m) {
+      if (m.fast) return m.fast;
       var cal = m.cal, model = m.model;
-      var bytes = m.weightRead + promptTokens * m.kvb;
-      var flop = promptTokens * model.body_linear_flop_per_token + sequences * (2.0 * model.lm_head_params)
-        + promptPairs * model.attention_flop_per_context_token;
-      var roof = pnorm(bytes * (1.0 / (cal.bandwidth_efficiency * m.bw)),
-                       flop * (1.0 / (cal.prefill_compute_efficiency * m.peak)), cal.roofline_exponent);
-      return pnorm(cal.prefill_overhead_s, roof, cal.overhead_exponent);
+      var decodeOverhead = m.overhead;
+      m.fast = {
+        sPerByte: 1.0 / (cal.bandwidth_efficiency * m.bw),
+        sPerDecodeFlop: 1.0 / (cal.compute_efficiency * m.peak),
+        sPerAttentionFlop: 1.0 / (cal.attention_efficiency * m.peak),
+        sPerPrefillFlop: 1.0 / (cal.prefill_compute_efficiency * m.peak),
+        lmHeadFlopPerPosition: 2.0 * model.lm_head_params,
+        decodeOverhead: decodeOverhead,
+        mixedPrefillOverhead: Math.max(decodeOverhead, cal.prefill_overhead_s),
+      };
+      return m.fast;
     }
 
-    // roofline.decode.StepModel.mixed_step_s (decode_step_s when nothing is prefilled): the
-    // newcomers' prompt tokens through the body, the LM head once per newcomer
+    // FastStep._pass
+    function fastPass(m, f, overhead, gemmComp, kvBytes, attnComp, actBytes) {
+      var p = m.cal.roofline_exponent;
+      var work = pnorm(m.weightRead * f.sPerByte, gemmComp, p) + pnorm(kvBytes * f.sPerByte, attnComp, p)
+        + actBytes * f.sPerByte;
+      return pnorm(overhead, work, m.cal.overhead_exponent);
+    }
+
+    // FastStep.prefill_s: prompts of different lengths prefilled together, last-position logits
+    function prefillMany(m, sequences, promptTokens, promptPairs) {
+      var f = fastStep(m), model = m.model;
+      var gemm = (promptTokens * model.body_linear_flop_per_token + sequences * f.lmHeadFlopPerPosition) * f.sPerPrefillFlop;
+      var attn = promptPairs * model.attention_flop_per_context_token * f.sPerPrefillFlop;
+      return fastPass(m, f, m.cal.prefill_overhead_s, gemm, promptTokens * m.kvb, attn, promptTokens * m.preActBpt);
+    }
+
+    // FastStep.mixed_s (StepModel.mixed_step_s for scalars): the newcomers' prompt tokens
+    // through the body, the LM head once per newcomer
+    function fastMixed(m, decodeBatch, kvRead, prefillTokens, prefillPairs, prefillSequences) {
+      var f = fastStep(m), model = m.model, cal = m.cal;
+      prefillTokens = prefillTokens || 0; prefillPairs = prefillPairs || 0; prefillSequences = prefillSequences || 0;
+      var kvBytes = m.kvb * (cal.kv_traffic_factor * kvRead + decodeBatch + prefillTokens);
+      var gemm = decodeBatch * model.linear_flop_per_token * f.sPerDecodeFlop
+        + (prefillTokens * model.body_linear_flop_per_token + prefillSequences * f.lmHeadFlopPerPosition) * f.sPerPrefillFlop;
+      var attn = kvRead * model.attention_flop_per_context_token * f.sPerAttentionFlop
+        + prefillPairs * model.attention_flop_per_context_token * f.sPerPrefillFlop;
+      var act = decodeBatch * m.actBpt + prefillTokens * m.preActBpt;
+      var overhead = prefillTokens > 0 ? f.mixedPrefillOverhead : f.decodeOverhead;
+      return fastPass(m, f, overhead, gemm, kvBytes, attn, act);
+    }
+
+    // roofline.decode.StepModel.mixed_step_s through pass_time
     function mixedStep(m, decodeBatch, kvRead, prefillTokens, prefillPairs, prefillSequences) {
       var cal = m.cal, model = m.model;
       prefillTokens = prefillTokens || 0; prefillPairs = prefillPairs || 0; prefillSequences = prefillSequences || 0;
-      var moved = m.weightRead + m.kvb * (cal.kv_traffic_factor * kvRead + decodeBatch + prefillTokens);
-      var memory = moved / (cal.bandwidth_efficiency * m.bw);
-      var decodeFlop = decodeBatch * model.linear_flop_per_token + kvRead * model.attention_flop_per_context_token;
-      var prefillFlop = prefillTokens * model.body_linear_flop_per_token + prefillSequences * 2.0 * model.lm_head_params
-        + prefillPairs * model.attention_flop_per_context_token;
-      var compute = decodeFlop / (cal.compute_efficiency * m.peak) + prefillFlop / (cal.prefill_compute_efficiency * m.peak);
+      var kvBytes = m.kvb * (cal.kv_traffic_factor * kvRead + decodeBatch + prefillTokens);
+      var gemmPrefill = prefillTokens * model.body_linear_flop_per_token + prefillSequences * 2.0 * model.lm_head_params;
       var overhead = prefillTokens > 0 ? Math.max(m.overhead, cal.prefill_overhead_s) : m.overhead;
-      return pnorm(overhead, pnorm(memory, compute, cal.roofline_exponent), cal.overhead_exponent);
+      return passTime(m, overhead, m.weightRead, decodeBatch * model.linear_flop_per_token, kvBytes,
+                      kvRead * model.attention_flop_per_context_token, decodeBatch, gemmPrefill,
+                      prefillPairs * model.attention_flop_per_context_token, prefillTokens)[0];
     }
 
-    // StepModel.decode_step_s
+    // StepModel.decode_step_s = mixed_step_s with nothing prefilled
     function decodeStepS(m, batch, kvRead) {
-      var cal = m.cal, model = m.model;
-      var moved = m.weightRead + cal.kv_traffic_factor * (kvRead * m.kvb) + batch * m.kvb;
-      var memory = moved / (cal.bandwidth_efficiency * m.bw);
-      var compute = (batch * model.linear_flop_per_token + kvRead * model.attention_flop_per_context_token)
-        / (cal.compute_efficiency * m.peak);
-      return pnorm(m.overhead, pnorm(memory, compute, cal.roofline_exponent), cal.overhead_exponent);
+      return mixedStep(m, batch, kvRead, 0.0, 0.0, 0.0);
     }
 
     // roofline.serving.static_batch_times
@@ -440,7 +483,7 @@ var RooflineModel = (function () {
         if (k) {
           var j = nxt + k, pTok = 0, pPairs = 0, p1 = 0;
           for (var r = nxt; r < j; r++) { pTok += prompts[r]; pPairs += prompts[r] * (prompts[r] + 1.0) / 2.0; p1 += prompts[r] + 1.0; }
-          t += mixedStep(m, running, kv, pTok, pPairs, k);
+          t += fastMixed(m, running, kv, pTok, pPairs, k);
           it += 1;
           kv += running + p1;
           for (r = nxt; r < j; r++) {
@@ -452,7 +495,7 @@ var RooflineModel = (function () {
           running += k;
           nxt = j;
         } else {
-          t += mixedStep(m, running, kv, 0, 0);
+          t += fastMixed(m, running, kv, 0, 0);
           it += 1;
           kv += running;
         }
@@ -468,7 +511,7 @@ var RooflineModel = (function () {
     }
 
     return {
-      pnorm: pnorm, scenario: scenario, meanDecode: meanDecode, prefill: prefill, peakMemory: peakMemory,
+      pnorm: pnorm, scenario: scenario, passTime: passTime, mixedStep: mixedStep, meanDecode: meanDecode, prefill: prefill, peakMemory: peakMemory,
       row: row, rows: rows, bend: bend, contexts: contexts, fitsBatch: fitsBatch, chosenBatch: chosenBatch,
       parseMix: parseMix, interleave: interleave, mixStream: mixStream, tokenAccounting: tokenAccounting,
       mixWaste: mixWaste, staticBatchTimes: staticBatchTimes, serveStatic: serveStatic,
