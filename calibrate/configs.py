@@ -7,7 +7,6 @@ imported (it needs pydantic), else through the catalog folder directly:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from roofline.errors import RooflineError
@@ -42,13 +41,10 @@ def resolve_config_path(name_or_path: str) -> Path:
 
 def load_model_config(name_or_path: str) -> dict:
     """The HF config dict for a tiny test model, a catalog name or a config.json path."""
+    from roofline.atomic import read_json
+
     path = resolve_config_path(name_or_path)
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RooflineError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    config = read_json(path, "model config")
     if "model_type" not in config:
         raise RooflineError(f"{path}: no model_type; not a Hugging Face config.json")
     return config

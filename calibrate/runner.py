@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -63,23 +62,11 @@ def ceilings_path(out_dir: Path, card: str) -> Path:
 
 def write_json_atomic(path: Path, data: dict) -> Path:
     """JSON to ``path`` through a temp file in the same folder and os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    import json
+
+    from roofline.atomic import write_text_atomic
+
+    return write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def load_engine(engine: str, config: dict, device: str, seed: int = 0):

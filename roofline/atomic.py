@@ -36,3 +36,22 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     """As write_bytes_atomic, for UTF-8 text (newlines written as given)."""
     return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def read_json(path: str | os.PathLike, what: str = ""):
+    """Parse a JSON file; a missing file or bad JSON raises RooflineError with one line naming
+    the file (and ``what`` it was meant to be)."""
+    import json
+
+    from roofline.errors import RooflineError
+
+    path = Path(path)
+    label = f"{what} {path}" if what else str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RooflineError(f"cannot read {label}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None

@@ -9,7 +9,6 @@ fits them to measurements. ``Calibration.uncalibrated()`` is the pure roofline.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
@@ -88,13 +87,10 @@ def calibrations_dir() -> Path:
 
 
 def load_calibration(path: str | Path) -> Calibration:
+    from roofline.atomic import read_json
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RooflineError(f"cannot read calibration {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    data = read_json(path, "calibration")
     try:
         return Calibration(**data)
     except ValidationError as exc:

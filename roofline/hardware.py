@@ -7,7 +7,6 @@ the unit its source uses ("GB/s", "TFLOP/s", "GiB", ...) and converted to base u
 from __future__ import annotations
 
 import difflib
-import json
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -123,12 +122,9 @@ def card_from_dict(data: dict, origin: str) -> CardProfile:
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RooflineError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    from roofline.atomic import read_json
+
+    return read_json(path, "card profile")
 
 
 @lru_cache(maxsize=1)

@@ -263,15 +263,10 @@ def _looks_like_repo(key: str, index: dict) -> bool:
 @lru_cache(maxsize=64)
 def load_model(name_or_path: str) -> ModelSpec:
     """Resolve ``name_or_path`` (see resolve_model_config_path) and read its config.json."""
+    from roofline.atomic import read_json
+
     path = resolve_model_config_path(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RooflineError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    config = read_json(path, "model config")
     in_catalog = path.parent.parent == CATALOG_DIR
     name = path.parent.name if in_catalog else str(name_or_path)
     return ModelSpec.from_config_dict(config, name)

@@ -40,7 +40,6 @@ def prefill_work(model: StepModel, batch, prompt_tokens, logits: str = "last"):
 
 def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last"):
     """TTFT of a static batch: the prefill's time, components and the largest term."""
-    spec = model.spec
     batch = np.asarray(batch, dtype=float)
     prompt = np.asarray(prompt_tokens, dtype=float)
     tokens = batch * prompt

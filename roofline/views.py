@@ -130,14 +130,9 @@ def _read_all(paths, models=()) -> list:
 
 def read_ceilings(path) -> tuple[float | None, float | None]:
     """(bandwidth bytes/s, peak FLOP/s) from a ceilings JSON written by `roofline calibrate`."""
-    import json
+    from roofline.atomic import read_json
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RooflineError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    data = read_json(path, "ceilings")
     bw = data.get("read_bandwidth_bytes_per_s") or data.get("bandwidth_bytes_per_s")
     fl = data.get("gemm_bf16_flop_per_s") or data.get("bf16_matmul_flop_per_s") or data.get("peak_flop_per_s")
     if not bw or not fl:

@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -10,7 +9,7 @@ from cli import main
 from roofline.calibration import Calibration, load_calibration
 from roofline.fit import compare, fit_calibration
 from roofline.hardware import load_card
-from roofline.measurements import MeasurementRow, write_measurements
+from roofline.measurements import MeasurementRow
 from roofline.predict import predict
 
 TRUE = Calibration(
