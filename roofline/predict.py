@@ -64,16 +64,16 @@ class Scenario:
 
 
 def positive_int(value, what: str) -> int:
+    """``value`` as an int of at least 1 (ints, whole floats and digit strings accepted)."""
     try:
-        as_int = int(value)
+        as_float = float(value)
     except (TypeError, ValueError):
         raise RooflineError(f"{what} must be a whole number, not {value!r}") from None
-    if as_int != value and not (isinstance(value, str) and value.strip().isdigit()):
-        if not (isinstance(value, float) and value.is_integer()):
-            raise RooflineError(f"{what} must be a whole number, not {value!r}")
-    if as_int <= 0:
-        raise RooflineError(f"{what} must be at least 1, not {as_int}")
-    return as_int
+    if isinstance(value, bool) or not as_float.is_integer():
+        raise RooflineError(f"{what} must be a whole number, not {value!r}")
+    if as_float < 1:
+        raise RooflineError(f"{what} must be at least 1, not {int(as_float)}")
+    return int(as_float)
 
 
 def check_batches(batches) -> np.ndarray:
