@@ -180,6 +180,15 @@ def main() -> None:
             "preallocated KV cache and the decode step captured in one CUDA graph per batch: the floor a tuned "
             "engine reaches. Fitted on qwen2.5-1.5b and qwen2.5-7b, 11 batches each (1-1024, prompt 128, gen 128).\n",
         ),
+        "\n### A 32B model the fit never saw, and the memory boundary\n\n",
+        "qwen2.5-32b has 4 times the parameters of qwen2.5-7b and 21 times those of qwen2.5-1.5b, the two "
+        "models the calibration was fitted on. Measured with the same engine (batch 1024 ran out of memory "
+        "and is recorded as an `oom` row, which compare skips):\n\n",
+        run(["compare", "--calibration", f"{C}/h200-graph.json", f"{M}/h200-graph-qwen2.5-32b.csv"]),
+        "\nThe predicted peak memory says where the card runs out:\n\n",
+        run(["predict", "--card", "h200", "--model", "qwen2.5-32b", "--engine", "graph", "--batches", "256,512,1024"]),
+        "\nBatch 512 fits (110.45 GiB predicted, 109.94 measured) and batch 1024 does not (158.8 GiB of "
+        "140.4): the run's first out-of-memory batch.\n",
         "\n",
         engine_section(
             "Engine `hf-eager`: transformers eager decode (the lesson's setup), cuDNN attention off",
