@@ -9,7 +9,7 @@ from cli import main
 from roofline.calibration import Calibration, load_calibration
 from roofline.fit import compare, fit_calibration
 from roofline.hardware import load_card
-from roofline.measurements import MeasurementRow
+from roofline.measurements import MeasurementRow, write_measurements
 from roofline.predict import predict
 
 TRUE = Calibration(
@@ -122,3 +122,24 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
         save_calibration(TRUE.model_copy(update={"engine": "changed"}), target)
     assert target.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["cal.json"]  # no temporary file left behind
+
+
+def test_fit_and_compare_filters(tmp_path):
+    rows = synthetic_rows("qwen2.5-0.5b") + synthetic_rows("llama-3.1-8b")
+    # p10 and median columns a little below the mean, as a noisy host gives
+    rows = [r.__class__(**{**r.__dict__, "tpot_p10_s": 0.9 * r.tpot_s, "tpot_median_s": 0.95 * r.tpot_s}) for r in rows]
+    table = tmp_path / "m.csv"
+    write_measurements(table, rows)
+    out = tmp_path / "c.json"
+    r = CliRunner().invoke(main, ["fit", str(table), "--card", "h200", "--model", "qwen2.5-0.5b",
+                                  "--tpot-statistic", "p10", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    cal = load_calibration(out)
+    assert cal.fitted_on == ["qwen2.5-0.5b"] and cal.tpot_statistic == "p10"
+    res = json.loads(CliRunner().invoke(main, ["compare", "--calibration", str(out), str(table),
+                                               "--model", "qwen2.5-0.5b", "--min-batch", "64", "--format", "json"]).output)
+    assert {row["batch"] for row in res["rows"]} == {64, 128, 256, 512, 1024}
+    assert all(row["tpot_measured_s"] == pytest.approx(0.9 * next(
+        x.tpot_s for x in rows if x.model == "qwen2.5-0.5b" and x.batch == row["batch"])) for row in res["rows"])
+    bad = CliRunner().invoke(main, ["fit", str(table), "--card", "h200", "--model", "qwen2.5-72b", "-o", str(out)])
+    assert bad.exit_code == 1 and "no measurements of qwen2.5-72b" in bad.output
