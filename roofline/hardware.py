@@ -87,15 +87,6 @@ class CardProfile(BaseModel):
         fl = "measured" if self.measured_bf16_flops else "datasheet"
         return bw if bw == fl else f"bandwidth {bw}, compute {fl}"
 
-    def with_ceilings(self, bandwidth_bytes_per_s: float, peak_flop_per_s: float, source: str) -> "CardProfile":
-        """A copy whose measured ceilings are replaced (e.g. by a calibration's own measurement)."""
-        return self.model_copy(
-            update={
-                "measured_bandwidth": Figure(value=bandwidth_bytes_per_s, unit="bytes/s", source=source),
-                "measured_bf16_flops": Figure(value=peak_flop_per_s, unit="FLOP/s", source=source),
-            }
-        )
-
     def summary(self) -> dict:
         return {
             "card": self.id,
