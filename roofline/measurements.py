@@ -14,6 +14,9 @@ Optional columns::
     status                    ok (default when blank or absent) or oom; an oom row marks the first
                               batch that ran out of memory: its timings are blank and consumers
                               skip it (``MeasurementRow.ok``)
+    tp                        tensor-parallel degree (GPUs the model is split over; blank = 1);
+                              peak_mem_gib is then per GPU (the largest of the ranks)
+    weight_dtype, kv_dtype    storage formats of the weights and the KV cache (blank = bf16)
     tpot_median_s, tpot_p10_s, tpot_p90_s, tpot_std_s, n_decode_steps, e2e_s
     gpu, driver, torch, transformers, timestamp
 
@@ -51,6 +54,9 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 OPTIONAL_COLUMNS: tuple[str, ...] = (
     "status",
+    "tp",
+    "weight_dtype",
+    "kv_dtype",
     "tpot_median_s",
     "tpot_p10_s",
     "tpot_p90_s",
@@ -68,8 +74,8 @@ COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 KV_CACHE_KINDS: tuple[str, ...] = ("dynamic", "static")
 STATUSES: tuple[str, ...] = ("ok", "oom")
 
-_STR_COLUMNS = ("card", "model", "engine", "gpu", "driver", "torch", "transformers", "timestamp")
-_INT_COLUMNS = ("prompt_tokens", "gen_tokens", "batch", "n_decode_steps")
+_STR_COLUMNS = ("card", "model", "engine", "weight_dtype", "kv_dtype", "gpu", "driver", "torch", "transformers", "timestamp")
+_INT_COLUMNS = ("prompt_tokens", "gen_tokens", "batch", "tp", "n_decode_steps")
 _FLOAT_COLUMNS = (
     "ttft_s",
     "tpot_s",
@@ -101,6 +107,9 @@ class MeasurementRow:
     tpot_s: float | None
     peak_mem_gib: float | None
     status: str = "ok"
+    tp: int | None = None
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
     tpot_median_s: float | None = None
     tpot_p10_s: float | None = None
     tpot_p90_s: float | None = None
@@ -130,9 +139,14 @@ class MeasurementRow:
         return None if self.peak_mem_gib is None else self.peak_mem_gib * GiB
 
     @property
-    def key(self) -> tuple[str, str, str, int, int, int]:
-        """What identifies a sweep point: (card, model, engine, prompt, gen, batch)."""
-        return (self.card, self.model, self.engine, self.prompt_tokens, self.gen_tokens, self.batch)
+    def tp_degree(self) -> int:
+        """GPUs the model was split over (1 when the column is blank or absent)."""
+        return self.tp or 1
+
+    @property
+    def key(self) -> tuple[str, str, str, int, int, int, int]:
+        """What identifies a sweep point: (card, model, engine, prompt, gen, batch, tp)."""
+        return (self.card, self.model, self.engine, self.prompt_tokens, self.gen_tokens, self.batch, self.tp_degree)
 
     def to_dict(self) -> dict[str, str | int | float | None]:
         """Column name -> value (None for blank), format columns first, then the extra ones."""
@@ -157,6 +171,8 @@ def _check_row(row: MeasurementRow) -> str | None:
         return f"prompt_tokens: must be > 0, got {row.prompt_tokens}"
     if row.gen_tokens <= 0:
         return f"gen_tokens: must be > 0, got {row.gen_tokens}"
+    if row.tp is not None and row.tp < 1:
+        return f"tp: must be >= 1, got {row.tp}"
     if row.n_decode_steps is not None and row.n_decode_steps < 0:
         return f"n_decode_steps: must be >= 0, got {row.n_decode_steps}"
     for col in _FLOAT_COLUMNS:
