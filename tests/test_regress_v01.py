@@ -1,0 +1,82 @@
+"""Every command gives v0.1's numbers for v0.1's inputs, to 1e-9 relative (issue 8's acceptance).
+
+The outputs were captured from v0.1's code by tests/regress_v01.py before the step model was
+refactored; the scenarios run with copies of v0.1's card profiles and calibrations. Keys that were
+renamed since are mapped (RENAMED); keys added since are ignored (the comparison walks v0.1's keys).
+Deliberate changes of value are listed in CHANGED with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+import regress_v01 as reg
+
+EXPECTED = json.loads(reg.OUTPUTS.read_text(encoding="utf-8"))
+#: v0.1 key -> (key now, factor applied to v0.1's value)
+RENAMED: dict[str, tuple[str, float]] = {}
+#: (scenario, key path) -> why v0.1's value was wrong and is not compared
+CHANGED: dict[tuple[str, str], str] = {}
+IGNORED_KEYS = {"calibration_path"}  # a temporary file's name
+REL = 1e-9
+
+
+def _compare(name: str, path: str, old, new, problems: list[str]) -> None:
+    if (name, path) in CHANGED:
+        return
+    if isinstance(old, dict):
+        if not isinstance(new, dict):
+            problems.append(f"{path}: was an object, now {type(new).__name__}")
+            return
+        for key, value in old.items():
+            if key in IGNORED_KEYS:
+                continue
+            now_key, factor = RENAMED.get(key, (key, 1.0))
+            if now_key not in new:
+                problems.append(f"{path}.{key}: missing")
+                continue
+            if factor != 1.0 and isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = value * factor
+            _compare(name, f"{path}.{now_key}", value, new[now_key], problems)
+        return
+    if isinstance(old, list):
+        if not isinstance(new, list) or len(old) != len(new):
+            problems.append(f"{path}: list of {len(old)} became {new if not isinstance(new, list) else len(new)}")
+            return
+        for i, (a, b) in enumerate(zip(old, new)):
+            _compare(name, f"{path}[{i}]", a, b, problems)
+        return
+    if isinstance(old, float) or isinstance(new, float):
+        if isinstance(old, bool) or isinstance(new, bool) or old is None or new is None:
+            if old != new:
+                problems.append(f"{path}: {old!r} -> {new!r}")
+            return
+        if not math.isclose(float(old), float(new), rel_tol=REL, abs_tol=1e-15):
+            problems.append(f"{path}: {old!r} -> {new!r} (rel {abs(new / old - 1) if old else new:.3g})")
+        return
+    if old != new:
+        problems.append(f"{path}: {old!r} -> {new!r}")
+
+
+@pytest.mark.parametrize("name", sorted(reg.SCENARIOS))
+def test_output_unchanged_since_v01(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(reg.ROOT)
+    new = reg.run(name, reg.SCENARIOS[name], tmp_path)
+    problems: list[str] = []
+    _compare(name, name, EXPECTED[name], new, problems)
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_every_scenario_was_captured():
+    assert set(EXPECTED) == set(reg.SCENARIOS)
+
+
+def test_the_comparison_can_fail():
+    problems: list[str] = []
+    _compare("x", "x", {"a": 1.0, "b": [1, 2]}, {"a": 1.0 + 1e-8, "b": [1, 3]}, problems)
+    assert len(problems) == 2
