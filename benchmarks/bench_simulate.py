@@ -55,7 +55,7 @@ def time_case(n: int, slots: int, rate, runs: int = 3):
     times, result = [], None
     for _ in range(runs):
         t = time.perf_counter()
-        result = simulate("rtx3060", "qwen2.5-1.5b", slots, requests=req, arrival_rate=rate, seed=0)
+        result = simulate("rtx3060", "qwen2.5-1.5b", batch=slots, requests=req, arrival_rate=rate, seed=0)
         times.append(time.perf_counter() - t)
     return times, result
 

@@ -97,7 +97,7 @@ def bend_section(csv: str, engine: str, cal_path: str, models) -> str:
 
 def pure_section(csv: str, models) -> str:
     from roofline.calibration import Calibration
-    from roofline.fit import compare
+    from roofline.fitting import compare
     from roofline.hardware import load_card
     from roofline.measurements import read_measurements
     from roofline.views import read_ceilings
@@ -217,7 +217,7 @@ def main() -> None:
         "\n",
         run(["compare", "--calibration", f"{C}/rtx3060-hf-eager.json", f"{M}/rtx3060-hf-eager-lesson.csv"]),
         "\nWith one model, attention and activation costs cannot be told from KV traffic and matmul FLOPs "
-        "(they scale alike at a fixed context), so those terms are held at their defaults (`roofline/fit.py: "
+        "(they scale alike at a fixed context), so those terms are held at their defaults (`roofline/fitting.py: "
         "_unidentifiable`).\n",
         f"\n_Report generated in {{elapsed:.0f}} s on {time.strftime('%Y-%m-%d')}._\n",
     ]

@@ -1,98 +1,111 @@
-"""The Python API: the same answers as the CLI, which calls exactly these functions."""
+"""The Python API: everything the CLI does, which calls exactly these functions.
+
+Scenario options (``**options`` below; all keyword, validated by roofline.scenario.make_scenario):
+
+    prompt_tokens=128, gen_tokens=128   request shape
+    calibration="auto"                  "auto" (shipped for card + engine), None (pure roofline),
+                                        a file path or a Calibration
+    engine="hf-eager"                   whose shipped calibration "auto" picks
+    kv_cache=None                       "dynamic" or "static" (default: the calibration's)
+    weight_dtype="bf16", kv_dtype="bf16", logits="last"
+
+``card`` and ``model`` are names (``"rtx3060"``, ``"qwen2.5-1.5b"``, an HF repo id of a catalog
+model, a config.json or profile path) or loaded objects; ``scenario=`` passes a ready
+roofline.scenario.Scenario instead of card, model and options.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+from pathlib import Path
 
+from roofline import validate
 from roofline.errors import RooflineError
-from roofline.predict import DEFAULT_BATCHES, Bend, Prediction, evaluate, make_scenario
-from roofline.predict import bend as _bend
+from roofline.prediction import DEFAULT_BATCHES, Bend, Prediction, evaluate
+from roofline.prediction import bend as _bend
+from roofline.scenario import Scenario, make_scenario
 
 
-def predict(
-    card,
-    model,
-    batches=DEFAULT_BATCHES,
-    prompt_tokens: int = 128,
-    gen_tokens: int = 128,
-    calibration="auto",
-    engine: str = "hf-eager",
-    kv_cache: str | None = None,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-    logits: str = "last",
-) -> Prediction:
-    """Per-batch TTFT, TPOT, throughput, peak memory and the lesson's ceiling columns.
-
-    ``card`` and ``model`` are names (``"rtx3060"``, ``"qwen2.5-1.5b"``, an HF repo id of a
-    catalog model, a config.json path) or loaded objects. ``calibration="auto"`` uses the one
-    shipped for card + engine, ``None`` the pure roofline, or a path to a fitted calibration.
-    """
-    scenario = make_scenario(
-        card, model, prompt_tokens, gen_tokens, calibration, engine, kv_cache, weight_dtype, kv_dtype, logits
-    )
-    return evaluate(scenario, batches)
+def _scenario(card, model, scenario: Scenario | None, options: dict) -> Scenario:
+    if scenario is not None:
+        if card is not None or model is not None or options:
+            raise RooflineError("give either scenario= or card, model and options, not both")
+        return scenario
+    if card is None or model is None:
+        raise RooflineError("give both a card and a model", "card" if card is None else "model")
+    return make_scenario(card=card, model=model, **options)
 
 
-def bend(
-    card,
-    model,
-    prompt_tokens: int = 128,
-    gen_tokens: int = 128,
-    calibration="auto",
-    engine: str = "hf-eager",
-    kv_cache: str | None = None,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-) -> Bend:
+def predict(card=None, model=None, batches=DEFAULT_BATCHES, *, scenario: Scenario | None = None, **options) -> Prediction:
+    """Per-batch TTFT, TPOT, throughput, peak memory, the lesson's ceiling columns, and the bend
+    (``.rows()``, ``.bend``, ``.as_dict()`` = what ``roofline predict --format json`` prints)."""
+    return evaluate(_scenario(card, model, scenario, options), batches)
+
+
+def bend(card=None, model=None, *, scenario: Scenario | None = None, **options) -> Bend:
     """Where decode stops being memory-bound: the analytic crossing and the TPOT knee."""
-    scenario = make_scenario(
-        card, model, prompt_tokens, gen_tokens, calibration, engine, kv_cache, weight_dtype, kv_dtype
-    )
-    return _bend(scenario)
+    return _bend(_scenario(card, model, scenario, options))
+
+
+def choose(
+    card=None,
+    model=None,
+    *,
+    ttft_max_s: float | None = None,
+    tpot_max_s: float | None = None,
+    min_user_tok_s: float | None = None,
+    max_batch: int = 4096,
+    scenario: Scenario | None = None,
+    **options,
+):
+    """The largest batch meeting every given limit and fitting in memory, and which limit binds
+    (a roofline.choice.Choice; ``.as_dict()`` for plain data)."""
+    from roofline.choice import choose_batch
+
+    return choose_batch(_scenario(card, model, scenario, options), ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
 
 
 def waste(
     mix: str | None = None,
-    lengths=None,
+    requests=None,
+    *,
     batch: int | None = None,
     prompt_tokens: int = 128,
     card=None,
     model=None,
-    policy: str = "whole-batch",
-    calibration="auto",
-    engine: str = "hf-eager",
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
+    return_policy: str = "whole-batch",
+    scenario: Scenario | None = None,
+    **options,
 ) -> dict:
-    """Static batching's waste for a length mix (``"8x32,8x256"``) or a request file (``lengths``).
+    """Static batching's waste for a length mix (``"8x32,8x256"``) or a request file / Requests.
 
-    Without ``card`` and ``model``: tokens needed, slots used and ``waste_fraction``. With them:
-    for a mix, each class's end-to-end time in the batch and alone, and the slowdown
-    (``short_request_slowdown`` for the shortest class); for a file, E2E p50/p90/p99.
+    Without a card and model: tokens needed, slots used and ``waste_fraction``. With them: for a
+    mix, each class's end-to-end time in the batch and alone, and the slowdown
+    (``short_request_slowdown`` for the shortest class); for requests, E2E p50/p90/p99.
     Definitions: roofline.batching.
     """
     from roofline import batching
 
-    if (mix is None) == (lengths is None):
-        raise RooflineError("give either a mix (--mix 8x32,8x256) or a request file (--lengths FILE), not both or neither")
-    if (card is None) != (model is None):
-        raise RooflineError("give both --card and --model for timings, or neither for the token accounting alone")
+    if (mix is None) == (requests is None):
+        raise RooflineError("give either a mix (e.g. 8x32,8x256) or a request file, not both or neither", "mix")
     step = None
-    if card is not None:
-        step = make_scenario(card, model, prompt_tokens, 1, calibration, engine, None, weight_dtype, kv_dtype).model
+    if scenario is not None or card is not None or model is not None:
+        step = _scenario(card, model, scenario, {"prompt_tokens": prompt_tokens, **options}).step
+    elif options:
+        raise RooflineError(f"{', '.join(options)} need a card and a model")
     if mix is not None:
-        result = batching.mix_waste(mix, batch, prompt_tokens, step, policy)
+        result = batching.mix_waste(mix, batch, prompt_tokens, step, return_policy)
     else:
-        result = batching.lengths_waste(batching.read_requests(lengths), batch, step, policy)
+        stream = requests if isinstance(requests, batching.Requests) else batching.read_requests(requests)
+        result = batching.requests_waste(stream, batch, step, return_policy)
     if step is not None:
         result["card"], result["model"] = step.card.id, step.spec.name
     return result
 
 
 def simulate(
-    card,
-    model,
+    card=None,
+    model=None,
+    *,
     batch: int,
     requests=None,
     mix: str | None = None,
@@ -100,37 +113,32 @@ def simulate(
     prompt_tokens: int = 128,
     arrival_rate: float | None = None,
     seed: int = 0,
-    policy: str = "early-return",
-    calibration="auto",
-    engine: str = "hf-eager",
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
+    return_policy: str = "whole-batch",
     keep_requests: bool = False,
+    scenario: Scenario | None = None,
+    **options,
 ) -> dict:
     """The same request stream served by static and by continuous batching with ``batch`` slots.
 
     ``requests``: a request file, or a roofline.batching.Requests; or ``mix`` (+ ``count``) with
     ``prompt_tokens``. ``arrival_rate`` (requests/s) replaces arrivals by seeded Poisson ones;
-    without it and without arrival_s every request is queued at time 0. ``policy`` is the static
-    server's: ``early-return`` (default) or ``whole-batch``. Returns ``static`` and ``continuous``
-    summaries (throughput_tok_s, ttft/e2e p50/p90/p99, mean_occupancy, waste_fraction,
-    idle_slot_steps), ``classes`` (per generation length, when there are at most 8) and ``meta``.
-    ``keep_requests=True`` adds the per-request arrays under ``per_request``. Definitions:
-    roofline.serving.
+    without it and without arrival_s every request is queued at time 0. ``return_policy`` is the
+    static server's: ``whole-batch`` (default, results return when the batch ends) or
+    ``early-return``. Returns ``static`` and ``continuous`` summaries (throughput_tok_s,
+    ttft/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps), ``classes`` (per
+    generation length, when there are at most 8) and ``meta``. ``keep_requests=True`` adds the
+    per-request arrays under ``per_request``. Definitions: roofline.serving.
     """
     from roofline import batching
-    from roofline.serving import POLICIES, by_generation_length, serve_continuous, serve_static
+    from roofline.serving import RETURN_POLICIES, by_generation_length, serve_continuous, serve_static
 
-    if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise RooflineError(f"--batch must be a whole number of at least 1, not {batch!r}")
-    if policy not in POLICIES:
-        raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    batch = validate.whole(batch, "batch")
+    validate.choice(return_policy, "return_policy", RETURN_POLICIES)
+    seed = validate.whole(seed, "seed", minimum=0)
     if (requests is None) == (mix is None):
-        raise RooflineError("give either a request file (--requests FILE) or --mix (with --count), not both or neither")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise RooflineError(f"--seed must be a whole number >= 0, not {seed!r}")
+        raise RooflineError("give either a request file or a mix (with a count), not both or neither", "requests")
     if count is not None and mix is None:
-        raise RooflineError("--count goes with --mix (a request file has its own count)")
+        raise RooflineError("goes with a mix (a request file has its own count)", "count")
     if mix is not None:
         stream = batching.requests_from_mix(mix, prompt_tokens, count)
     elif isinstance(requests, batching.Requests):
@@ -139,21 +147,22 @@ def simulate(
         stream = batching.read_requests(requests)
     if arrival_rate is not None:
         stream = stream.with_poisson_arrivals(arrival_rate, seed)
-    step = make_scenario(card, model, 1, 1, calibration, engine, None, weight_dtype, kv_dtype).model
-    args = (step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, int(batch))
-    served = {"static": serve_static(*args, policy=policy), "continuous": serve_continuous(*args)}
+    sc = _scenario(card, model, scenario, options)
+    step = sc.step
+    args = (step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, batch)
+    served = {"static": serve_static(*args, return_policy=return_policy), "continuous": serve_continuous(*args)}
     out = {
         "meta": {
             "card": step.card.id,
             "model": step.spec.name,
             "source": stream.source,
             "requests": len(stream),
-            "batch": int(batch),
-            "static_policy": policy,
+            "batch": batch,
+            "static_return_policy": return_policy,
             "arrivals": "all at 0" if stream.arrival_s is None else (
                 f"poisson {arrival_rate:g}/s seed {seed}" if arrival_rate is not None else "from the file"
             ),
-            "calibration": None if step.calibration.is_uncalibrated else f"{step.calibration.card}/{step.calibration.engine}",
+            "calibration": step.calibration.label,
         },
         **{name: s.summary() for name, s in served.items()},
     }
@@ -165,58 +174,31 @@ def simulate(
     return out
 
 
-def choose(
-    card,
-    model,
-    prompt_tokens: int = 128,
-    gen_tokens: int = 128,
-    ttft_max_s: float | None = None,
-    tpot_max_s: float | None = None,
-    min_user_tok_s: float | None = None,
-    max_batch: int = 4096,
-    calibration="auto",
-    engine: str = "hf-eager",
-    kv_cache: str | None = None,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
-):
-    """The largest batch meeting every given limit and fitting in memory, and which limit binds
-    (a roofline.choice.Choice; ``.as_dict()`` for plain data)."""
-    from roofline.choice import choose_batch
-
-    scenario = make_scenario(card, model, prompt_tokens, gen_tokens, calibration, engine, kv_cache, weight_dtype, kv_dtype)
-    return choose_batch(scenario, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
-
-
 def chart(
     output,
     cards=("rtx3060",),
     models=("qwen2.5-1.5b",),
-    prompt_tokens: int = 128,
-    gen_tokens: int = 128,
-    calibration="auto",
-    engine: str = "hf-eager",
-    kv_cache: str | None = None,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
+    *,
     measurements=(),
     mix: str = "8x32,8x256",
     batch: int = 16,
     count: int | None = None,
     ttft_max_s: float = 0.5,
-    policy: str = "whole-batch",
+    return_policy: str = "whole-batch",
     png_dir=None,
+    **options,
 ) -> dict:
     """Write ``roofline chart``'s self-contained HTML page to ``output`` (what-if controls for every
     card and catalog model; the first of ``cards`` / ``models`` selected, the rest drawn for
-    comparison). With ``png_dir``, also a PNG of each chart (needs a headless chromium).
-    Returns {path, bytes, cards, models, pngs}. The page's data and formulas: roofline.chart_data."""
+    comparison). ``options``: the scenario options (``calibration`` applies to ``cards``). With
+    ``png_dir``, also a PNG of each chart (needs a headless chromium). Returns {path, bytes,
+    cards, models, selected, measured_points, pngs}. The page's data and formulas:
+    roofline.chart_data."""
     from roofline.chart_page import export_pngs, write_chart
 
     written = write_chart(
-        output, cards=cards, models=models, prompt_tokens=prompt_tokens, gen_tokens=gen_tokens,
-        calibration=calibration, engine=engine, kv_cache=kv_cache, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-        measurements=measurements, mix=mix, batch=batch, stream_count=count, ttft_max_s=ttft_max_s, policy=policy,
+        output, cards=cards, models=models, measurements=measurements, mix=mix, batch=batch, stream_count=count,
+        ttft_max_s=ttft_max_s, return_policy=return_policy, **options,
     )
     data = written["data"]
     pngs = [str(p) for p in export_pngs(written["path"], png_dir)] if png_dir else []
@@ -229,3 +211,135 @@ def chart(
         "measured_points": len(data["measurements"]),
         "pngs": pngs,
     }
+
+
+# ---- measurements: fit, compare, calibrate ----------------------------------------------------
+def read_measurement_files(paths, models=()) -> list:
+    """Every row of the measurement CSVs, only the given models' if any are named."""
+    from roofline.measurements import read_measurements
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    rows = []
+    for p in paths:
+        rows.extend(read_measurements(p))
+    if models:
+        missing = sorted(set(models) - {r.model for r in rows})
+        if missing:
+            raise RooflineError(f"no measurements of {', '.join(missing)} in {', '.join(map(str, paths))}", "models")
+        rows = [r for r in rows if r.model in models]
+    return rows
+
+
+def read_ceilings(path) -> tuple[float, float]:
+    """(bandwidth bytes/s, peak FLOP/s) from a ceilings JSON written by `roofline calibrate`."""
+    from roofline.atomic import read_json
+
+    data = read_json(path, "ceilings")
+    if not isinstance(data, dict):
+        raise RooflineError(f"{path}: a ceilings file must hold a JSON object")
+    bw = data.get("read_bandwidth_bytes_per_s") or data.get("bandwidth_bytes_per_s")
+    fl = data.get("gemm_bf16_flop_per_s") or data.get("bf16_matmul_flop_per_s") or data.get("peak_flop_per_s")
+    if not bw or not fl:
+        raise RooflineError(f"{path}: needs read_bandwidth_bytes_per_s and gemm_bf16_flop_per_s")
+    return float(bw), float(fl)
+
+
+def fit(
+    measurements,
+    *,
+    card,
+    output=None,
+    ceilings=None,
+    label: str | None = None,
+    models=(),
+    tpot_statistic: str = "mean",
+):
+    """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
+    write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
+    in-sample and leave-one-model-out errors)."""
+    from roofline.calibration import save_calibration
+    from roofline.fitting import fit_calibration
+    from roofline.hardware import CardProfile, load_card
+
+    card_p = card if isinstance(card, CardProfile) else load_card(card)
+    paths = [measurements] if isinstance(measurements, (str, Path)) else list(measurements)
+    rows = read_measurement_files(paths, models)
+    bw, fl = read_ceilings(ceilings) if ceilings else (None, None)
+    source = "fitted by `roofline fit` to " + ", ".join(Path(p).name for p in paths)
+    if label:
+        source = f"{label} ({source})"
+    cal = fit_calibration(
+        rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
+        tpot_statistic=tpot_statistic,
+    )
+    if output is not None:
+        save_calibration(cal, output)
+    return cal
+
+
+def compare(
+    measurements,
+    *,
+    calibration,
+    card=None,
+    tpot_statistic: str | None = None,
+    min_batch: int = 1,
+    models=(),
+) -> dict:
+    """Predicted vs measured, row by row, with the MAPE (as fractions) of TPOT, TTFT and peak
+    memory, per model and overall. ``calibration``: a path or a Calibration; ``card``: default
+    the calibration's."""
+    from roofline.calibration import Calibration, load_calibration
+    from roofline.fitting import compare as _compare
+    from roofline.hardware import CardProfile, load_card
+
+    cal = calibration if isinstance(calibration, Calibration) else load_calibration(calibration)
+    card_p = card if isinstance(card, CardProfile) else load_card(card or cal.card)
+    min_batch = validate.whole(min_batch, "min_batch")
+    return _compare(cal, read_measurement_files(measurements, models), card_p, tpot_statistic, min_batch)
+
+
+def calibrate(
+    *,
+    card: str,
+    models,
+    out_dir,
+    engine: str = "hf-eager",
+    batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+    prompt_tokens: int = 128,
+    gen_tokens: int = 128,
+    device: str = "cuda",
+    resume: bool = False,
+    fit: bool = True,
+    cudnn_attention: bool = True,
+) -> dict:
+    """Measure real decode on this machine (needs torch; a CUDA GPU, or ``device="cpu"`` with a
+    tiny model) and, unless ``fit=False``, fit a calibration to it. Returns {measurements_path,
+    calibration_path, calibration}: the latter two None without a fit."""
+    try:
+        from calibrate.runner import disable_cudnn_attention, run_calibration
+    except ImportError as exc:
+        raise RooflineError(
+            f"calibration needs torch and transformers ({exc.name} is missing): pip install 'roofline[calibrate]'"
+        ) from None
+    if not cudnn_attention:
+        disable_cudnn_attention()
+    out_dir = Path(out_dir)
+    csv_path = run_calibration(card, list(models), engine, list(batches), prompt_tokens, gen_tokens, out_dir,
+                               device=device, resume=resume)
+    out = {"measurements_path": csv_path, "calibration_path": None, "calibration": None}
+    if not fit:
+        return out
+    from roofline.calibration import save_calibration
+    from roofline.fitting import fit_calibration
+    from roofline.hardware import load_card
+
+    ceilings = out_dir / f"ceilings-{card}.json"
+    bw, fl = read_ceilings(ceilings) if ceilings.is_file() else (None, None)
+    cal = fit_calibration(read_measurement_files([csv_path]), load_card(card),
+                          source=f"`roofline calibrate` run in {out_dir}",
+                          measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
+    out["calibration_path"] = save_calibration(cal, out_dir / f"{card}-{engine}.json")
+    out["calibration"] = cal
+    return out

@@ -12,7 +12,7 @@ Definitions (docs/batching.md and docs/method.md are written from these):
 * With a card and model (roofline.serving.static_batch_times): a static batch is prefilled
   together (TTFT = the prefill of its prompts), then every member keeps decoding until the longest
   is done -- finished slots still compute and their KV keeps growing -- so decode step i of a
-  batch of n costs ``StepModel.decode_step_s(n, n * (prompt + i))``. Policy ``whole-batch``:
+  batch of n costs ``pass_s(decode_work(n, n * (prompt + i)))``. Return policy ``whole-batch``:
   every request's end-to-end time is the batch's end. ``early-return``: TTFT + (its gen - 1)
   steps of the shared batch. *Alone*: the class as a batch of its own (its count as the batch
   size, or ``batch`` if that is smaller). Slowdown = E2E in the mixed batch / E2E alone.
@@ -34,7 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from roofline.errors import RooflineError
-from roofline.serving import POLICIES, PERCENTILES, FastStep, static_batch_times
+from roofline import validate
+from roofline.serving import PERCENTILES, RETURN_POLICIES, static_batch_times
+from roofline.step import StepModel
 
 REQUEST_COLUMNS = ("prompt_tokens", "gen_tokens", "arrival_s")
 
@@ -48,13 +50,13 @@ def parse_mix(text: str) -> list[tuple[int, int]]:
         parts = item.lower().split("x")
         if len(parts) != 2 or not all(x.strip().isascii() and x.strip().isdigit() for x in parts):
             raise RooflineError(
-                f"--mix item {n} {item!r}: use COUNTxGEN with whole numbers, e.g. 8x32 (8 requests of 32 tokens)"
+                f"item {n} {item!r}: use COUNTxGEN with whole numbers, e.g. 8x32 (8 requests of 32 tokens)", "mix"
             )
         count, gen = (int(x) for x in parts)
         if count < 1:
-            raise RooflineError(f"--mix item {n} {item!r}: the count must be at least 1")
+            raise RooflineError(f"item {n} {item!r}: the count must be at least 1", "mix")
         if gen < 1:
-            raise RooflineError(f"--mix item {n} {item!r}: the generation length must be at least 1")
+            raise RooflineError(f"item {n} {item!r}: the generation length must be at least 1", "mix")
         classes.append((count, gen))
     return classes
 
@@ -118,8 +120,7 @@ class Requests:
 
     def with_poisson_arrivals(self, rate_per_s: float, seed: int = 0) -> "Requests":
         """Poisson arrivals at ``rate_per_s``: exponential gaps from numpy's default_rng(seed)."""
-        if not (isinstance(rate_per_s, (int, float)) and math.isfinite(rate_per_s) and rate_per_s > 0):
-            raise RooflineError(f"--arrival-rate must be a positive number of requests per second, not {rate_per_s!r}")
+        rate_per_s = validate.positive(rate_per_s, "arrival_rate", "a positive number of requests per second")
         gaps = np.random.default_rng(seed).exponential(1.0 / rate_per_s, len(self))
         return Requests(self.prompt_tokens, self.gen_tokens, np.cumsum(gaps), self.source, self.class_index)
 
@@ -128,12 +129,10 @@ def requests_from_mix(mix: str, prompt_tokens: int = 128, count: int | None = No
     """The mix's interleaved requests (repeated, in the same order, up to ``count`` if given)."""
     gen, cls = interleave(parse_mix(mix))
     if count is not None:
-        if count < 1:
-            raise RooflineError(f"--count must be at least 1, not {count}")
+        count = validate.whole(count, "count")
         reps = -(-count // len(gen))
         gen, cls = np.tile(gen, reps)[:count], np.tile(cls, reps)[:count]
-    if prompt_tokens < 1:
-        raise RooflineError(f"--prompt must be at least 1, not {prompt_tokens}")
+    prompt_tokens = validate.whole(prompt_tokens, "prompt_tokens")
     return Requests(np.full(len(gen), prompt_tokens, dtype=np.int64), gen, None, f"--mix {mix}", cls)
 
 
@@ -235,24 +234,19 @@ def read_requests(path: str | Path) -> Requests:
 
 
 # ---- waste with timing ----------------------------------------------------------------------
-def _check_policy(policy: str) -> None:
-    if policy not in POLICIES:
-        raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-
-
-def static_e2e_within_batches(fast: FastStep, prompt, gen, batch: int | None, policy: str):
+def static_e2e_within_batches(model: StepModel, prompt, gen, batch: int | None, return_policy: str):
     """Per request: E2E measured from its own batch's start, and TTFT; batches timed separately."""
     n = len(gen)
     e2e, ttft = np.empty(n), np.empty(n)
     for s in batch_starts(n, batch):
         e = min(n, s + (batch or n))
-        pre, cum = static_batch_times(fast, prompt[s:e], gen[s:e])
+        pre, cum = static_batch_times(model, prompt[s:e], gen[s:e])
         ttft[s:e] = pre
-        e2e[s:e] = pre + (cum[-1] if policy == "whole-batch" else cum[gen[s:e] - 1])
+        e2e[s:e] = pre + (cum[-1] if return_policy == "whole-batch" else cum[gen[s:e] - 1])
     return e2e, ttft
 
 
-def run_back_to_back(fast: FastStep, req: Requests, batch: int | None, policy: str) -> np.ndarray:
+def run_back_to_back(model: StepModel, req: Requests, batch: int | None, return_policy: str) -> np.ndarray:
     """E2E (finish - arrival) of a request stream in fixed consecutive static batches run back to back."""
     arrival = np.zeros(len(req)) if req.arrival_s is None else req.arrival_s
     order = np.argsort(arrival, kind="stable")
@@ -263,8 +257,8 @@ def run_back_to_back(fast: FastStep, req: Requests, batch: int | None, policy: s
     for s in batch_starts(n, batch):
         e = min(n, s + (batch or n))
         t = max(t, float(a[e - 1]))
-        pre, cum = static_batch_times(fast, p[s:e], g[s:e])
-        done = t + pre + (cum[-1] if policy == "whole-batch" else cum[g[s:e] - 1])
+        pre, cum = static_batch_times(model, p[s:e], g[s:e])
+        done = t + pre + (cum[-1] if return_policy == "whole-batch" else cum[g[s:e] - 1])
         e2e_sorted[s:e] = done - a[s:e]
         t = t + pre + cum[-1]
     e2e = np.empty(n)
@@ -273,26 +267,25 @@ def run_back_to_back(fast: FastStep, req: Requests, batch: int | None, policy: s
 
 
 def _check_batch(batch):
-    if batch is not None and (int(batch) != batch or batch < 1):
-        raise RooflineError(f"--batch must be a whole number of at least 1, not {batch}")
+    return None if batch is None else validate.whole(batch, "batch")
 
 
-def mix_waste(mix: str, batch: int | None = None, prompt_tokens: int = 128, model=None, policy: str = "whole-batch") -> dict:
+def mix_waste(mix: str, batch: int | None = None, prompt_tokens: int = 128, model: StepModel | None = None,
+              return_policy: str = "whole-batch") -> dict:
     """Token accounting for a mix; with a StepModel, each class's E2E in the batch, alone, and the slowdown."""
-    _check_batch(batch)
-    _check_policy(policy)
+    batch = _check_batch(batch)
+    validate.choice(return_policy, "return_policy", RETURN_POLICIES)
     classes = parse_mix(mix)
     req = requests_from_mix(mix, prompt_tokens)
     out = {"source": req.source, "batch": batch or len(req), "prompt_tokens": prompt_tokens, **token_accounting(req.gen_tokens, batch)}
     rows = [{"class": f"{c}x{g}", "count": c, "gen_tokens": g} for c, g in classes]
     if model is not None:
-        fast = FastStep(model)
-        e2e, ttft = static_e2e_within_batches(fast, req.prompt_tokens, req.gen_tokens, batch, policy)
+        e2e, ttft = static_e2e_within_batches(model, req.prompt_tokens, req.gen_tokens, batch, return_policy)
         for k, row in enumerate(rows):
             mine = req.class_index == k
             size = min(row["count"], batch or row["count"])
             alone, alone_ttft = static_e2e_within_batches(
-                fast, np.full(size, prompt_tokens), np.full(size, row["gen_tokens"]), None, policy
+                model, np.full(size, prompt_tokens), np.full(size, row["gen_tokens"]), None, return_policy
             )
             row.update(
                 ttft_in_batch_s=float(ttft[mine].mean()),
@@ -302,21 +295,22 @@ def mix_waste(mix: str, batch: int | None = None, prompt_tokens: int = 128, mode
                 slowdown=float(e2e[mine].mean() / alone[0]),
             )
         shortest = min(rows, key=lambda r: r["gen_tokens"])
-        out["policy"] = policy
+        out["return_policy"] = return_policy
         out["short_request_slowdown"] = shortest["slowdown"]
     out["classes"] = rows
     return out
 
 
-def lengths_waste(req: Requests, batch: int | None = None, model=None, policy: str = "whole-batch") -> dict:
+def requests_waste(req: Requests, batch: int | None = None, model: StepModel | None = None,
+                   return_policy: str = "whole-batch") -> dict:
     """Token accounting for a request file in arrival order; with a StepModel, the E2E distribution."""
-    _check_batch(batch)
-    _check_policy(policy)
+    batch = _check_batch(batch)
+    validate.choice(return_policy, "return_policy", RETURN_POLICIES)
     gen = req.gen_tokens if req.arrival_s is None else req.gen_tokens[np.argsort(req.arrival_s, kind="stable")]
     out = {"source": req.source, "batch": batch or len(req), **token_accounting(gen, batch)}
     if model is not None:
-        e2e = run_back_to_back(FastStep(model), req, batch, policy)
-        out["policy"] = policy
+        e2e = run_back_to_back(model, req, batch, return_policy)
+        out["return_policy"] = return_policy
         for q, v in zip(PERCENTILES, np.percentile(e2e, PERCENTILES)):
             out[f"e2e_p{q}_s"] = float(v)
         out["e2e_mean_s"] = float(e2e.mean())

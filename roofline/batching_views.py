@@ -17,7 +17,7 @@ SIMULATE_KEYS = [
     "mean_occupancy", "waste_fraction", "idle_slot_steps", "slot_steps", "passes", "makespan_s",
     "generated_tokens", "requests",
 ]
-CHOOSE_KEYS = ["batch", "throughput_tok_s", "ttft_s", "tpot_s", "per_request_tok_s", "peak_mem_bytes", "binding"]
+CHOOSE_KEYS = ["batch", "throughput_tok_s", "ttft_s", "tpot_s", "per_user_tok_s", "peak_mem_bytes", "binding"]
 
 
 def _pct(fraction: float) -> str:
@@ -33,8 +33,8 @@ def _s(seconds: float) -> str:
 def waste_view(result: dict, fmt: str) -> str:
     if fmt == "json":
         return report.to_json(result)
-    timed = "policy" in result
-    extra = ["policy", "short_request_slowdown", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "e2e_mean_s", "card", "model"]
+    timed = "return_policy" in result
+    extra = ["return_policy", "short_request_slowdown", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "e2e_mean_s", "card", "model"]
     overall = {k: result[k] for k in WASTE_KEYS + extra if k in result}
     if fmt == "csv":
         classes = result.get("classes")
@@ -68,11 +68,11 @@ def waste_view(result: dict, fmt: str) -> str:
         headers = ["class", "gen", "TTFT (s)", "E2E in batch (s)", "alone: batch", "E2E alone (s)", "slowdown"]
         lines += ["", report.table(headers, crow, "lrrrrrr"), ""]
         lines.append(
-            f"{result['model']} on {result['card']}, policy {result['policy']}: the shortest requests are "
+            f"{result['model']} on {result['card']}, return policy {result['return_policy']}: the shortest requests are "
             f"{result['short_request_slowdown']:.2f}x slower in the mixed batch than in a batch of their own"
         )
     elif timed:
-        lines.append(f"{result['model']} on {result['card']}, policy {result['policy']}; batches run back to back")
+        lines.append(f"{result['model']} on {result['card']}, return policy {result['return_policy']}; batches run back to back")
     return "\n".join(lines)
 
 
@@ -81,8 +81,8 @@ def simulate_view(result: dict, fmt: str) -> str:
     if fmt == "json":
         return report.to_json({k: v for k, v in result.items() if k != "per_request"})
     if fmt == "csv":
-        rows = [{"policy": name, **{k: result[name][k] for k in SIMULATE_KEYS}} for name in ("static", "continuous")]
-        return report.to_csv(rows, ["policy"] + SIMULATE_KEYS).rstrip("\n")
+        rows = [{"server": name, **{k: result[name][k] for k in SIMULATE_KEYS}} for name in ("static", "continuous")]
+        return report.to_csv(rows, ["server"] + SIMULATE_KEYS).rstrip("\n")
     meta, st, co = result["meta"], result["static"], result["continuous"]
 
     def trio(d, name):
@@ -100,7 +100,7 @@ def simulate_view(result: dict, fmt: str) -> str:
     ]
     lines = [
         f"{meta['requests']:,} requests ({meta['source']}, arrivals {meta['arrivals']}) on {meta['model']} / "
-        f"{meta['card']}, {meta['batch']} slots; static policy {meta['static_policy']}",
+        f"{meta['card']}, {meta['batch']} slots; static return policy {meta['static_return_policy']}",
         report.table(["", "static", "continuous"], rows, "lrr"),
     ]
     if result.get("classes"):
@@ -141,7 +141,7 @@ def choose_view(choice: Choice, fmt: str) -> str:
         ["throughput (tok/s)", report.thousands(data["throughput_tok_s"])],
         ["TTFT (s)", _s(data["ttft_s"])],
         ["TPOT (ms)", report.ms(data["tpot_s"])],
-        ["per user (tok/s)", report.thousands(data["per_request_tok_s"])],
+        ["per user (tok/s)", report.thousands(data["per_user_tok_s"])],
         ["peak memory (GiB)", report.gib(data["peak_mem_bytes"])],
         ["binding", data["binding"]],
     ]
@@ -154,7 +154,7 @@ def choose_view(choice: Choice, fmt: str) -> str:
     if nxt is not None:
         lines.append(
             f"batch {nxt['batch']} would break {', '.join(data['binding_all'])}: TTFT {_s(nxt['ttft_s'])} s, "
-            f"TPOT {report.ms(nxt['tpot_s'])} ms, {report.thousands(nxt['per_request_tok_s'])} tok/s per user, "
+            f"TPOT {report.ms(nxt['tpot_s'])} ms, {report.thousands(nxt['per_user_tok_s'])} tok/s per user, "
             f"{nxt['peak_mem_bytes'] / GiB:.2f} GiB of {meta['memory_bytes'] / GiB:.1f} GiB"
         )
     else:

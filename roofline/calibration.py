@@ -3,14 +3,16 @@
 The pure roofline says a decode step takes max(bytes / bandwidth, FLOPs / peak). Real engines
 add a fixed cost per step (kernel launches, Python), reach only a fraction of each ceiling, move
 more KV bytes than the cache holds (a dynamic cache that grows by concatenation copies it), and
-overlap memory and compute imperfectly. Each of those is one named, bounded term here; ``fit.py``
-fits them to measurements. ``Calibration.uncalibrated()`` is the pure roofline.
+overlap memory and compute imperfectly. Each of those is one named, bounded term here (``TERMS``:
+the one table of defaults and bounds, used by the model's validation and by the fit);
+``fit.py`` fits them to measurements. ``Calibration.uncalibrated()`` is the pure roofline.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -21,6 +23,71 @@ from roofline.errors import RooflineError
 MAX_EXPONENT = 400.0
 
 
+class Term(NamedTuple):
+    """One calibration term: its default (the pure roofline's value), the bounds a calibration
+    must respect, and the narrower range a fit searches (``fit_lower``/``fit_upper``; the
+    model's bounds where None), on a log scale when ``log``."""
+
+    default: float
+    lower: float
+    upper: float
+    description: str
+    lower_open: bool = False
+    log: bool = False
+    fit_lower: float | None = None
+    fit_upper: float | None = None
+
+    @property
+    def fit_bounds(self) -> tuple[float, float]:
+        lo = self.lower if self.fit_lower is None else self.fit_lower
+        hi = self.upper if self.fit_upper is None else self.fit_upper
+        return lo, hi
+
+
+INF = math.inf
+TERMS: dict[str, Term] = {
+    # decode step
+    "step_overhead_s": Term(0.0, 0.0, INF, "fixed cost of one decode step, s", fit_upper=1.0),
+    "layer_overhead_s": Term(0.0, 0.0, INF, "cost per layer per decode step, s", fit_upper=0.05),
+    "bandwidth_efficiency": Term(1.0, 0.0, 1.0, "fraction of the bandwidth ceiling reached", lower_open=True,
+                                 fit_lower=0.05),
+    "compute_efficiency": Term(1.0, 0.0, 1.0, "fraction of the compute ceiling the weight matmuls reach",
+                               lower_open=True, fit_lower=0.05),
+    "attention_efficiency": Term(1.0, 0.0, 1.0, "fraction of the compute ceiling decode attention (QK^T, AV) reaches",
+                                 lower_open=True, log=True, fit_lower=1e-3),
+    "kv_traffic_factor": Term(1.0, 0.5, 16.0, "KV bytes moved per KV byte held, per step"),
+    "activation_traffic_coeff": Term(
+        0.0, 0.0, 64.0, "elementwise-kernel bytes per token per layer, in units of (hidden + intermediate) x act bytes"),
+    "roofline_exponent": Term(MAX_EXPONENT, 1.0, MAX_EXPONENT, "p of (mem^p + compute^p)^(1/p); 1 adds, large takes max",
+                              log=True),
+    "overhead_exponent": Term(1.0, 1.0, MAX_EXPONENT, "q combining overhead with the roofline; 1 adds, large overlaps",
+                              log=True),
+    # prefill
+    "prefill_overhead_s": Term(0.0, 0.0, INF, "fixed cost of a prefill, s", fit_upper=10.0),
+    "prefill_compute_efficiency": Term(1.0, 0.0, 1.0, "fraction of peak reached by prefill", lower_open=True,
+                                       fit_lower=0.02),
+    "prefill_activation_traffic_coeff": Term(
+        0.0, 0.0, 64.0, "as activation_traffic_coeff, for the prefill's large-M elementwise kernels"),
+    # memory
+    "activation_coeff": Term(
+        3.0, 0.0, 64.0, "prefill transient activations, in units of tokens x intermediate_size x act bytes"),
+    "workspace_bytes": Term(0.0, 0.0, INF, "fixed allocator/library workspace, bytes", fit_upper=64e9),
+}
+DECODE_TERMS = ("step_overhead_s", "layer_overhead_s", "bandwidth_efficiency", "compute_efficiency",
+                "attention_efficiency", "kv_traffic_factor", "activation_traffic_coeff", "roofline_exponent",
+                "overhead_exponent")
+PREFILL_TERMS = ("prefill_overhead_s", "prefill_compute_efficiency", "prefill_activation_traffic_coeff")
+MEMORY_TERMS = ("activation_coeff", "workspace_bytes")
+
+
+def _field(name: str):
+    t = TERMS[name]
+    bounds = {"gt" if t.lower_open else "ge": t.lower}
+    if t.upper < INF:
+        bounds["le"] = t.upper
+    return Field(t.default, description=t.description, **bounds)
+
+
 class Calibration(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -28,37 +95,22 @@ class Calibration(BaseModel):
     engine: str = Field(description="decode engine, e.g. hf-eager or graph")
     kv_cache: Literal["dynamic", "static"] = "dynamic"
     # decode step
-    step_overhead_s: float = Field(0.0, ge=0, description="fixed cost of one decode step, s")
-    layer_overhead_s: float = Field(0.0, ge=0, description="cost per layer per decode step, s")
-    bandwidth_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of the bandwidth ceiling reached")
-    compute_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of the compute ceiling the weight matmuls reach")
-    attention_efficiency: float = Field(
-        1.0, gt=0, le=1, description="fraction of the compute ceiling decode attention (QK^T, AV) reaches"
-    )
-    kv_traffic_factor: float = Field(1.0, ge=0.5, le=16, description="KV bytes moved per KV byte held, per step")
-    activation_traffic_coeff: float = Field(
-        0.0,
-        ge=0,
-        le=64,
-        description="elementwise-kernel bytes per token per layer, in units of (hidden + intermediate) x act bytes",
-    )
-    roofline_exponent: float = Field(
-        MAX_EXPONENT, ge=1, le=MAX_EXPONENT, description="p of (mem^p + compute^p)^(1/p); 1 adds, large takes max"
-    )
-    overhead_exponent: float = Field(
-        1.0, ge=1, le=MAX_EXPONENT, description="q combining overhead with the roofline; 1 adds, large overlaps"
-    )
+    step_overhead_s: float = _field("step_overhead_s")
+    layer_overhead_s: float = _field("layer_overhead_s")
+    bandwidth_efficiency: float = _field("bandwidth_efficiency")
+    compute_efficiency: float = _field("compute_efficiency")
+    attention_efficiency: float = _field("attention_efficiency")
+    kv_traffic_factor: float = _field("kv_traffic_factor")
+    activation_traffic_coeff: float = _field("activation_traffic_coeff")
+    roofline_exponent: float = _field("roofline_exponent")
+    overhead_exponent: float = _field("overhead_exponent")
     # prefill
-    prefill_overhead_s: float = Field(0.0, ge=0, description="fixed cost of a prefill, s")
-    prefill_compute_efficiency: float = Field(1.0, gt=0, le=1, description="fraction of peak reached by prefill")
-    prefill_activation_traffic_coeff: float = Field(
-        0.0, ge=0, le=64, description="as activation_traffic_coeff, for the prefill's large-M elementwise kernels"
-    )
+    prefill_overhead_s: float = _field("prefill_overhead_s")
+    prefill_compute_efficiency: float = _field("prefill_compute_efficiency")
+    prefill_activation_traffic_coeff: float = _field("prefill_activation_traffic_coeff")
     # memory
-    activation_coeff: float = Field(
-        3.0, ge=0, le=64, description="prefill transient activations, in units of tokens x intermediate_size x act bytes"
-    )
-    workspace_bytes: float = Field(0.0, ge=0, description="fixed allocator/library workspace, bytes")
+    activation_coeff: float = _field("activation_coeff")
+    workspace_bytes: float = _field("workspace_bytes")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)
@@ -79,6 +131,11 @@ class Calibration(BaseModel):
     def is_uncalibrated(self) -> bool:
         return self.engine == "roofline"
 
+    @property
+    def label(self) -> str | None:
+        """``card/engine``, or None for the pure roofline."""
+        return None if self.is_uncalibrated else f"{self.card}/{self.engine}"
+
 
 def calibrations_dir() -> Path:
     from roofline.hardware import profiles_dir
@@ -86,19 +143,21 @@ def calibrations_dir() -> Path:
     return profiles_dir() / "calibrations"
 
 
-def load_calibration(path: str | Path) -> Calibration:
-    from roofline.atomic import read_json
-
-    path = Path(path)
-    data = read_json(path, "calibration")
+def calibration_from_dict(data, origin: str) -> Calibration:
     try:
         return Calibration(**data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "calibration"
-        raise RooflineError(f"{path}: {loc}: {err['msg']}") from None
+        raise RooflineError(f"{origin}: {loc}: {err['msg']}") from None
     except TypeError:
-        raise RooflineError(f"{path}: a calibration must be a JSON object") from None
+        raise RooflineError(f"{origin}: a calibration must be a JSON object") from None
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    from roofline.atomic import read_json
+
+    return calibration_from_dict(read_json(Path(path), "calibration"), str(path))
 
 
 def shipped_calibration(card: str, engine: str) -> Calibration | None:
@@ -109,13 +168,9 @@ def shipped_calibration(card: str, engine: str) -> Calibration | None:
 
 def save_calibration(calibration: Calibration, path: str | Path) -> Path:
     """Write atomically: a temporary file in the same folder, then rename."""
-    return write_text_atomic(path, calibration.model_dump_json(indent=2) + "\n")
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    from roofline.atomic import write_text_atomic as _write
+    from roofline.atomic import write_text_atomic
 
     try:
-        return _write(path, text)
+        return write_text_atomic(path, calibration.model_dump_json(indent=2) + "\n")
     except OSError as exc:
         raise RooflineError(f"cannot write {path}: {exc.strerror or exc}") from None

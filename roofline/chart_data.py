@@ -2,11 +2,11 @@
 
 ``page_data()`` is the only bridge between the Python model and the page's JavaScript port of
 it (roofline/chart_assets/model.js). The port evaluates the same formulas as roofline.decode
-(``StepModel.pass_time``, ``mean_decode`` with the same 16-block context average),
-roofline.prefill, roofline.memory, roofline.predict.bend, roofline.batching and
+(``StepModel.pass_s``, ``mean_decode`` with the same 16-block context average),
+roofline.prefill, roofline.memory, roofline.prediction.bend, roofline.batching and
 roofline.serving on exactly these numbers, so every what-if control redraws in the page
-without a round trip, and tests/test_chart_browser.py checks the page's numbers against
-``roofline.predict`` to 1e-6.
+without a round trip; tests/test_model_js.py checks the port against the package under node,
+tests/test_chart_browser.py the page in a browser.
 
 Per card: memory, the ceilings the model uses, and two sets of calibration terms: the fitted
 one (the shipped calibration for card + engine, or ``--calibration FILE`` for the chosen
@@ -19,13 +19,15 @@ token, and logits bytes. All in base units (bytes, FLOP, seconds, bytes/s, FLOP/
 
 from __future__ import annotations
 
-import numpy as np
 
 from roofline.calibration import MAX_EXPONENT, Calibration, load_calibration, shipped_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, all_cards, load_card
 from roofline.model_spec import ModelSpec, catalog_names, load_model
-from roofline.predict import make_scenario, positive_int
+from roofline import validate
+from roofline.prediction import BEND_MAX_BATCH, bend_grid
+from roofline.scenario import make_scenario
+from roofline.step import activation_width_bytes
 from roofline.units import GiB, dtype_bytes
 
 #: Storage dtypes the page offers for weights and the KV cache (the CLI's choices).
@@ -38,8 +40,6 @@ CALIBRATION_PROVENANCE = ("card", "engine", "source", "fitted_on", "fit_report")
 #: so a term added to roofline.calibration reaches the page (with its default where a shipped
 #: file predates it) without a list to keep in step.
 CALIBRATION_TERMS = tuple(k for k in Calibration.model_fields if k not in CALIBRATION_PROVENANCE)
-#: bend() looks for the TPOT knee on 1..4096 and on geomspace(4096, 65536, 512), rounded.
-BEND_MAX_BATCH = 65536
 DEFAULT_MIX = "8x32,8x256"
 DEFAULT_MIX_BATCH = 16
 DEFAULT_TTFT_MAX_S = 0.5
@@ -80,24 +80,16 @@ def model_entry(spec: ModelSpec) -> dict:
         "logits_bytes_per_position": spec.logits_bytes_per_position(ACT_DTYPE),
         "act_dtype_bytes": dtype_bytes(ACT_DTYPE),
         # StepModel's elementwise traffic per token, all layers, per unit of activation_traffic_coeff
-        "act_width_bytes_per_token": act_width_bytes_per_token(spec),
+        "act_width_bytes_per_token": activation_width_bytes(spec, ACT_DTYPE),
         "weight_bytes": {d: spec.weight_bytes(d, ACT_DTYPE) for d in WHAT_IF_DTYPES},
         "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ACT_DTYPE) for d in WHAT_IF_DTYPES},
         "kv_bytes_per_token": {d: spec.kv_bytes_per_token(d) for d in WHAT_IF_DTYPES},
     }
 
 
-def act_width_bytes_per_token(spec: ModelSpec) -> float:
-    """layers x (hidden + intermediate) x act bytes: StepModel.act_bytes_per_token (and the
-    prefill's) is the calibration's coefficient times this, computed in the same order."""
-    width_bytes = spec.num_hidden_layers * (spec.hidden_size + spec.intermediate_size)
-    width_bytes *= dtype_bytes(ACT_DTYPE)
-    return width_bytes
-
-
 def bend_grid_tail() -> list[int]:
-    """The knee grid of roofline.predict.bend beyond 1..4096 (the page builds 1..4096 itself)."""
-    grid = np.unique(np.concatenate([np.arange(1, 4097), np.geomspace(4096, BEND_MAX_BATCH, 512).round()]))
+    """The knee grid of roofline.prediction.bend beyond 1..4096 (the page builds 1..4096 itself)."""
+    grid = bend_grid()
     return [int(x) for x in grid[grid > 4096]]
 
 
@@ -145,57 +137,48 @@ def _fitted_for(card: CardProfile, chosen: set[str], calibration, engine: str) -
 def page_data(
     cards=("rtx3060",),
     models=("qwen2.5-1.5b",),
-    prompt_tokens: int = 128,
-    gen_tokens: int = 128,
-    calibration: Calibration | str | None = "auto",
-    engine: str = "hf-eager",
-    kv_cache: str | None = None,
-    weight_dtype: str = "bf16",
-    kv_dtype: str = "bf16",
+    *,
     measurements=(),
     mix: str = DEFAULT_MIX,
     batch: int = DEFAULT_MIX_BATCH,
     stream_count: int | None = None,
     ttft_max_s: float = DEFAULT_TTFT_MAX_S,
-    policy: str = "whole-batch",
+    return_policy: str = "whole-batch",
+    **options,
 ) -> dict:
     """Everything the page needs, as plain JSON-able data.
 
     ``cards`` and ``models``: names (or profile / config.json paths); the first of each is selected
     when the page opens, the others are drawn as comparison lines in the throughput chart. The
-    page offers every catalog model and every card profile besides. ``calibration`` applies to
-    ``cards`` ("auto": the shipped one for ``engine``, None: the pure roofline, or a Calibration
-    or file); other cards use their shipped calibration, if any. ``stream_count``: requests in
-    the static-vs-continuous stream (default: the mix four times over); ``policy``: when the
-    static server returns results (roofline.serving.POLICIES).
+    page offers every catalog model and every card profile besides. ``options``: the scenario
+    options of roofline.api (``calibration`` applies to ``cards``: "auto" the shipped one for
+    ``engine``, None the pure roofline, or a Calibration or file; other cards use their shipped
+    calibration, if any). ``stream_count``: requests in the static-vs-continuous stream (default:
+    the mix four times over); ``return_policy``: when the static server returns results.
     """
     from roofline.batching import parse_mix
-    from roofline.serving import POLICIES
+    from roofline.serving import RETURN_POLICIES
 
     cards, models = list(cards) or ["rtx3060"], list(models) or ["qwen2.5-1.5b"]
     chosen_cards = [load_card(c) for c in cards]
     chosen_models = [load_model(m) for m in models]
-    for d, what in ((weight_dtype, "weight dtype"), (kv_dtype, "KV dtype")):
-        if d not in WHAT_IF_DTYPES:
-            raise RooflineError(f"{what} must be one of {', '.join(WHAT_IF_DTYPES)}, not {d!r}")
-    if kv_cache not in (None, "dynamic", "static"):
-        raise RooflineError(f"kv cache policy must be 'dynamic' or 'static', not {kv_cache!r}")
-    prompt_tokens = positive_int(prompt_tokens, "prompt length")
-    gen_tokens = positive_int(gen_tokens, "generation length")
-    batch = positive_int(batch, "--batch")
-    classes = parse_mix(mix)
-    if policy not in POLICIES:
-        raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
-    if not (isinstance(ttft_max_s, (int, float)) and ttft_max_s > 0):
-        raise RooflineError(f"--ttft-max must be a positive number of seconds, not {ttft_max_s!r}")
-    count = sum(c for c, _ in classes)
-    stream_count = positive_int(stream_count, "--stream-count") if stream_count is not None else 4 * count
     # resolve the chosen calibration once, so a bad file fails here with its own message
+    calibration = options.pop("calibration", "auto")
     if isinstance(calibration, str) and calibration != "auto":
         calibration = load_calibration(calibration)
-    for card in chosen_cards:  # validate the initial scenarios the same way predict does
-        for spec in chosen_models:
-            make_scenario(card, spec, prompt_tokens, gen_tokens, calibration, engine, kv_cache, weight_dtype, kv_dtype)
+    # validate the initial scenarios the same way predict does
+    scenarios = [make_scenario(card=c, model=m, calibration=calibration, **options)
+                 for c in chosen_cards for m in chosen_models]
+    first = scenarios[0]
+    for d, what in ((first.weight_dtype, "weight_dtype"), (first.kv_dtype, "kv_dtype")):
+        validate.choice(d, what, WHAT_IF_DTYPES)
+    batch = validate.whole(batch, "batch")
+    classes = parse_mix(mix)
+    validate.choice(return_policy, "return_policy", RETURN_POLICIES)
+    ttft_max_s = validate.positive(ttft_max_s, "ttft_max_s", "a positive number of seconds")
+    count = sum(c for c, _ in classes)
+    stream_count = validate.whole(stream_count, "stream_count") if stream_count is not None else 4 * count
+    engine = first.engine
 
     card_objs = {c.id: c for c in all_cards()}
     card_objs.update({c.id: c for c in chosen_cards})
@@ -210,18 +193,18 @@ def page_data(
         "initial": {
             "card": chosen_cards[0].id,
             "model": chosen_models[0].name,
-            "prompt_tokens": prompt_tokens,
-            "gen_tokens": gen_tokens,
-            "weight_dtype": weight_dtype,
-            "kv_dtype": kv_dtype,
-            "kv_cache": kv_cache or "auto",
+            "prompt_tokens": first.prompt_tokens,
+            "gen_tokens": first.gen_tokens,
+            "weight_dtype": first.weight_dtype,
+            "kv_dtype": first.kv_dtype,
+            "kv_cache": options.get("kv_cache") or "auto",
             "calibrated": calibration is not None,
             "logits": "last",
-            "ttft_max_s": float(ttft_max_s),
+            "ttft_max_s": ttft_max_s,
             "mix": mix,
             "batch": batch,
             "stream_count": stream_count,
-            "policy": policy,
+            "return_policy": return_policy,
         },
         "compare": [[c.id, m.name] for c in chosen_cards for m in chosen_models][1:],
         "engine": engine,

@@ -1,6 +1,6 @@
 """The largest static batch that meets latency limits (the lesson's section 6).
 
-Every integer batch 1..max_batch is evaluated in one vectorised call (roofline.predict.evaluate).
+Every integer batch 1..max_batch is evaluated in one vectorised call (roofline.prediction.evaluate).
 A batch is *feasible* when its TTFT <= ``ttft_max_s``, its TPOT <= ``tpot_max_s``, its per-user
 speed 1/TPOT >= ``min_user_tok_s`` (each only when given) and its peak memory fits in the card.
 The answer is the largest feasible batch; ``binding`` names what stops the next batch
@@ -9,16 +9,19 @@ The answer is the largest feasible batch; ``binding`` names what stops the next 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from roofline import validate
 from roofline.errors import RooflineError
-from roofline.predict import Prediction, Scenario, evaluate
+from roofline.prediction import Prediction, evaluate
+from roofline.scenario import Scenario
 from roofline.units import GiB
 
 LIMITS = ("ttft", "tpot", "min_user_tok_s", "memory")
+#: The largest batch choose searches up to (every batch 1..this is evaluated).
+MAX_CHOOSE_BATCH = 65536
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class Choice:
             "throughput_tok_s": self.row["throughput_tok_s"],
             "ttft_s": self.row["ttft_s"],
             "tpot_s": self.row["tpot_s"],
-            "per_request_tok_s": self.row["per_request_tok_s"],
+            "per_user_tok_s": self.row["per_user_tok_s"],
             "peak_mem_bytes": self.row["peak_mem_bytes"],
             "binding": self.binding,
             "binding_all": list(self.binding_all),
@@ -45,14 +48,6 @@ class Choice:
             "next": self.next_row,
             "meta": self.meta,
         }
-
-
-def _check_limit(value, flag: str):
-    if value is None:
-        return None
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise RooflineError(f"{flag} must be a positive number, not {value!r}")
-    return float(value)
 
 
 def _failures(cols: dict, limits: dict, memory_bytes: float) -> dict[str, np.ndarray]:
@@ -63,7 +58,7 @@ def _failures(cols: dict, limits: dict, memory_bytes: float) -> dict[str, np.nda
     if limits["tpot_max_s"] is not None:
         fail["tpot"] = cols["tpot_s"] > limits["tpot_max_s"]
     if limits["min_user_tok_s"] is not None:
-        fail["min_user_tok_s"] = cols["per_request_tok_s"] < limits["min_user_tok_s"]
+        fail["min_user_tok_s"] = cols["per_user_tok_s"] < limits["min_user_tok_s"]
     fail["memory"] = cols["peak_mem_bytes"] > memory_bytes
     return fail
 
@@ -71,13 +66,14 @@ def _failures(cols: dict, limits: dict, memory_bytes: float) -> dict[str, np.nda
 def _why_not(name: str, row: dict, limits: dict, memory_bytes: float) -> str:
     b = row["batch"]
     if name == "ttft":
-        return f"TTFT at batch {b} is already {row['ttft_s']:.3g} s, above --ttft-max {limits['ttft_max_s']:g} s"
+        return f"TTFT at batch {b} is already {row['ttft_s']:.3g} s, above the limit of {limits['ttft_max_s']:g} s"
     if name == "tpot":
-        return f"TPOT at batch {b} is already {row['tpot_s'] * 1e3:.3g} ms, above --tpot-max {limits['tpot_max_s']:g} s"
+        return (f"TPOT at batch {b} is already {row['tpot_s'] * 1e3:.3g} ms, "
+                f"above the limit of {limits['tpot_max_s'] * 1e3:g} ms")
     if name == "min_user_tok_s":
         return (
-            f"per-user speed at batch {b} is only {row['per_request_tok_s']:.3g} tok/s, "
-            f"below --min-user-tok-s {limits['min_user_tok_s']:g}"
+            f"per-user speed at batch {b} is only {row['per_user_tok_s']:.3g} tok/s, "
+            f"below the limit of {limits['min_user_tok_s']:g} tok/s"
         )
     return f"batch {b} already needs {row['peak_mem_bytes'] / GiB:.2f} GiB, more than the card's {memory_bytes / GiB:.2f} GiB"
 
@@ -90,40 +86,44 @@ def choose_batch(
     max_batch: int = 4096,
 ) -> Choice:
     """The largest batch 1..max_batch meeting every given limit and fitting in memory."""
-    if isinstance(max_batch, bool) or not isinstance(max_batch, (int, np.integer)) or max_batch < 1:
-        raise RooflineError(f"--max-batch must be a whole number of at least 1, not {max_batch!r}")
     limits = {
-        "ttft_max_s": _check_limit(ttft_max_s, "--ttft-max"),
-        "tpot_max_s": _check_limit(tpot_max_s, "--tpot-max"),
-        "min_user_tok_s": _check_limit(min_user_tok_s, "--min-user-tok-s"),
-        "max_batch": int(max_batch),
+        "ttft_max_s": validate.optional_positive(ttft_max_s, "ttft_max_s", "a positive number of seconds"),
+        "tpot_max_s": validate.optional_positive(tpot_max_s, "tpot_max_s", "a positive number of seconds"),
+        "min_user_tok_s": validate.optional_positive(min_user_tok_s, "min_user_tok_s", "a positive number of tok/s"),
+        "max_batch": validate.whole(max_batch, "max_batch", maximum=MAX_CHOOSE_BATCH),
     }
-    pred: Prediction = evaluate(scenario, np.arange(1, int(max_batch) + 2))  # one past the end: what binds
+    max_batch = limits["max_batch"]
+    # one past the end: what binds
+    pred: Prediction = evaluate(scenario, np.arange(1, max_batch + 2))
     cols = pred.columns
     memory = scenario.card.memory_bytes
     fail = _failures(cols, limits, memory)
     broken = np.zeros(len(cols["batch"]), dtype=bool)
     for f in fail.values():
         broken |= f
-    ok = ~broken[: int(max_batch)]
-    rows = pred.rows(["batch", "ttft_s", "tpot_s", "per_request_tok_s", "throughput_tok_s", "peak_mem_bytes"])
+    ok = ~broken[:max_batch]
+    keys = ("batch", "ttft_s", "tpot_s", "per_user_tok_s", "throughput_tok_s", "peak_mem_bytes")
+
+    def row(i: int) -> dict:
+        return {k: cols[k][i].item() for k in keys}
+
     if not ok.any():
-        reasons = [_why_not(name, rows[0], limits, memory) for name in LIMITS if name in fail and fail[name][0]]
+        reasons = [_why_not(name, row(0), limits, memory) for name in LIMITS if name in fail and fail[name][0]]
         raise RooflineError("no batch meets the limits: " + "; ".join(reasons))
     best = int(np.nonzero(ok)[0][-1])
     nxt = best + 1
-    if nxt >= int(max_batch):
+    if nxt >= max_batch:
         binding_all = ("max_batch",)
         next_row = None
     else:
         binding_all = tuple(name for name in LIMITS if name in fail and fail[name][nxt])
-        next_row = rows[nxt]
+        next_row = row(nxt)
     return Choice(
         batch=best + 1,
         binding=binding_all[0],
         binding_all=binding_all,
         limits=limits,
-        row=rows[best],
+        row=row(best),
         next_row=next_row,
         meta=pred.meta(),
     )

@@ -10,10 +10,8 @@ import numpy as np
 
 def prediction_figure(prediction, show_bend: bool = True):
     """Throughput (left axis) and TPOT (right axis, ms) against batch on a log2 axis, with the
-    bend (``roofline.predict.bend``) marked as a shaded region and its crossing batch."""
+    bend (``prediction.bend``) marked as a shaded region and its crossing batch."""
     import plotly.graph_objects as go
-
-    from roofline.predict import bend
 
     cols = prediction.columns
     sc = prediction.scenario
@@ -29,7 +27,7 @@ def prediction_figure(prediction, show_bend: bool = True):
     ))
     ticks = [int(2**k) for k in range(0, int(np.log2(batch.max())) + 2) if 2**k <= 2 * batch.max()]
     fig.update_layout(
-        title=f"{sc.spec.name} on {sc.card.id}: prompt {sc.prompt_tokens}, gen {sc.gen_tokens}",
+        title=f"{sc.model.name} on {sc.card.id}: prompt {sc.prompt_tokens}, gen {sc.gen_tokens}",
         xaxis={"type": "log", "title": "batch", "tickvals": ticks, "ticktext": [str(t) for t in ticks]},
         yaxis={"title": "throughput (tok/s)", "rangemode": "tozero"},
         yaxis2={"title": "TPOT (ms)", "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
@@ -38,7 +36,7 @@ def prediction_figure(prediction, show_bend: bool = True):
     )
     if show_bend:
         # on a log axis plotly places annotations at log10(x), shapes at x
-        b = bend(sc)
+        b = prediction.bend
         if b.region_low_batch is not None:
             fig.add_vrect(x0=b.region_low_batch, x1=b.region_high_batch, fillcolor="rgba(240,180,40,0.18)",
                           line_width=0, layer="below")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from roofline.decode import StepModel
+from roofline.step import StepModel
 from roofline.prefill import logit_positions
 from roofline.units import dtype_bytes
 

@@ -1,8 +1,7 @@
 """One request stream served two ways: static batching and continuous (iteration-level) batching.
 
 Both servers hold at most ``slots`` (N) sequences. Time advances pass by pass; each pass's time
-comes from the core cost model (roofline.decode.StepModel, roofline.prefill) for the batch and
-the context it holds. The simulations assume a dynamic KV cache: a sequence that has produced k
+comes from the one pass model (roofline.step.StepModel.pass_s) for the work it does. The simulations assume a dynamic KV cache: a sequence that has produced k
 tokens attends to prompt + k cached tokens in its next decode step (as roofline.decode does).
 
 Static: whenever the server is free it takes up to N requests that have arrived (in arrival
@@ -10,15 +9,16 @@ order; it does not wait to fill the batch), prefills them in one pass (the prefi
 their prompt tokens, each prompt causal on its own; logits of the last position only, as
 roofline.prefill), then decodes until the longest member is done. Members that have finished
 keep their slot and keep computing (their KV keeps growing), so every decode step of a batch of
-n costs ``decode_step_s(n, sum(prompt) + n * i)``. A member's first token comes out of the
-prefill; with ``policy="early-return"`` its end-to-end time ends at its own last token, with
+n costs ``pass_s(decode_work(n, sum(prompt) + n * i))``. A member's first token comes out of the
+prefill; with ``return_policy="early-return"`` its end-to-end time ends at its own last token, with
 ``"whole-batch"`` at the batch's last step.
 
 Continuous: each iteration, requests that finished in the previous one have left, arrived
 requests fill the free slots (up to N, in arrival order), and the newcomers' prefill joins the
-iteration's pass: ``StepModel.mixed_step_s(D, kv, P, pairs)`` with D the sequences already
-running, kv the sum of their contexts, P the sum of the newcomers' prompts and pairs the sum of
-p(p+1)/2. A newcomer's first token comes out of that iteration.
+iteration's pass: ``PassWork(D, kv, P, pairs, k)`` with D the sequences already running, kv the
+sum of their contexts, P the sum of the newcomers' prompts, pairs the sum of p(p+1)/2 and k the
+newcomers (one LM-head row each). A newcomer's first token comes out of that iteration; a pass
+that only prefills pays the prefill's overhead, one that mixes pays the larger of the two.
 
 Slot accounting: every pass (a prefill or a decode step) offers N slot-steps; a slot-step is
 useful when it produces a token some request needs. Useful slot-steps therefore equal the total
@@ -26,9 +26,9 @@ generated tokens under both policies; idle slot-steps = N x passes - useful, cov
 slots and finished members still computing. ``mean_occupancy`` = useful / (N x passes) and
 ``waste_fraction`` = idle / (N x passes).
 
-Speed: the hot loops evaluate the cost model through ``FastStep``, the same formulas as
-StepModel and roofline.prefill precomputed into plain Python floats (tests check they agree);
-a static batch's decode steps are evaluated all at once with numpy.
+Speed: the hot loops price passes with Python floats through the one pass model
+(``StepModel.pass_s``, whose float path avoids numpy); a static batch's decode steps are priced
+all at once with numpy arrays through the same function.
 """
 
 from __future__ import annotations
@@ -40,108 +40,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.calibration import MAX_EXPONENT
-from roofline.decode import StepModel
+from roofline.step import StepModel, decode_work, prefill_work
 
 PERCENTILES = (50, 90, 99)
-POLICIES = ("whole-batch", "early-return")
+RETURN_POLICIES = ("whole-batch", "early-return")
 
 
-def _pnorm(a: float, b: float, p: float) -> float:
-    """roofline.decode.pnorm for two Python floats (same branches: sum, max, blend)."""
-    if p <= 1.0:
-        return a + b
-    if a >= b:
-        hi, lo = a, b
-    else:
-        hi, lo = b, a
-    if p >= MAX_EXPONENT or hi <= 0.0:
-        return hi
-    return hi * math.exp(math.log1p((lo / hi) ** p) / p)
-
-
-class FastStep:
-    """StepModel.pass_time as scalar functions of plain floats, for simulators' hot loops
-    (tests hold it equal to StepModel.mixed_step_s and roofline.prefill to 1e-12)."""
-
-    def __init__(self, model: StepModel):
-        cal, spec = model.calibration, model.spec
-        self.model = model
-        self.weight_bytes = float(model.weight_read_bytes)
-        self.kv_bytes_per_token = float(model.kv_bytes_per_token)
-        self.act_bytes_per_token = float(model.act_bytes_per_token)
-        self.prefill_act_bytes_per_token = float(model.prefill_act_bytes_per_token)
-        self.kv_traffic = float(cal.kv_traffic_factor)
-        self.s_per_byte = 1.0 / (cal.bandwidth_efficiency * model.bandwidth_bytes_per_s)
-        self.s_per_decode_flop = 1.0 / (cal.compute_efficiency * model.peak_flop_per_s)
-        self.s_per_attention_flop = 1.0 / (cal.attention_efficiency * model.peak_flop_per_s)
-        self.s_per_prefill_flop = 1.0 / (cal.prefill_compute_efficiency * model.peak_flop_per_s)
-        self.linear_flop_per_token = float(spec.linear_flop_per_token)
-        self.body_linear_flop_per_token = float(spec.body_linear_flop_per_token)
-        self.lm_head_flop_per_position = 2.0 * float(spec.lm_head_params)
-        self.attention_flop_per_pair = float(spec.attention_flop_per_context_token)
-        self.roofline_exponent = float(cal.roofline_exponent)
-        self.overhead_exponent = float(cal.overhead_exponent)
-        self.decode_overhead_s = float(model.decode_overhead_s)
-        self.prefill_overhead_s = float(cal.prefill_overhead_s)
-        self.mixed_prefill_overhead_s = max(self.decode_overhead_s, self.prefill_overhead_s)
-
-    def _pass(self, overhead_s, gemm_comp_s, kv_bytes, attn_comp_s, act_bytes) -> float:
-        p = self.roofline_exponent
-        work = (
-            _pnorm(self.weight_bytes * self.s_per_byte, gemm_comp_s, p)
-            + _pnorm(kv_bytes * self.s_per_byte, attn_comp_s, p)
-            + act_bytes * self.s_per_byte
-        )
-        return _pnorm(overhead_s, work, self.overhead_exponent)
-
-    def mixed_s(
-        self,
-        decode_batch: float,
-        kv_tokens_read: float,
-        prefill_tokens: float = 0.0,
-        prefill_pairs: float = 0.0,
-        prefill_sequences: float = 0.0,
-    ) -> float:
-        """StepModel.mixed_step_s for scalars (decode_step_s when nothing is prefilled)."""
-        kv_bytes = self.kv_bytes_per_token * (self.kv_traffic * kv_tokens_read + decode_batch + prefill_tokens)
-        gemm = decode_batch * self.linear_flop_per_token * self.s_per_decode_flop + (
-            prefill_tokens * self.body_linear_flop_per_token + prefill_sequences * self.lm_head_flop_per_position
-        ) * self.s_per_prefill_flop
-        attn = (
-            kv_tokens_read * self.attention_flop_per_pair * self.s_per_attention_flop
-            + prefill_pairs * self.attention_flop_per_pair * self.s_per_prefill_flop
-        )
-        act = decode_batch * self.act_bytes_per_token + prefill_tokens * self.prefill_act_bytes_per_token
-        overhead_s = self.mixed_prefill_overhead_s if prefill_tokens > 0 else self.decode_overhead_s
-        return self._pass(overhead_s, gemm, kv_bytes, attn, act)
-
-    def prefill_s(self, sequences: float, prompt_tokens: float, prompt_pairs: float) -> float:
-        """roofline.prefill's TTFT for prompts of different lengths processed together:
-        ``prompt_tokens`` in total, ``prompt_pairs`` = sum of p(p+1)/2, last-position logits."""
-        gemm = (
-            prompt_tokens * self.body_linear_flop_per_token + sequences * self.lm_head_flop_per_position
-        ) * self.s_per_prefill_flop
-        attn = prompt_pairs * self.attention_flop_per_pair * self.s_per_prefill_flop
-        return self._pass(
-            self.prefill_overhead_s,
-            gemm,
-            prompt_tokens * self.kv_bytes_per_token,
-            attn,
-            prompt_tokens * self.prefill_act_bytes_per_token,
-        )
-
-
-def static_batch_times(fast: FastStep, prompt_tokens: np.ndarray, gen_tokens: np.ndarray):
+def static_batch_times(model: StepModel, prompt_tokens: np.ndarray, gen_tokens: np.ndarray):
     """(prefill_s, cum_s) of one static batch: token k (1-based) of every member is out at
-    ``prefill_s + cum_s[k - 1]``; the batch ends at ``prefill_s + cum_s[-1]``."""
+    ``prefill_s + cum_s[k - 1]``; the batch ends at ``prefill_s + cum_s[-1]``. The batch is
+    prefilled in one pass (last-position logits); decode step i of n members attends to
+    sum(prompt) + n * i cached tokens."""
     n = len(gen_tokens)
     longest = int(gen_tokens.max())
     p = prompt_tokens.astype(float)
     prompt_sum = float(p.sum())
-    pre = fast.prefill_s(n, prompt_sum, float((p * (p + 1.0)).sum() / 2.0))
+    pre = model.pass_s(prefill_work(prompt_sum, float((p * (p + 1.0)).sum() / 2.0), float(n)))
     i = np.arange(1, longest, dtype=float)
-    steps = fast.model.decode_step_s(float(n), prompt_sum + n * i)
+    steps = model.pass_s(decode_work(float(n), prompt_sum + n * i))
     cum = np.empty(longest)
     cum[0] = 0.0
     np.cumsum(steps, out=cum[1:])
@@ -203,9 +119,9 @@ def _unsort(order, *arrays):
     return out
 
 
-def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int, policy: str = "early-return") -> Served:
+def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int,
+                 return_policy: str = "whole-batch") -> Served:
     """Static batching: when free, take up to ``slots`` arrived requests; run them to the longest."""
-    fast = FastStep(model)
     order, p, g, arr = _sorted_stream(prompt_tokens, gen_tokens, arrival_s)
     n = len(g)
     ttft = np.empty(n)
@@ -214,12 +130,12 @@ def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: 
     t = 0.0
     i = 0
     passes = 0
-    whole = policy == "whole-batch"
+    whole = return_policy == "whole-batch"
     while i < n:
         if arr_list[i] > t:
             t = arr_list[i]
         j = min(i + slots, bisect_right(arr_list, t, i))
-        pre, cum = static_batch_times(fast, p[i:j], g[i:j])
+        pre, cum = static_batch_times(model, p[i:j], g[i:j])
         first = t + pre
         ttft[i:j] = first
         t = first + cum[-1]
@@ -235,8 +151,7 @@ def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: 
 
 def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int) -> Served:
     """Continuous batching: finished requests leave, arrived ones join at every iteration."""
-    fast = FastStep(model)
-    step = fast.mixed_s
+    pass_s = model.pass_s
     order, p_arr, g_arr, arr = _sorted_stream(prompt_tokens, gen_tokens, arrival_s)
     n = len(g_arr)
     p = p_arr.tolist()
@@ -264,7 +179,8 @@ def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slo
             k = min(slots - running, bisect_right(arr_list, t, nxt) - nxt)
         if k:
             j = nxt + k
-            t += step(running, kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], k)
+            # a PassWork is a tuple: the hot loop builds its five counts as a plain tuple, in its order
+            t += pass_s((float(running), kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], float(k)))
             it += 1
             kv += running + cum_p1[j] - cum_p1[nxt]
             for r in range(nxt, j):
@@ -273,7 +189,7 @@ def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slo
             running += k
             nxt = j
         else:
-            t += step(running, kv)
+            t += pass_s((float(running), kv, 0.0, 0.0, 0.0))
             it += 1
             kv += running
         useful += running

@@ -60,17 +60,19 @@ UNIT_SCALE: dict[str, float] = {
 }
 
 
-def dtype_bytes(name: str) -> float:
-    """Bytes per element of ``name`` (bf16, fp16, fp32, fp8, int8, int4 or a torch-style alias)."""
-    key = _DTYPE_ALIASES.get(name, name)
-    try:
-        return DTYPE_BYTES[key]
-    except KeyError:
+def dtype_name(name: str, field: str | None = None) -> str:
+    """The canonical name of a storage dtype (``bfloat16`` -> ``bf16``); an unknown one is an error."""
+    key = _DTYPE_ALIASES.get(name, name) if isinstance(name, str) else name
+    if key not in DTYPE_BYTES:
         from roofline.errors import RooflineError
 
-        raise RooflineError(
-            f"unknown dtype {name!r}; choose one of {', '.join(DTYPE_BYTES)}"
-        ) from None
+        raise RooflineError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPE_BYTES)}", field)
+    return key
+
+
+def dtype_bytes(name: str) -> float:
+    """Bytes per element of ``name`` (bf16, fp16, fp32, fp8, int8, int4 or a torch-style alias)."""
+    return DTYPE_BYTES[dtype_name(name)]
 
 
 def to_base(value: float, unit: str) -> float:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from roofline import report
-from roofline.errors import RooflineError
-from roofline.predict import ROW_KEYS, Bend, Prediction, bend
+from roofline.prediction import ROW_KEYS, Bend, Prediction
 from roofline.units import GB, GiB, TFLOP
 
 PREDICT_CSV_KEYS = list(ROW_KEYS) + ["e2e_s", "ttft_bound", "peak_mem_bytes", "fits_in_memory"]
@@ -17,8 +14,8 @@ def _describe_scenario(p: Prediction) -> list[str]:
     sc = p.scenario
     cal = sc.calibration
     lines = [
-        f"{sc.spec.name} on {sc.card.name}: prompt {sc.prompt_tokens}, gen {sc.gen_tokens}, "
-        f"weights {sc.model.weight_dtype}, KV {sc.model.kv_dtype} ({sc.kv_cache} cache), logits {sc.logits}",
+        f"{sc.model.name} on {sc.card.name}: prompt {sc.prompt_tokens}, gen {sc.gen_tokens}, "
+        f"weights {sc.weight_dtype}, KV {sc.kv_dtype} ({sc.kv_cache} cache), logits {sc.logits}",
         f"ceilings: {report.gb_per_s(meta['bandwidth_bytes_per_s'])}, {report.tflop_per_s(meta['peak_flop_per_s'])} bf16 "
         f"({'calibration' if cal.measured_bandwidth_bytes_per_s else sc.card.ceiling_source}); "
         f"balance point {meta['balance_point_flop_per_byte']:.1f} FLOP/byte",
@@ -31,22 +28,22 @@ def _describe_scenario(p: Prediction) -> list[str]:
 
 
 def predict_view(p: Prediction, fmt: str) -> str:
-    bend_result = bend(p.scenario)
+    bend_result = p.bend
     if fmt == "json":
-        return report.to_json({"meta": p.meta(), "rows": p.rows(), "bend": bend_result.as_dict()})
+        return report.to_json(p.as_dict())
     if fmt == "csv":
         return report.to_csv(p.rows(PREDICT_CSV_KEYS), PREDICT_CSV_KEYS).rstrip("\n")
     headers = [
-        "batch", "TTFT (s)", "TPOT (ms)", "per request (tok/s)", "throughput (tok/s)",
+        "batch", "TTFT (s)", "TPOT (ms)", "per user (tok/s)", "throughput (tok/s)",
         "peak mem (GiB)", "intensity (FLOP/byte)", "% compute", "% bandwidth", "bound",
     ]
     rows = []
     for r in p.rows():
         mem = report.gib(r["peak_mem_bytes"]) + ("" if r["fits_in_memory"] else " OOM")
         rows.append([
-            r["batch"], f"{r['ttft_s']:.3f}", report.ms(r["tpot_s"]), report.thousands(r["per_request_tok_s"]),
+            r["batch"], f"{r['ttft_s']:.3f}", report.ms(r["tpot_s"]), report.thousands(r["per_user_tok_s"]),
             report.thousands(r["throughput_tok_s"]), mem, f"{r['intensity_flop_per_byte']:.1f}",
-            f"{r['compute_ceiling_pct']:.2f}%", f"{r['bandwidth_ceiling_pct']:.1f}%", r["bound"],
+            f"{100 * r['compute_ceiling_fraction']:.2f}%", f"{100 * r['bandwidth_ceiling_fraction']:.1f}%", r["bound"],
         ])
     lines = _describe_scenario(p) + ["", report.table(headers, rows, "rrrrrrrrrl"), ""]
     lines.append(f"card memory {p.scenario.card.memory_bytes / GiB:.1f} GiB; peak memory in GiB (2^30 bytes), bandwidth in GB/s (1e9)")
@@ -72,15 +69,7 @@ def bend_view(b: Bend, fmt: str) -> str:
     return report.table(["", "value"], rows, "lr") + "\n" + b.describe()
 
 
-def models_view(fmt: str) -> str:
-    from roofline.model_spec import catalog_index, catalog_names, load_model
-
-    rows = []
-    for name in catalog_names():
-        spec = load_model(name)
-        s = spec.summary()
-        s["hf_repos"] = catalog_index()[name].get("hf_repos", [])
-        rows.append(s)
+def models_view(rows: list[dict], fmt: str) -> str:
     if fmt == "json":
         return report.to_json(rows)
     keys = ["model", "params", "weight_bytes", "kv_bytes_per_token", "num_hidden_layers", "hidden_size",
@@ -96,10 +85,7 @@ def models_view(fmt: str) -> str:
     return report.table(headers, table_rows, "lrrrrrl")
 
 
-def cards_view(fmt: str) -> str:
-    from roofline.hardware import all_cards
-
-    rows = [c.summary() for c in all_cards()]
+def cards_view(rows: list[dict], fmt: str) -> str:
     if fmt == "json":
         return report.to_json(rows)
     if fmt == "csv":
@@ -113,84 +99,35 @@ def cards_view(fmt: str) -> str:
     return report.table(headers, table_rows, "llrrrrl")
 
 
-def _read_all(paths, models=()) -> list:
-    """Every row of the measurement files, only the given models' if any are named."""
-    from roofline.measurements import read_measurements
-
-    rows = []
-    for p in paths:
-        rows.extend(read_measurements(p))
-    if models:
-        missing = sorted(set(models) - {r.model for r in rows})
-        if missing:
-            raise RooflineError(f"no measurements of {', '.join(missing)} in {', '.join(map(str, paths))}")
-        rows = [r for r in rows if r.model in models]
-    return rows
-
-
-def read_ceilings(path) -> tuple[float | None, float | None]:
-    """(bandwidth bytes/s, peak FLOP/s) from a ceilings JSON written by `roofline calibrate`."""
-    from roofline.atomic import read_json
-
-    data = read_json(path, "ceilings")
-    bw = data.get("read_bandwidth_bytes_per_s") or data.get("bandwidth_bytes_per_s")
-    fl = data.get("gemm_bf16_flop_per_s") or data.get("bf16_matmul_flop_per_s") or data.get("peak_flop_per_s")
-    if not bw or not fl:
-        raise RooflineError(f"{path}: needs read_bandwidth_bytes_per_s and gemm_bf16_flop_per_s")
-    return float(bw), float(fl)
-
-
-def fit_command(measurement_paths, card_name, output, ceilings_path, fmt, label=None, tpot_statistic="mean", models=()) -> str:
-    from roofline.calibration import save_calibration
-    from roofline.fit import fit_calibration
-    from roofline.hardware import load_card
-
-    card = load_card(card_name)
-    rows = _read_all(measurement_paths, models)
-    bw, fl = read_ceilings(ceilings_path) if ceilings_path else (None, None)
-    source = "fitted by `roofline fit` to " + ", ".join(Path(p).name for p in measurement_paths)
-    if label:
-        source = f"{label} ({source})"
-    cal = fit_calibration(
-        rows, card, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
-        tpot_statistic=tpot_statistic,
-    )
-    save_calibration(cal, output)
-    return fit_view(cal, output, fmt)
-
-
 def fit_view(cal, output, fmt) -> str:
     if fmt == "json":
-        return report.to_json({"calibration_path": str(output), **cal.model_dump()})
+        return report.to_json({"calibration_path": None if output is None else str(output), **cal.model_dump()})
     terms = cal.model_dump(exclude={"fit_report", "fitted_on", "source", "card", "engine", "kv_cache", "tpot_statistic"})
     if fmt == "csv":
         return report.to_csv([terms]).rstrip("\n")
-    lines = [f"wrote {output} ({cal.card}/{cal.engine}, {cal.kv_cache} cache, fitted on {', '.join(cal.fitted_on)})"]
+    where = f"wrote {output}" if output is not None else "fitted"
+    lines = [f"{where} ({cal.card}/{cal.engine}, {cal.kv_cache} cache, fitted on {', '.join(cal.fitted_on)})"]
     lines.append(report.table(["term", "value"], [[k, "-" if v is None else f"{v:.4g}"] for k, v in terms.items()], "lr"))
     rep = cal.fit_report
     err_rows = [["in-sample", *_mapes(rep["in_sample"])]]
     for model, e in rep.get("leave_one_model_out", {}).items():
         err_rows.append([f"held out: {model}", *_mapes(e)])
     lines.append("")
-    lines.append(report.table(["fit", "TPOT MAPE", "TTFT MAPE", "TTFT MAPE b>=64", "peak mem MAPE", "points"], err_rows, "lrrrrr"))
+    lines.append(report.table(["fit", *MAPE_HEADERS], err_rows, "lrrrrr"))
     return "\n".join(lines)
 
 
+MAPE_HEADERS = ["TPOT MAPE", "TTFT MAPE", "TTFT MAPE b>=64", "peak mem MAPE", "points"]
+
+
+MAPE_KEYS = ["tpot_mape_fraction", "ttft_mape_fraction", "ttft_mape_fraction_batch_64_up", "peak_mem_mape_fraction"]
+
+
 def _mapes(e: dict) -> list[str]:
-    def pct(v):
-        return "-" if v is None else f"{v:.1f}%"
-    return [pct(e["tpot_mape_pct"]), pct(e["ttft_mape_pct"]), pct(e.get("ttft_mape_pct_batch_64_up")),
-            pct(e["peak_mem_mape_pct"]), str(e["points"])]
+    return ["-" if e.get(k) is None else f"{100 * e[k]:.1f}%" for k in MAPE_KEYS] + [str(e["points"])]
 
 
-def compare_command(measurement_paths, calibration_path, card_name, fmt, tpot_statistic=None, min_batch=1, models=()) -> str:
-    from roofline.calibration import load_calibration
-    from roofline.fit import compare
-    from roofline.hardware import load_card
-
-    cal = load_calibration(calibration_path)
-    card = load_card(card_name or cal.card)
-    result = compare(cal, _read_all(measurement_paths, models), card, tpot_statistic, min_batch)
+def compare_view(result: dict, fmt: str) -> str:
     if fmt == "json":
         return report.to_json(result)
     if fmt == "csv":
@@ -205,35 +142,16 @@ def compare_command(measurement_paths, calibration_path, card_name, fmt, tpot_st
             pair(r["peak_mem_measured_bytes"], r["peak_mem_predicted_bytes"], report.gib),
         ])
     headers = ["model", "batch", "TPOT ms (meas / pred)", "TTFT s (meas / pred)", "peak GiB (meas / pred)"]
-    lines = [f"calibration {result['calibration']} against {len(rows)} measured points on {card.id}", report.table(headers, rows, "lrrrr"), ""]
+    lines = [f"calibration {result['calibration']} against {len(rows)} measured points on {result['card']}",
+             report.table(headers, rows, "lrrrr"), ""]
     err_rows = [[m, *_mapes(e)] for m, e in result["per_model"].items()]
     err_rows.append(["all", *_mapes(result)])
-    lines.append(report.table(["model", "TPOT MAPE", "TTFT MAPE", "TTFT MAPE b>=64", "peak mem MAPE", "points"], err_rows, "lrrrrr"))
+    lines.append(report.table(["model", *MAPE_HEADERS], err_rows, "lrrrrr"))
     return "\n".join(lines)
 
 
-def calibrate_command(
-    card, models, engine, batches, prompt_tokens, gen_tokens, out_dir: Path, device, resume, no_fit, no_cudnn_attention=False
-) -> str:
-    try:
-        from calibrate.runner import disable_cudnn_attention, run_calibration
-    except ImportError as exc:
-        raise RooflineError(
-            f"calibration needs torch and transformers ({exc.name} is missing): pip install 'roofline[calibrate]'"
-        ) from None
-    if no_cudnn_attention:
-        disable_cudnn_attention()
-    csv_path = run_calibration(card, models, engine, batches, prompt_tokens, gen_tokens, out_dir, device=device, resume=resume)
-    if no_fit:
-        return f"measurements written to {csv_path}"
-    from roofline.calibration import save_calibration
-    from roofline.fit import fit_calibration
-    from roofline.hardware import load_card
-
-    ceilings = out_dir / f"ceilings-{card}.json"
-    bw, fl = read_ceilings(ceilings) if ceilings.is_file() else (None, None)
-    rows = _read_all([csv_path])
-    cal = fit_calibration(rows, load_card(card), source=f"`roofline calibrate` run in {out_dir}",
-                          measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
-    out = save_calibration(cal, out_dir / f"{card}-{engine}.json")
-    return f"measurements written to {csv_path}\n" + fit_view(cal, out, "table")
+def calibrate_view(result: dict) -> str:
+    lines = [f"measurements written to {result['measurements_path']}"]
+    if result["calibration"] is not None:
+        lines.append(fit_view(result["calibration"], result["calibration_path"], "table"))
+    return "\n".join(lines)

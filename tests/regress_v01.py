@@ -32,7 +32,9 @@ REQ = f"{DATA}/requests.csv"
 LESSON_CSV = "hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv"
 GRAPH_CSV = "hardware_profiles/measurements/h200-graph.csv"
 
-#: name -> command line (without --format json)
+#: name -> command line (without --format json). Flags renamed since v0.1 are written with their new
+#: names (--requests for waste's --lengths, --return-policy for --policy); simulate's static return
+#: policy, v0.1's default early-return, is given explicitly.
 SCENARIOS: dict[str, list[str]] = {
     # predict: the lesson, calibrated and pure, dtypes, caches, logits, long prompts, big models
     "predict-lesson": ["predict", *C3060, "--model", "qwen2.5-1.5b", *CAL3060],
@@ -65,19 +67,20 @@ SCENARIOS: dict[str, list[str]] = {
     "waste-tokens": ["waste", "--mix", "8x32,8x256"],
     "waste-lesson": ["waste", "--mix", "8x32,8x256", *C3060, "--model", "qwen2.5-1.5b", *CAL3060],
     "waste-early": ["waste", "--mix", "30x20,2x1000", "--batch", "32", *C3060, "--model", "qwen2.5-1.5b", *CAL3060,
-                    "--policy", "early-return"],
+                    "--return-policy", "early-return"],
     "waste-batches": ["waste", "--mix", "4x10,3x50,1x400", "--batch", "3", "--prompt", "512", *CH200, "--model",
                       "qwen2.5-7b", *CALG, "--kv-dtype", "fp8"],
-    "waste-file": ["waste", "--lengths", REQ, "--batch", "3", *CH200, "--model", "llama-3.1-8b", *CALE],
-    "waste-file-tokens": ["waste", "--lengths", REQ],
+    "waste-file": ["waste", "--requests", REQ, "--batch", "3", *CH200, "--model", "llama-3.1-8b", *CALE],
+    "waste-file-tokens": ["waste", "--requests", REQ],
     # simulate
     "simulate-lesson": ["simulate", "--mix", "8x32,8x256", "--count", "300", *C3060, "--model", "qwen2.5-1.5b",
-                        *CAL3060, "--batch", "16", "--arrival-rate", "6", "--seed", "1"],
+                        *CAL3060, "--batch", "16", "--arrival-rate", "6", "--seed", "1", "--return-policy", "early-return"],
     "simulate-all-at-0": ["simulate", "--mix", "30x20,2x1000", "--count", "200", *CH200, "--model", "qwen2.5-7b",
-                          *CALG, "--batch", "8", "--policy", "whole-batch"],
-    "simulate-file": ["simulate", "--requests", REQ, *CH200, "--model", "qwen2.5-0.5b", *CALE, "--batch", "3"],
+                          *CALG, "--batch", "8", "--return-policy", "whole-batch"],
+    "simulate-file": ["simulate", "--requests", REQ, *CH200, "--model", "qwen2.5-0.5b", *CALE, "--batch", "3",
+                      "--return-policy", "early-return"],
     "simulate-file-rate": ["simulate", "--requests", REQ, *CL4, "--model", "llama-3.2-3b", *NOCAL, "--batch", "4",
-                           "--arrival-rate", "2", "--seed", "7", "--weight-dtype", "int4"],
+                           "--arrival-rate", "2", "--seed", "7", "--weight-dtype", "int4", "--return-policy", "early-return"],
     # fit and compare (fit writes its calibration to --output: the scenario runner gives it a temp file)
     "fit-lesson": ["fit", LESSON_CSV, *C3060, "-o", "{tmp}/fit-lesson.json"],
     "fit-graph-2": ["fit", GRAPH_CSV, *CH200, "--model", "qwen2.5-1.5b", "--model", "qwen2.5-7b", "-o",

@@ -21,12 +21,38 @@ def plain(x):
     return json.loads(json.dumps(x, default=float))
 
 
-def test_predict_rows_agree():
-    api = roofline.predict("h200", "qwen2.5-7b", [1, 7, 300], 512, 64, kv_dtype="fp8", engine="graph")
+def test_predict_agrees_whole():
+    # roofline.predict returns exactly what the CLI prints: meta, rows and the bend
+    api = roofline.predict("h200", "qwen2.5-7b", [1, 7, 300], prompt_tokens=512, gen_tokens=64, kv_dtype="fp8",
+                           engine="graph")
     cli = cli_json("predict", *CARD_MODEL, "--batches", "1,7,300", "--prompt", "512", "--gen", "64",
                    "--kv-dtype", "fp8", "--engine", "graph")
-    assert cli["rows"] == plain(api.rows())
-    assert cli["meta"] == plain(api.meta())
+    assert cli == plain(api.as_dict())
+    assert set(cli) == {"meta", "rows", "bend"} and cli["bend"]["crossing_batch"] is not None
+
+
+def test_a_scenario_object_gives_the_same_answers():
+    sc = roofline.make_scenario(card="h200", model="qwen2.5-7b", prompt_tokens=512, gen_tokens=64, engine="graph")
+    by_names = roofline.predict("h200", "qwen2.5-7b", [1, 9], prompt_tokens=512, gen_tokens=64, engine="graph")
+    by_object = roofline.predict(scenario=sc, batches=[1, 9])
+    assert plain(by_object.as_dict()) == plain(by_names.as_dict())
+    assert roofline.bend(scenario=sc) == by_names.bend
+    assert sc.replace(gen_tokens=65).gen_tokens == 65 and sc.gen_tokens == 64
+    with pytest.raises(roofline.RooflineError, match="either scenario= or"):
+        roofline.predict("h200", scenario=sc)
+
+
+def test_fit_compare_and_calibrate_are_in_the_api(tmp_path):
+    lesson = "hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv"
+    cal = roofline.fit(lesson, card="rtx3060", output=tmp_path / "c.json")
+    assert (tmp_path / "c.json").is_file() and cal.fitted_on == ["qwen2.5-1.5b"]
+    cli = cli_json("fit", lesson, "--card", "rtx3060", "-o", str(tmp_path / "d.json"))
+    assert cli["layer_overhead_s"] == pytest.approx(cal.layer_overhead_s, rel=1e-9)
+    result = roofline.compare(lesson, calibration=tmp_path / "c.json")
+    cli = cli_json("compare", lesson, "--calibration", str(tmp_path / "c.json"))
+    assert cli == plain(result)
+    assert result["tpot_mape_fraction"] < 0.06
+    assert callable(roofline.calibrate)
 
 
 def test_predict_rows_are_plain_records():
@@ -47,11 +73,11 @@ def test_choose_agrees():
 
 
 def test_simulate_agrees():
-    api = roofline.simulate("rtx3060", "qwen2.5-1.5b", 8, mix="4x16,4x64", count=40, arrival_rate=3.0, seed=2)
+    api = roofline.simulate("rtx3060", "qwen2.5-1.5b", batch=8, mix="4x16,4x64", count=40, arrival_rate=3.0, seed=2)
     cli = cli_json("simulate", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--batch", "8", "--mix", "4x16,4x64",
                    "--count", "40", "--arrival-rate", "3", "--seed", "2")
-    for policy in ("static", "continuous"):
-        assert cli[policy] == plain(api[policy])
+    for server in ("static", "continuous"):
+        assert cli[server] == plain(api[server])
 
 
 def test_figure_holds_the_predictions():
@@ -59,3 +85,19 @@ def test_figure_holds_the_predictions():
     fig = prediction.figure()
     ys = [list(t.y) for t in fig.data]
     assert [pytest.approx(v) for v in prediction.columns["throughput_tok_s"]] in ys
+
+
+def test_every_api_function_survives_its_modules_being_imported():
+    """No submodule of roofline shares a name with an API function (importing it would replace
+    the function on the package: roofline.fit would become a module)."""
+    import importlib
+    import pkgutil
+
+    import roofline as pkg
+
+    names = {"predict", "bend", "choose", "waste", "simulate", "chart", "fit", "compare", "calibrate"}
+    modules = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
+    assert not names & modules
+    for m in modules:
+        importlib.import_module(f"roofline.{m}")
+    assert all(callable(getattr(pkg, n)) for n in names)

@@ -17,7 +17,8 @@ from roofline.chart_data import CALIBRATION_PROVENANCE, WHAT_IF_DTYPES, page_dat
 from roofline.errors import RooflineError
 from roofline.hardware import card_ids
 from roofline.model_spec import catalog_names, load_model
-from roofline.predict import bend, make_scenario
+from roofline.prediction import bend
+from roofline.scenario import make_scenario
 
 
 def run(*args):
@@ -58,9 +59,9 @@ def test_model_scalars_are_what_the_python_model_uses():
     spec = load_model("qwen2.5-7b")
     m = next(x for x in data["models"] if x["name"] == "qwen2.5-7b")
     for d in WHAT_IF_DTYPES:
-        sc = make_scenario("h200", "qwen2.5-7b", weight_dtype=d, kv_dtype=d, calibration=None)
-        assert m["decode_weight_bytes"][d] == sc.model.weight_read_bytes
-        assert m["kv_bytes_per_token"][d] == sc.model.kv_bytes_per_token
+        sc = make_scenario(card="h200", model="qwen2.5-7b", weight_dtype=d, kv_dtype=d, calibration=None)
+        assert m["decode_weight_bytes"][d] == sc.step.weight_read_bytes
+        assert m["kv_bytes_per_token"][d] == sc.step.kv_bytes_per_token
         assert m["weight_bytes"][d] == spec.weight_bytes(d)
     assert m["kv_bytes_per_token"]["bf16"] == 56 * 1024  # 28 layers x 2 x 4 KV heads x 128 x 2 bytes
     assert m["linear_flop_per_token"] == spec.linear_flop_per_token
@@ -68,7 +69,7 @@ def test_model_scalars_are_what_the_python_model_uses():
     # the elementwise kernels' traffic: the page multiplies the calibration's coefficients by
     # act_width_bytes_per_token, exactly as StepModel does
     cal = Calibration(card="h200", engine="x", activation_traffic_coeff=2.7, prefill_activation_traffic_coeff=5.3)
-    sm = make_scenario("h200", "qwen2.5-7b", calibration=cal).model
+    sm = make_scenario(card="h200", model="qwen2.5-7b", calibration=cal).step
     assert 2.7 * m["act_width_bytes_per_token"] == sm.act_bytes_per_token > 0
     assert 5.3 * m["act_width_bytes_per_token"] == sm.prefill_act_bytes_per_token > 0
     assert m["hidden_size"] == spec.hidden_size
@@ -142,12 +143,13 @@ def test_measurements_are_resolved_to_page_ids(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"cards": ["nope"]}, "unknown card 'nope'"),
     ({"models": ["gpt-9"]}, "unknown model 'gpt-9'"),
-    ({"prompt_tokens": 0}, "prompt length must be at least 1"),
-    ({"mix": "8y32"}, "--mix item 1 '8y32'"),
-    ({"kv_dtype": "fp4"}, "KV dtype must be one of"),
-    ({"ttft_max_s": -1}, "--ttft-max must be a positive number"),
-    ({"policy": "sometimes"}, "policy must be one of"),
-    ({"batch": 0}, "--batch must be at least 1"),
+    ({"prompt_tokens": 0}, "prompt_tokens: must be at least 1"),
+    ({"mix": "8y32"}, "mix: item 1 '8y32'"),
+    ({"kv_dtype": "fp4"}, "unknown dtype 'fp4'"),
+    ({"kv_dtype": "fp32"}, "kv_dtype: must be one of"),
+    ({"ttft_max_s": -1}, "ttft_max_s: must be a positive number"),
+    ({"return_policy": "sometimes"}, "return_policy: must be one of"),
+    ({"batch": 0}, "batch: must be at least 1"),
 ])
 def test_page_data_rejects_bad_input(kwargs, message):
     with pytest.raises(RooflineError, match=re.escape(message)):

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 import roofline
 from roofline.errors import RooflineError
-from roofline.predict import make_scenario, predict
+from roofline.api import predict
+from roofline.scenario import make_scenario
 
 CARD, MODEL = "rtx3060", "qwen2.5-1.5b"
 
@@ -42,7 +43,7 @@ def test_tpot_and_user_speed_limits_bind():
     c = roofline.choose(CARD, MODEL, tpot_max_s=0.025)
     assert c.binding == "tpot" and c.row["tpot_s"] <= 0.025 < c.next_row["tpot_s"]
     u = roofline.choose(CARD, MODEL, min_user_tok_s=40.0)
-    assert u.binding == "min_user_tok_s" and u.row["per_request_tok_s"] >= 40.0 > u.next_row["per_request_tok_s"]
+    assert u.binding == "min_user_tok_s" and u.row["per_user_tok_s"] >= 40.0 > u.next_row["per_user_tok_s"]
     # 1/TPOT >= 40 tok/s is the same limit as TPOT <= 25 ms
     assert u.batch == c.batch
 
@@ -53,7 +54,7 @@ def test_impossible_limit_says_why():
     msg = str(exc.value)
     ttft_1 = roofline.predict(CARD, MODEL, [1]).rows()[0]["ttft_s"]
     assert ttft_1 > 0.01
-    assert "\n" not in msg and f"TTFT at batch 1 is already {ttft_1:.4f} s, above --ttft-max 0.01 s" in msg
+    assert "\n" not in msg and f"TTFT at batch 1 is already {ttft_1:.4f} s, above the limit of 0.01 s" in msg
 
 
 def test_model_too_big_for_the_card_says_memory():
@@ -63,8 +64,9 @@ def test_model_too_big_for_the_card_says_memory():
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
 def test_bad_limits_are_rejected(bad):
-    with pytest.raises(RooflineError, match="--ttft-max must be a positive number"):
+    with pytest.raises(RooflineError, match="ttft_max_s: must be a positive number") as exc:
         roofline.choose(CARD, MODEL, ttft_max_s=bad)
+    assert exc.value.for_flag("--ttft-max").startswith("--ttft-max: must be a positive number")
 
 
 @settings(max_examples=25)
@@ -75,12 +77,12 @@ def test_bad_limits_are_rejected(bad):
     max_batch=st.integers(1, 600),
 )
 def test_choice_is_the_largest_feasible_batch_by_brute_force(ttft, tpot, user, max_batch):
-    scenario = make_scenario(CARD, MODEL)
+    scenario = make_scenario(card=CARD, model=MODEL)
     rows = predict(CARD, MODEL, list(range(1, max_batch + 1))).rows()
     feasible = [
         r["batch"] for r in rows
         if (ttft is None or r["ttft_s"] <= ttft) and (tpot is None or r["tpot_s"] <= tpot)
-        and (user is None or r["per_request_tok_s"] >= user) and r["fits_in_memory"]
+        and (user is None or r["per_user_tok_s"] >= user) and r["fits_in_memory"]
     ]
     from roofline.choice import choose_batch
 

@@ -31,8 +31,8 @@ def test_predict_table_shows_the_lesson_columns_and_ends_with_the_bend():
 def test_predict_json_and_csv_carry_base_units():
     j = json.loads(run("predict", "--card", "h200", "--model", "qwen2.5-7b", "--batches", "1,8", "--format", "json").output)
     row = j["rows"][1]
-    for key in ("batch", "ttft_s", "tpot_s", "per_request_tok_s", "throughput_tok_s", "peak_mem_gib",
-                "intensity_flop_per_byte", "compute_ceiling_pct", "bandwidth_ceiling_pct", "bound"):
+    for key in ("batch", "ttft_s", "tpot_s", "per_user_tok_s", "throughput_tok_s", "peak_mem_gib",
+                "intensity_flop_per_byte", "compute_ceiling_fraction", "bandwidth_ceiling_fraction", "bound"):
         assert key in row
     assert row["batch"] == 8 and 0 < row["tpot_s"] < 1
     c = run("predict", "--card", "h200", "--model", "qwen2.5-7b", "--batches", "1,8", "--format", "csv").output
@@ -67,8 +67,8 @@ def test_cards_lists_the_rtx3060_balance_point():
         (["predict", "--card", "rtx3060", "--model", "qwen-1.5b"], "unknown model 'qwen-1.5b'"),
         (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--batches", "0,4"], "batch sizes must be at least 1"),
         (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--batches", "4,x"], "bad batch list item 'x'"),
-        (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--prompt", "0"], "prompt length must be at least 1"),
-        (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--gen", "-3"], "generation length must be at least 1"),
+        (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--prompt", "0"], "--prompt: must be at least 1"),
+        (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--gen", "-3"], "--gen: must be at least 1"),
         (["predict", "--card", "rtx3060", "--model", "/no/such/config.json"], "not found"),
         (["predict", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "--calibration", "/no/cal.json"], "cannot read calibration"),
     ],

@@ -36,22 +36,25 @@ def test_waste_json_self_check_question():
 def test_waste_with_card_reports_the_slowdown_in_every_format():
     j = json.loads(run("waste", "--mix", "8x32,8x256", *LESSON, "--format", "json").output)
     # lesson section 5: 7.0x measured; acceptance 5.5x-8.5x
-    assert 5.5 <= j["short_request_slowdown"] <= 8.5 and j["policy"] == "whole-batch"
+    assert 5.5 <= j["short_request_slowdown"] <= 8.5 and j["return_policy"] == "whole-batch"
     assert j == json.loads(json.dumps(roofline.waste(mix="8x32,8x256", card="rtx3060", model="qwen2.5-1.5b")))
     rows = list(csv.DictReader(io.StringIO(run("waste", "--mix", "8x32,8x256", *LESSON, "--format", "csv").output)))
     assert [r["class"] for r in rows] == ["8x32", "8x256"]
     assert float(rows[0]["slowdown"]) == pytest.approx(j["short_request_slowdown"])
     assert float(rows[0]["e2e_in_batch_s"]) > float(rows[0]["e2e_alone_s"])
-    table = run("waste", "--mix", "8x32,8x256", *LESSON, "--policy", "early-return").output
-    assert "policy early-return: the shortest requests are 1." in table
+    table = run("waste", "--mix", "8x32,8x256", *LESSON, "--return-policy", "early-return").output
+    assert "return policy early-return: the shortest requests are 1." in table
+    # the old flag name still works
+    assert run("waste", "--mix", "8x32,8x256", *LESSON, "--policy", "early-return").output == table
 
 
 def test_waste_lengths_file(tmp_path):
     f = tmp_path / "r.jsonl"
     f.write_text("".join(json.dumps({"prompt_tokens": 128, "gen_tokens": g}) + "\n" for g in [32, 256] * 8))
-    j = json.loads(run("waste", "--lengths", str(f), "--format", "json").output)
+    j = json.loads(run("waste", "--requests", str(f), "--format", "json").output)
+    assert run("waste", "--lengths", str(f), "--format", "json").output == run("waste", "--requests", str(f), "--format", "json").output
     assert j["waste_fraction"] == 0.4375
-    t = json.loads(run("waste", "--lengths", str(f), *LESSON, "--format", "json").output)
+    t = json.loads(run("waste", "--requests", str(f), *LESSON, "--format", "json").output)
     assert 0 < t["e2e_p50_s"] <= t["e2e_p90_s"] <= t["e2e_p99_s"]
 
 
@@ -68,7 +71,7 @@ def test_simulate_reports_both_policies():
     assert run(*args, "--format", "json").output == r.output  # same seed, same answer
     assert run(*args[:-1], "4", "--format", "json").output != r.output
     rows = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").output)))
-    assert [x["policy"] for x in rows] == ["static", "continuous"]
+    assert [x["server"] for x in rows] == ["static", "continuous"]
     assert float(rows[0]["waste_fraction"]) == pytest.approx(data["static"]["waste_fraction"])
     table = run(*args).output
     assert "throughput (tok/s)" in table and "mean slot occupancy" in table
@@ -122,7 +125,7 @@ def test_bad_mix_exit_1(mix, needle):
 def test_bad_request_files_exit_1(tmp_path, name, text, needle):
     f = tmp_path / name
     f.write_text(text)
-    one_line_error(run("waste", "--lengths", str(f)), name, needle)
+    one_line_error(run("waste", "--requests", str(f)), name, needle)
     one_line_error(run("simulate", "--requests", str(f), *LESSON, "--batch", "4"), name, needle)
 
 
@@ -132,7 +135,7 @@ def test_other_domain_errors_exit_1():
     one_line_error(run("waste"), "either a mix")
     one_line_error(run("simulate", *LESSON, "--batch", "4"), "--requests")
     one_line_error(run("simulate", "--mix", "8x32", *LESSON, "--batch", "4", "--arrival-rate", "-1"), "--arrival-rate")
-    one_line_error(run("choose", *LESSON, "--ttft-max", "0.01"), "TTFT at batch 1 is already", "--ttft-max 0.01 s")
-    one_line_error(run("waste", "--lengths", "/nonexistent/r.csv"), "cannot read")
+    one_line_error(run("choose", *LESSON, "--ttft-max", "0.01"), "TTFT at batch 1 is already", "the limit of 0.01 s")
+    one_line_error(run("waste", "--requests", "/nonexistent/r.csv"), "cannot read")
     one_line_error(run("simulate", "--mix", "8x32", *LESSON, "--batch", "4", "--arrival-rate", "1", "--seed", "-1"), "--seed")
     one_line_error(run("simulate", "--mix", "8x32", *LESSON, "--batch", "0"), "--batch")

@@ -8,10 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from roofline.calibration import Calibration
-from roofline.decode import mean_decode
+from roofline.api import predict
+from roofline.decode import decode_step, mean_decode
 from roofline.hardware import card_from_dict, card_ids, load_card
 from roofline.model_spec import catalog_names
-from roofline.predict import evaluate, make_scenario, predict
+from roofline.prediction import evaluate
+from roofline.scenario import make_scenario
 
 cards = st.sampled_from(card_ids())
 models = st.sampled_from(catalog_names())
@@ -21,7 +23,7 @@ calibrations = st.sampled_from(["auto", None])
 
 @given(cards, models, lengths, lengths, calibrations, st.sampled_from(["dynamic", "static"]))
 def test_tpot_never_falls_as_batch_grows(card, model, prompt, gen, cal, kv):
-    p = predict(card, model, np.arange(1, 2049), prompt, gen, calibration=cal, kv_cache=kv)
+    p = predict(card, model, np.arange(1, 2049), prompt_tokens=prompt, gen_tokens=gen, calibration=cal, kv_cache=kv)
     tpot = p.columns["tpot_s"]
     assert np.all(np.diff(tpot) >= -1e-15 * tpot[1:])
     assert np.all(np.diff(p.columns["ttft_s"]) >= 0)
@@ -30,8 +32,8 @@ def test_tpot_never_falls_as_batch_grows(card, model, prompt, gen, cal, kv):
 
 @given(cards, models, lengths, lengths, calibrations, st.integers(1, 4096))
 def test_step_time_is_at_least_the_roofline(card, model, prompt, gen, cal, batch):
-    sc = make_scenario(card, model, prompt, gen, calibration=cal)
-    m = sc.model
+    sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=cal)
+    m = sc.step
     dec = mean_decode(m, np.array([batch]), prompt, gen, sc.kv_cache)
     floor = np.maximum(dec["bytes_counted"] / m.bandwidth_bytes_per_s,
                        (dec["linear_flop"] + dec["attention_flop"]) / m.peak_flop_per_s)
@@ -41,10 +43,10 @@ def test_step_time_is_at_least_the_roofline(card, model, prompt, gen, cal, batch
 @given(cards, models, lengths, lengths)
 def test_uncalibrated_is_two_pure_rooflines(card, model, prompt, gen):
     # uncalibrated: the matmuls and attention each on their own pure roofline, one after the other
-    sc = make_scenario(card, model, prompt, gen, calibration=None)
-    m = sc.model
+    sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=None)
+    m = sc.step
     batch = np.array([1, 64, 1024])
-    dec = m.decode_step(batch, prompt + gen)
+    dec = decode_step(m, batch, prompt + gen)
     kv_bytes = batch * (prompt + gen) * m.kv_bytes_per_token + batch * m.kv_bytes_per_token
     roof = np.maximum(m.weight_read_bytes / m.bandwidth_bytes_per_s, dec["linear_flop"] / m.peak_flop_per_s) + np.maximum(
         kv_bytes / m.bandwidth_bytes_per_s, dec["attention_flop"] / m.peak_flop_per_s
@@ -73,7 +75,7 @@ def test_profile_in_gb_and_in_bytes_gives_identical_results(card_id, model, batc
 
 @given(cards, models, st.lists(st.integers(1, 4096), min_size=1, max_size=20), lengths, lengths, calibrations)
 def test_vectorised_equals_scalar_loop(card, model, batches, prompt, gen, cal):
-    sc = make_scenario(card, model, prompt, gen, calibration=cal)
+    sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=cal)
     vec = evaluate(sc, batches).columns
     for i, b in enumerate(batches):
         one = evaluate(sc, [b]).columns
@@ -95,8 +97,10 @@ def test_quantised_weights_and_kv_move_fewer_bytes():
 
 
 def test_static_cache_reads_more_than_dynamic():
-    dyn = predict("h200", "qwen2.5-7b", [64], 128, 1024, calibration=None, kv_cache="dynamic").columns
-    sta = predict("h200", "qwen2.5-7b", [64], 128, 1024, calibration=None, kv_cache="static").columns
+    dyn = predict("h200", "qwen2.5-7b", [64], prompt_tokens=128, gen_tokens=1024, calibration=None,
+                  kv_cache="dynamic").columns
+    sta = predict("h200", "qwen2.5-7b", [64], prompt_tokens=128, gen_tokens=1024, calibration=None,
+                  kv_cache="static").columns
     assert sta["bytes_per_step"][0] > dyn["bytes_per_step"][0]
     assert sta["tpot_s"][0] > dyn["tpot_s"][0]
 
@@ -109,8 +113,8 @@ def test_calibration_terms_bounds_are_enforced():
 @given(cards, models, st.integers(1, 4096), st.integers(1, 4096), calibrations, st.integers(1, 2048))
 def test_sixteen_block_tpot_is_within_0_1_percent_of_the_step_by_step_mean(card, model, prompt, gen, cal, batch):
     # docs/method.md section 2 claims this
-    sc = make_scenario(card, model, prompt, gen, calibration=cal)
+    sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=cal)
     steps = np.arange(1, max(gen - 1, 1) + 1)
-    exact = sc.model.decode_step(batch, prompt + steps)["step_s"].mean()
-    blocks = mean_decode(sc.model, np.array([batch]), prompt, gen, "dynamic")["step_s"][0]
+    exact = decode_step(sc.step, batch, prompt + steps)["step_s"].mean()
+    blocks = mean_decode(sc.step, np.array([batch]), prompt, gen, "dynamic")["step_s"][0]
     assert blocks == pytest.approx(exact, rel=1e-3)

@@ -19,11 +19,35 @@ import regress_v01 as reg
 
 EXPECTED = json.loads(reg.OUTPUTS.read_text(encoding="utf-8"))
 #: v0.1 key -> (key now, factor applied to v0.1's value)
-RENAMED: dict[str, tuple[str, float]] = {}
+RENAMED: dict[str, tuple[str, float]] = {
+    # issue 8: one name for one thing, and fractions (not percentages) in JSON
+    "per_request_tok_s": ("per_user_tok_s", 1.0),
+    "compute_ceiling_pct": ("compute_ceiling_fraction", 0.01),
+    "bandwidth_ceiling_pct": ("bandwidth_ceiling_fraction", 0.01),
+    "tpot_mape_pct": ("tpot_mape_fraction", 0.01),
+    "ttft_mape_pct": ("ttft_mape_fraction", 0.01),
+    "ttft_mape_pct_batch_64_up": ("ttft_mape_fraction_batch_64_up", 0.01),
+    "peak_mem_mape_pct": ("peak_mem_mape_fraction", 0.01),
+    "policy": ("return_policy", 1.0),
+    "static_policy": ("static_return_policy", 1.0),
+}
 #: (scenario, key path) -> why v0.1's value was wrong and is not compared
 CHANGED: dict[tuple[str, str], str] = {}
 IGNORED_KEYS = {"calibration_path"}  # a temporary file's name
 REL = 1e-9
+#: `fit` scenarios: least squares amplifies last-bit differences (the pass formula's products are
+#: now associated differently) along its flat directions, so a fitted term may move by up to 0.2%
+#: (roofline_exponent at p ~ 53, where the p-norm hardly changes) while every error it reports
+#: stays within 1e-5 relative. Every forward output (predict, bend, choose, waste, simulate,
+#: compare) is held to REL.
+FIT_TERM_REL = 5e-3
+FIT_REPORT_REL = 1e-5
+
+
+def _tolerance(name: str, path: str) -> float:
+    if not name.startswith("fit-"):
+        return REL
+    return FIT_REPORT_REL if ".fit_report." in path else FIT_TERM_REL
 
 
 def _compare(name: str, path: str, old, new, problems: list[str]) -> None:
@@ -56,7 +80,7 @@ def _compare(name: str, path: str, old, new, problems: list[str]) -> None:
             if old != new:
                 problems.append(f"{path}: {old!r} -> {new!r}")
             return
-        if not math.isclose(float(old), float(new), rel_tol=REL, abs_tol=1e-15):
+        if not math.isclose(float(old), float(new), rel_tol=_tolerance(name, path), abs_tol=1e-15):
             problems.append(f"{path}: {old!r} -> {new!r} (rel {abs(new / old - 1) if old else new:.3g})")
         return
     if old != new:

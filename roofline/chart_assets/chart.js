@@ -53,7 +53,7 @@
     var stream = RM.mixStream(s.mix, Number(s.stream_count));
     var prompts = stream.gens.map(function () { return m.prompt; });
     out.stream = { gens: stream.gens, prompt_tokens: m.prompt };
-    out.serve_static = RM.serveStatic(m, prompts, stream.gens, Number(s.batch), s.policy);
+    out.serve_static = RM.serveStatic(m, prompts, stream.gens, Number(s.batch), s.return_policy);
     out.serve_continuous = RM.serveContinuous(m, prompts, stream.gens, Number(s.batch));
     out.compare = DATA.compare.map(function (pair) {
       var ms = RM.scenario(Object.assign({}, s, { card: pair[0], model: pair[1] }));
@@ -312,7 +312,7 @@
         + fmt(100 * s.waste_fraction, 0) + "% slots idle";
     }
     var traces = [
-      { x: a.x, y: a.y, mode: "lines", name: label("static (" + r.settings.policy + ")", st.summary), line: { color: COLORS.statik, width: 2.5, shape: "hv" },
+      { x: a.x, y: a.y, mode: "lines", name: label("static (" + r.settings.return_policy + ")", st.summary), line: { color: COLORS.statik, width: 2.5, shape: "hv" },
         hovertemplate: "static: %{y} done by %{x:.2f} s<extra></extra>" },
       { x: c.x, y: c.y, mode: "lines", name: label("continuous", ct.summary), line: { color: COLORS.cont, width: 2.5, shape: "hv" },
         hovertemplate: "continuous: %{y} done by %{x:.2f} s<extra></extra>" },
@@ -434,21 +434,7 @@
   }
 
   // ---------- what the tests read ----------
-  window.rooflineCompute = function (settings) {
-    var s = Object.assign({}, DATA.initial, settings);
-    var m = RM.scenario(s);
-    var batches = s.batches || [1, 2, 4, 8, 16, 32, 64, 128];
-    var out = { rows: RM.rows(m, batches), bend: RM.bend(m), chosen_batch: RM.chosenBatch(m, Number(s.ttft_max_s), MAX_BATCH),
-                fits_batch: RM.fitsBatch(m, MAX_BATCH) };
-    var w = RM.mixWaste(m, s.mix, Number(s.batch));
-    delete w.batch_list;
-    out.waste = w;
-    var stream = RM.mixStream(s.mix, Number(s.stream_count));
-    var prompts = stream.gens.map(function () { return m.prompt; });
-    out.serve_static = RM.serveStatic(m, prompts, stream.gens, Number(s.batch), s.policy).summary;
-    out.serve_continuous = RM.serveContinuous(m, prompts, stream.gens, Number(s.batch)).summary;
-    return out;
-  };
+  window.rooflineCompute = function (settings) { return RM.compute(settings); };
 
   function plotStats() {
     var out = {};

@@ -1,14 +1,14 @@
-/* The roofline model, ported line for line from the Python package so the page can redraw
- * every what-if without a server. Each function names the Python function it mirrors; the
- * numbers it reads come from roofline.chart_data.page_data(), and the browser test checks the
- * results against roofline.predict / bend / batching / serving (api.waste, api.simulate, api.choose) to 1e-6.
+/* The roofline model, ported from the Python package so the page can redraw every what-if
+ * without a server. Each function names the Python function it mirrors; the numbers it reads
+ * come from roofline.chart_data.page_data(). tests/test_model_js.py runs this file under node
+ * against the Python package on many scenarios (to 1e-9); the browser test checks the page.
  * Base units throughout: bytes, FLOP, seconds, bytes/s, FLOP/s. */
 "use strict";
 
 var RooflineModel = (function () {
   var SAMPLES = 16; // roofline.decode.decode_contexts(samples=16)
-  var BOUNDS = ["overhead", "memory", "compute"]; // roofline.decode.BOUNDS
-  var KNEE_ELASTICITY = 0.5; // roofline.predict.KNEE_ELASTICITY
+  var BOUNDS = ["overhead", "memory", "compute"]; // roofline.step.BOUNDS
+  var KNEE_ELASTICITY = 0.5; // roofline.prediction.KNEE_ELASTICITY
 
   function create(DATA) {
     var CARDS = {}, MODELS = {};
@@ -17,16 +17,16 @@ var RooflineModel = (function () {
 
     var MAX_EXPONENT = DATA.max_exponent; // roofline.calibration.MAX_EXPONENT
 
-    // roofline.decode.pnorm: a sum at p = 1, exactly the max at p >= MAX_EXPONENT, a blend between
+    // roofline.step.pnorm: a sum at p <= 1, exactly the max at p >= MAX_EXPONENT, a blend between
     function pnorm(a, b, p) {
       if (p <= 1.0) return a + b;
       var hi = Math.max(a, b);
-      if (p >= MAX_EXPONENT) return hi;
-      var ratio = hi > 0 ? Math.min(a, b) / hi : 0.0;
+      if (p >= MAX_EXPONENT || hi <= 0) return hi;
+      var ratio = Math.min(a, b) / hi;
       return hi * Math.exp(Math.log1p(Math.pow(ratio, p)) / p);
     }
 
-    // roofline.predict.make_scenario + roofline.decode.StepModel
+    // roofline.scenario.make_scenario + roofline.step.StepModel (its derived scalars and _c)
     function scenario(s) {
       var card = CARDS[s.card], model = MODELS[s.model];
       if (!card) throw new Error("unknown card " + s.card);
@@ -35,7 +35,7 @@ var RooflineModel = (function () {
       var kvCache = !s.kv_cache || s.kv_cache === "auto" ? cal.kv_cache : s.kv_cache;
       var bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
       var peak = cal.measured_peak_flop_per_s || card.peak_flop_per_s;
-      return {
+      var m = {
         card: card, model: model, cal: cal, kvCache: kvCache,
         logits: s.logits || "last",
         prompt: Number(s.prompt_tokens), gen: Number(s.gen_tokens),
@@ -45,47 +45,82 @@ var RooflineModel = (function () {
         kvb: model.kv_bytes_per_token[s.kv_dtype],
         bw: bw, peak: peak, balance: peak / bw,
         overhead: cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers,
-        // StepModel.act_bytes_per_token, prefill_act_bytes_per_token
         actBpt: cal.activation_traffic_coeff * model.act_width_bytes_per_token,
         preActBpt: cal.prefill_activation_traffic_coeff * model.act_width_bytes_per_token,
       };
+      var sPerByte = 1.0 / (cal.bandwidth_efficiency * bw);
+      var sPerDecodeFlop = 1.0 / (cal.compute_efficiency * peak);
+      var sPerAttentionFlop = 1.0 / (cal.attention_efficiency * peak);
+      var sPerPrefillFlop = 1.0 / (cal.prefill_compute_efficiency * peak);
+      var attnFlop = model.attention_flop_per_context_token;
+      m.c = [
+        cal.prefill_overhead_s,                                 // 0 prefill overhead
+        Math.max(m.overhead, cal.prefill_overhead_s),           // 1 mixed-pass overhead
+        m.weightRead * sPerByte,                                // 2 matmul memory
+        model.linear_flop_per_token * sPerDecodeFlop,           // 3 per decode token
+        model.body_linear_flop_per_token * sPerPrefillFlop,     // 4 per prompt token
+        2.0 * model.lm_head_params * sPerPrefillFlop,           // 5 per prefill logit row
+        m.kvb * sPerByte,                                       // 6 per KV token moved
+        cal.kv_traffic_factor,                                  // 7 KV moved per KV read
+        attnFlop * sPerAttentionFlop,                           // 8 per decode pair
+        attnFlop * sPerPrefillFlop,                             // 9 per prefill pair
+        m.actBpt * sPerByte,                                    // 10 per decode token
+        m.preActBpt * sPerByte,                                 // 11 per prompt token
+        cal.roofline_exponent,                                  // 12 p
+        cal.overhead_exponent,                                  // 13 q
+      ];
+      return m;
     }
 
-    // StepModel.pass_time for scalars: the weight matmuls, attention and the elementwise
-    // kernels each on their own roofline, summed, overlapped with the overhead. Returns
-    // [total, overhead, memory, compute]: memory the families whose bytes outweigh their FLOPs
-    // (elementwise always), compute the others.
-    function passTime(m, overhead, weightBytes, gemmDec, kvBytes, attnDec, actTokens, gemmPre, attnPre, preActTokens) {
-      var cal = m.cal;
-      gemmPre = gemmPre || 0.0; attnPre = attnPre || 0.0; preActTokens = preActTokens || 0.0;
-      var sPerByte = 1.0 / (cal.bandwidth_efficiency * m.bw);
-      var sPerFlop = 1.0 / m.peak;
-      var gemmMem = weightBytes * sPerByte;
-      var gemmComp = sPerFlop * (gemmDec / cal.compute_efficiency + gemmPre / cal.prefill_compute_efficiency);
-      var attnMem = kvBytes * sPerByte;
-      var attnComp = sPerFlop * (attnDec / cal.attention_efficiency + attnPre / cal.prefill_compute_efficiency);
-      var elem = sPerByte * (actTokens * m.actBpt + preActTokens * m.preActBpt);
-      var p = cal.roofline_exponent;
-      var gemm = pnorm(gemmMem, gemmComp, p);
-      var attn = pnorm(attnMem, attnComp, p);
-      var total = pnorm(overhead, gemm + attn + elem, cal.overhead_exponent);
-      var gemmOnMemory = gemmMem >= gemmComp, attnOnMemory = attnMem >= attnComp;
-      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + elem;
+    // roofline.step.PassWork, decode_work, prefill_work
+    function work(d, kv, p, pairs, rows) {
+      return { d: d || 0.0, kv: kv || 0.0, p: p || 0.0, pairs: pairs || 0.0, rows: rows || 0.0 };
+    }
+    function decodeWork(batch, kvRead) { return work(batch, kvRead, 0, 0, 0); }
+    function prefillWork(tokens, pairs, rows) { return work(0, 0, tokens, pairs, rows); }
+
+    // StepModel.overhead_s
+    function overheadS(m, d, p) {
+      if (p > 0) return d > 0 ? m.c[1] : m.c[0];
+      return m.overhead;
+    }
+
+    // StepModel.pass_parts: [overhead, matmul memory, matmul compute, attention memory, attention compute, elementwise]
+    function passParts(m, w) {
+      var c = m.c;
+      return [overheadS(m, w.d, w.p), c[2], w.d * c[3] + w.p * c[4] + w.rows * c[5],
+              (c[7] * w.kv + w.d + w.p) * c[6], w.kv * c[8] + w.pairs * c[9], w.d * c[10] + w.p * c[11]];
+    }
+
+    // StepModel.pass_s
+    function passS(m, w) {
+      var x = passParts(m, w), p = m.c[12];
+      return pnorm(x[0], pnorm(x[1], x[2], p) + pnorm(x[3], x[4], p) + x[5], m.c[13]);
+    }
+
+    // StepModel.pass_breakdown: [total, overhead, memory, compute]
+    function passBreakdown(m, w) {
+      var x = passParts(m, w), p = m.c[12];
+      var gemm = pnorm(x[1], x[2], p), attn = pnorm(x[3], x[4], p);
+      var total = pnorm(x[0], gemm + attn + x[5], m.c[13]);
+      var gemmOnMemory = x[1] >= x[2], attnOnMemory = x[3] >= x[4];
+      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + x[5];
       var compute = (gemmOnMemory ? 0.0 : gemm) + (attnOnMemory ? 0.0 : attn);
-      return [total, overhead, memory, compute];
+      return [total, x[0], memory, compute];
     }
 
-    // StepModel.decode_step (decode_work, then pass_time) for one (batch, context)
+    // StepModel.linear_flop, attention_flop, bytes_counted
+    function linearFlop(m, w) {
+      return w.d * m.model.linear_flop_per_token + w.p * m.model.body_linear_flop_per_token
+        + w.rows * 2.0 * m.model.lm_head_params;
+    }
+    function attentionFlop(m, w) { return (w.kv + w.pairs) * m.model.attention_flop_per_context_token; }
+    function bytesCounted(m, w) { return m.weightRead + (w.kv + w.p) * m.kvb; }
+
+    // roofline.decode.decode_step for one (batch, context): [total, overhead, memory, compute, counted, linear, attention]
     function decodeStep(m, batch, context) {
-      var cal = m.cal, model = m.model;
-      var kvRead = batch * context;
-      var counted = m.weightRead + kvRead * m.kvb;
-      var moved = m.weightRead + m.kvb * (cal.kv_traffic_factor * kvRead + batch) + batch * m.actBpt;
-      var linear = batch * model.linear_flop_per_token;
-      var attention = kvRead * model.attention_flop_per_context_token;
-      var kvBytes = moved - m.weightRead - batch * m.actBpt;
-      var t = passTime(m, m.overhead, m.weightRead, linear, kvBytes, attention, batch);
-      return [t[0], t[1], t[2], t[3], counted, moved, linear, attention];
+      var w = decodeWork(batch, batch * context), t = passBreakdown(m, w);
+      return [t[0], t[1], t[2], t[3], bytesCounted(m, w), linearFlop(m, w), attentionFlop(m, w)];
     }
 
     // roofline.decode.decode_contexts for one (prompt, gen)
@@ -105,23 +140,23 @@ var RooflineModel = (function () {
     // roofline.decode.mean_decode for one batch
     function meanDecode(m, batch, ctx) {
       ctx = ctx || contexts(m);
-      var acc = [0, 0, 0, 0, 0, 0, 0, 0], w = 1.0 / SAMPLES, meanCtx = 0;
+      var acc = [0, 0, 0, 0, 0, 0, 0], w = 1.0 / SAMPLES, meanCtx = 0;
       for (var k = 0; k < SAMPLES; k++) {
         var v = decodeStep(m, batch, ctx[k]);
-        for (var i = 0; i < 8; i++) acc[i] += v[i] * w;
+        for (var i = 0; i < 7; i++) acc[i] += v[i] * w;
         meanCtx += ctx[k] * w;
       }
       return {
         step_s: acc[0], overhead_s: acc[1], memory_s: acc[2], compute_s: acc[3],
-        bytes_counted: acc[4], bytes_moved: acc[5], linear_flop: acc[6], attention_flop: acc[7],
+        bytes_counted: acc[4], linear_flop: acc[5], attention_flop: acc[6],
         bound_index: argmax3(acc[1], acc[2], acc[3]), mean_context_tokens: meanCtx,
       };
     }
 
-    // TPOT only (roofline.predict.bend's grid): mean_decode's step time, without its other parts
+    // TPOT only (roofline.prediction.bend's grid): mean_decode's step time, without its other parts
     function tpotOnly(m, batch, ctx) {
       var acc = 0, w = 1.0 / SAMPLES;
-      for (var k = 0; k < SAMPLES; k++) acc += decodeStep(m, batch, ctx[k])[0] * w;
+      for (var k = 0; k < SAMPLES; k++) acc += passS(m, decodeWork(batch, batch * ctx[k])) * w;
       return acc;
     }
 
@@ -130,18 +165,14 @@ var RooflineModel = (function () {
       return logits === "last" ? batch : batch * prompt;
     }
 
-    // roofline.prefill.prefill (prefill_work, then pass_time at the prefill's terms)
+    // roofline.prefill.prefill (static_prefill_work, then pass_breakdown)
     function prefill(m, batch) {
-      var cal = m.cal, model = m.model, prompt = m.prompt;
-      var tokens = batch * prompt;
-      var linear = tokens * model.body_linear_flop_per_token
-        + 2.0 * model.lm_head_params * logitPositions(batch, prompt, m.logits);
-      var pairs = batch * prompt * (prompt + 1.0) / 2.0;
-      var attention = pairs * model.attention_flop_per_context_token;
-      var bytes = m.weightRead + tokens * m.kvb;
-      var t = passTime(m, cal.prefill_overhead_s, m.weightRead, 0.0, tokens * m.kvb, 0.0, 0.0, linear, attention, tokens);
+      var prompt = m.prompt, tokens = batch * prompt;
+      var w = prefillWork(tokens, batch * prompt * (prompt + 1.0) / 2.0, logitPositions(batch, prompt, m.logits));
+      var t = passBreakdown(m, w);
       return { ttft_s: t[0], overhead_s: t[1], memory_s: t[2], compute_s: t[3],
-               bytes: bytes + tokens * m.preActBpt, flop: linear + attention, bound_index: argmax3(t[1], t[2], t[3]) };
+               bytes: bytesCounted(m, w) + tokens * m.preActBpt, flop: linearFlop(m, w) + attentionFlop(m, w),
+               bound_index: argmax3(t[1], t[2], t[3]) };
     }
 
     // roofline.memory.peak_memory
@@ -166,16 +197,16 @@ var RooflineModel = (function () {
                peak_at: prefillWins ? "prefill" : "end" };
     }
 
-    // one row of roofline.predict.evaluate
+    // one row of roofline.prediction.evaluate
     function row(m, batch, ctx) {
       var dec = meanDecode(m, batch, ctx), pre = prefill(m, batch), mem = peakMemory(m, batch);
       var tpot = dec.step_s, ttft = pre.ttft_s;
       return {
-        batch: batch, ttft_s: ttft, tpot_s: tpot, per_request_tok_s: 1.0 / tpot, throughput_tok_s: batch / tpot,
+        batch: batch, ttft_s: ttft, tpot_s: tpot, per_user_tok_s: 1.0 / tpot, throughput_tok_s: batch / tpot,
         peak_mem_gib: mem.peak_bytes / DATA.gib,
         intensity_flop_per_byte: dec.linear_flop / dec.bytes_counted,
-        compute_ceiling_pct: 100.0 * dec.linear_flop / tpot / m.peak,
-        bandwidth_ceiling_pct: 100.0 * dec.bytes_counted / tpot / m.bw,
+        compute_ceiling_fraction: dec.linear_flop / tpot / m.peak,
+        bandwidth_ceiling_fraction: dec.bytes_counted / tpot / m.bw,
         bound: BOUNDS[dec.bound_index], e2e_s: ttft + Math.max(m.gen - 1, 0) * tpot,
         ttft_bound: BOUNDS[pre.bound_index], peak_mem_bytes: mem.peak_bytes,
         fits_in_memory: mem.peak_bytes <= m.card.memory_bytes,
@@ -214,7 +245,7 @@ var RooflineModel = (function () {
       return res;
     }
 
-    // roofline.predict._pow2_bracket
+    // roofline.prediction._pow2_bracket
     function pow2Bracket(loValue, hiValue) {
       var lo = Math.pow(2, Math.max(0, Math.ceil(Math.log2(loValue)) - 1));
       var hi = Math.pow(2, Math.ceil(Math.log2(hiValue)));
@@ -235,7 +266,7 @@ var RooflineModel = (function () {
       return GRID;
     }
 
-    // roofline.predict.bend
+    // roofline.prediction.bend
     function bend(m) {
       var model = m.model, balance = m.balance, ctx = contexts(m);
       var dec1 = meanDecode(m, 1.0, ctx);
@@ -338,82 +369,17 @@ var RooflineModel = (function () {
                wasted_slots: slots - needed, waste_fraction: (slots - needed) / slots, batch_list: batches };
     }
 
-    // roofline.serving.FastStep: pass_time for scalars, as the simulators' hot loops compute it
-    function fastStep(m) {
-      if (m.fast) return m.fast;
-      var cal = m.cal, model = m.model;
-      var decodeOverhead = m.overhead;
-      m.fast = {
-        sPerByte: 1.0 / (cal.bandwidth_efficiency * m.bw),
-        sPerDecodeFlop: 1.0 / (cal.compute_efficiency * m.peak),
-        sPerAttentionFlop: 1.0 / (cal.attention_efficiency * m.peak),
-        sPerPrefillFlop: 1.0 / (cal.prefill_compute_efficiency * m.peak),
-        lmHeadFlopPerPosition: 2.0 * model.lm_head_params,
-        decodeOverhead: decodeOverhead,
-        mixedPrefillOverhead: Math.max(decodeOverhead, cal.prefill_overhead_s),
-      };
-      return m.fast;
-    }
-
-    // FastStep._pass
-    function fastPass(m, f, overhead, gemmComp, kvBytes, attnComp, actBytes) {
-      var p = m.cal.roofline_exponent;
-      var work = pnorm(m.weightRead * f.sPerByte, gemmComp, p) + pnorm(kvBytes * f.sPerByte, attnComp, p)
-        + actBytes * f.sPerByte;
-      return pnorm(overhead, work, m.cal.overhead_exponent);
-    }
-
-    // FastStep.prefill_s: prompts of different lengths prefilled together, last-position logits
-    function prefillMany(m, sequences, promptTokens, promptPairs) {
-      var f = fastStep(m), model = m.model;
-      var gemm = (promptTokens * model.body_linear_flop_per_token + sequences * f.lmHeadFlopPerPosition) * f.sPerPrefillFlop;
-      var attn = promptPairs * model.attention_flop_per_context_token * f.sPerPrefillFlop;
-      return fastPass(m, f, m.cal.prefill_overhead_s, gemm, promptTokens * m.kvb, attn, promptTokens * m.preActBpt);
-    }
-
-    // FastStep.mixed_s (StepModel.mixed_step_s for scalars): the newcomers' prompt tokens
-    // through the body, the LM head once per newcomer
-    function fastMixed(m, decodeBatch, kvRead, prefillTokens, prefillPairs, prefillSequences) {
-      var f = fastStep(m), model = m.model, cal = m.cal;
-      prefillTokens = prefillTokens || 0; prefillPairs = prefillPairs || 0; prefillSequences = prefillSequences || 0;
-      var kvBytes = m.kvb * (cal.kv_traffic_factor * kvRead + decodeBatch + prefillTokens);
-      var gemm = decodeBatch * model.linear_flop_per_token * f.sPerDecodeFlop
-        + (prefillTokens * model.body_linear_flop_per_token + prefillSequences * f.lmHeadFlopPerPosition) * f.sPerPrefillFlop;
-      var attn = kvRead * model.attention_flop_per_context_token * f.sPerAttentionFlop
-        + prefillPairs * model.attention_flop_per_context_token * f.sPerPrefillFlop;
-      var act = decodeBatch * m.actBpt + prefillTokens * m.preActBpt;
-      var overhead = prefillTokens > 0 ? f.mixedPrefillOverhead : f.decodeOverhead;
-      return fastPass(m, f, overhead, gemm, kvBytes, attn, act);
-    }
-
-    // roofline.decode.StepModel.mixed_step_s through pass_time
-    function mixedStep(m, decodeBatch, kvRead, prefillTokens, prefillPairs, prefillSequences) {
-      var cal = m.cal, model = m.model;
-      prefillTokens = prefillTokens || 0; prefillPairs = prefillPairs || 0; prefillSequences = prefillSequences || 0;
-      var kvBytes = m.kvb * (cal.kv_traffic_factor * kvRead + decodeBatch + prefillTokens);
-      var gemmPrefill = prefillTokens * model.body_linear_flop_per_token + prefillSequences * 2.0 * model.lm_head_params;
-      var overhead = prefillTokens > 0 ? Math.max(m.overhead, cal.prefill_overhead_s) : m.overhead;
-      return passTime(m, overhead, m.weightRead, decodeBatch * model.linear_flop_per_token, kvBytes,
-                      kvRead * model.attention_flop_per_context_token, decodeBatch, gemmPrefill,
-                      prefillPairs * model.attention_flop_per_context_token, prefillTokens)[0];
-    }
-
-    // StepModel.decode_step_s = mixed_step_s with nothing prefilled
-    function decodeStepS(m, batch, kvRead) {
-      return mixedStep(m, batch, kvRead, 0.0, 0.0, 0.0);
-    }
-
     // roofline.serving.static_batch_times
     function staticBatchTimes(m, prompts, gens) {
       var n = gens.length, longest = Math.max.apply(null, gens), promptSum = 0, pairs = 0;
       for (var i = 0; i < n; i++) { promptSum += prompts[i]; pairs += prompts[i] * (prompts[i] + 1.0); }
-      var pre = prefillMany(m, n, promptSum, pairs / 2.0);
+      var pre = passS(m, prefillWork(promptSum, pairs / 2.0, n));
       var cum = [0.0];
-      for (var k = 1; k < longest; k++) cum.push(cum[k - 1] + decodeStepS(m, n, promptSum + n * k));
+      for (var k = 1; k < longest; k++) cum.push(cum[k - 1] + passS(m, decodeWork(n, promptSum + n * k)));
       return { pre: pre, cum: cum };
     }
 
-    // roofline.batching.mix_waste (policy whole-batch)
+    // roofline.batching.mix_waste (return policy whole-batch)
     function mixWaste(m, mix, batch) {
       var classes = parseMix(mix), st = mixStream(mix), gens = st.gens, n = gens.length;
       var acct = tokenAccounting(gens, batch), e2e = new Array(n), ttft = new Array(n);
@@ -460,9 +426,9 @@ var RooflineModel = (function () {
     }
 
     // roofline.serving.serve_static, every request arriving at t = 0
-    function serveStatic(m, prompts, gens, slots, policy) {
+    function serveStatic(m, prompts, gens, slots, returnPolicy) {
       var n = gens.length, ttft = new Array(n), finish = new Array(n), t = 0, passes = 0, useful = 0;
-      var whole = policy === "whole-batch";
+      var whole = returnPolicy === "whole-batch";
       for (var i = 0; i < n; i += slots) {
         var j = Math.min(i + slots, n), tb = staticBatchTimes(m, prompts.slice(i, j), gens.slice(i, j));
         var first = t + tb.pre;
@@ -483,7 +449,7 @@ var RooflineModel = (function () {
         if (k) {
           var j = nxt + k, pTok = 0, pPairs = 0, p1 = 0;
           for (var r = nxt; r < j; r++) { pTok += prompts[r]; pPairs += prompts[r] * (prompts[r] + 1.0) / 2.0; p1 += prompts[r] + 1.0; }
-          t += fastMixed(m, running, kv, pTok, pPairs, k);
+          t += passS(m, work(running, kv, pTok, pPairs, k));
           it += 1;
           kv += running + p1;
           for (r = nxt; r < j; r++) {
@@ -495,7 +461,7 @@ var RooflineModel = (function () {
           running += k;
           nxt = j;
         } else {
-          t += fastMixed(m, running, kv, 0, 0);
+          t += passS(m, decodeWork(running, kv));
           it += 1;
           kv += running;
         }
@@ -510,8 +476,30 @@ var RooflineModel = (function () {
                        useful: useful, makespan_s: Math.max.apply(null, finish) });
     }
 
+    // Everything the parity tests compare with Python for one setting (the page's initial settings
+    // overridden by ``settings``): predict's rows at settings.batches, the bend, the chosen and the
+    // largest fitting batch (roofline choose), static waste (roofline waste) and both servers.
+    function compute(settings) {
+      var s = Object.assign({}, DATA.initial, settings);
+      var maxBatch = DATA.bend_max_batch;
+      var m = scenario(s);
+      var batches = s.batches || [1, 2, 4, 8, 16, 32, 64, 128];
+      var out = { rows: rows(m, batches), bend: bend(m), chosen_batch: chosenBatch(m, Number(s.ttft_max_s), maxBatch),
+                  fits_batch: fitsBatch(m, maxBatch) };
+      var w = mixWaste(m, s.mix, Number(s.batch));
+      delete w.batch_list;
+      out.waste = w;
+      var stream = mixStream(s.mix, Number(s.stream_count));
+      var prompts = stream.gens.map(function () { return m.prompt; });
+      out.serve_static = serveStatic(m, prompts, stream.gens, Number(s.batch), s.return_policy).summary;
+      out.serve_continuous = serveContinuous(m, prompts, stream.gens, Number(s.batch)).summary;
+      return out;
+    }
+
     return {
-      pnorm: pnorm, scenario: scenario, passTime: passTime, mixedStep: mixedStep, meanDecode: meanDecode, prefill: prefill, peakMemory: peakMemory,
+      compute: compute, pnorm: pnorm, scenario: scenario, work: work, decodeWork: decodeWork, prefillWork: prefillWork,
+      passParts: passParts, passS: passS, passBreakdown: passBreakdown, meanDecode: meanDecode, prefill: prefill,
+      peakMemory: peakMemory,
       row: row, rows: rows, bend: bend, contexts: contexts, fitsBatch: fitsBatch, chosenBatch: chosenBatch,
       parseMix: parseMix, interleave: interleave, mixStream: mixStream, tokenAccounting: tokenAccounting,
       mixWaste: mixWaste, staticBatchTimes: staticBatchTimes, serveStatic: serveStatic,
@@ -521,3 +509,5 @@ var RooflineModel = (function () {
 
   return { create: create };
 })();
+
+if (typeof module !== "undefined" && module.exports) module.exports = RooflineModel; // node (tests/test_model_js.py)

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.calibration import MAX_EXPONENT, Calibration
-from roofline.decode import StepModel, mean_decode
+from roofline.calibration import DECODE_TERMS, MEMORY_TERMS, PREFILL_TERMS, TERMS, Calibration
+from roofline.decode import mean_tpot_s
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile
 from roofline.memory import peak_memory
 from roofline.model_spec import load_model
 from roofline.prefill import prefill
+from roofline.step import StepModel
 
 
 @dataclass
@@ -61,10 +62,10 @@ def _groups(rows, statistic: str = "mean") -> tuple[list[_Group], str, str]:
     if not rows:
         raise RooflineError("no completed measurements to fit (every row is an OOM marker?)")
     engines = sorted({r.engine for r in rows})
-    policies = sorted({r.kv_cache for r in rows})
-    if len(engines) > 1 or len(policies) > 1:
+    kv_caches = sorted({r.kv_cache for r in rows})
+    if len(engines) > 1 or len(kv_caches) > 1:
         raise RooflineError(
-            f"measurements mix engines {engines} / kv caches {policies}: fit one engine at a time"
+            f"measurements mix engines {engines} / kv caches {kv_caches}: fit one engine at a time"
         )
     out = []
     for name in sorted({r.model for r in rows}):
@@ -82,41 +83,28 @@ def _groups(rows, statistic: str = "mean") -> tuple[list[_Group], str, str]:
                 peak=np.array([nan if r.peak_mem_bytes is None else r.peak_mem_bytes for r in rs], float),
             )
         )
-    return out, engines[0], policies[0]
+    return out, engines[0], kv_caches[0]
 
 
 def _with(cal: Calibration, **terms) -> Calibration:
     return cal.model_copy(update=terms)
 
 
-def _predict_group(card: CardProfile, cal: Calibration, g: _Group, policy: str):
+def _predict_group(card: CardProfile, cal: Calibration, g: _Group, kv_cache: str):
     m = StepModel(g.spec, card, cal)
-    tpot = mean_decode(m, g.batch, g.prompt, g.gen, policy)["step_s"]
-    ttft = np.array([prefill(m, b, p)["ttft_s"] for b, p in zip(g.batch, g.prompt)]).reshape(-1)
-    peak = peak_memory(m, g.batch, g.prompt, g.gen, policy)["peak_bytes"]
+    tpot = mean_tpot_s(m, g.batch, g.prompt, g.gen, kv_cache)
+    ttft = prefill(m, g.batch, g.prompt)["ttft_s"]
+    peak = peak_memory(m, g.batch, g.prompt, g.gen, kv_cache)["peak_bytes"]
     return tpot, ttft, peak
 
 
-# ---- the three sub-fits ----
-_DECODE_TERMS = (
-    # name, lower, upper, log-scaled
-    ("step_overhead_s", 0.0, 1.0, False),
-    ("layer_overhead_s", 0.0, 0.05, False),
-    ("bandwidth_efficiency", 0.05, 1.0, False),
-    ("compute_efficiency", 0.05, 1.0, False),
-    ("attention_efficiency", 1e-3, 1.0, True),
-    ("kv_traffic_factor", 0.5, 16.0, False),
-    ("activation_traffic_coeff", 0.0, 64.0, False),
-    ("roofline_exponent", 1.0, MAX_EXPONENT, True),
-    ("overhead_exponent", 1.0, MAX_EXPONENT, True),
-)
-
-
-def _solve(residual, names, lows, highs, logs, starts, loss="linear"):
+# ---- the three sub-fits (bounds: roofline.calibration.TERMS) ----
+def _solve(residual, names, starts, loss="linear"):
     from scipy.optimize import least_squares
 
-    lo = np.array([np.log(v) if lg else v for v, lg in zip(lows, logs)])
-    hi = np.array([np.log(v) if lg else v for v, lg in zip(highs, logs)])
+    logs = [TERMS[n].log for n in names]
+    lo = np.array([np.log(TERMS[n].fit_bounds[0]) if TERMS[n].log else TERMS[n].fit_bounds[0] for n in names])
+    hi = np.array([np.log(TERMS[n].fit_bounds[1]) if TERMS[n].log else TERMS[n].fit_bounds[1] for n in names])
 
     def unpack(x):
         return {n: (float(np.exp(v)) if lg else float(v)) for n, v, lg in zip(names, x, logs)}
@@ -146,10 +134,9 @@ def _unidentifiable(groups) -> set[str]:
     return held
 
 
-def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
+def _fit_decode(card, base: Calibration, groups, kv_cache) -> Calibration:
     held = _unidentifiable(groups)
-    terms = [t for t in _DECODE_TERMS if t[0] not in held]
-    names = [t[0] for t in terms]
+    names = [n for n in DECODE_TERMS if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])
 
@@ -158,7 +145,7 @@ def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
         out = []
         for g in groups:
             m = StepModel(g.spec, card, cal)
-            out.append(mean_decode(m, g.batch, g.prompt, g.gen, policy)["step_s"] / g.tpot - 1.0)
+            out.append(mean_tpot_s(m, g.batch, g.prompt, g.gen, kv_cache) / g.tpot - 1.0)
         return np.concatenate(out)
 
     starts = []
@@ -177,7 +164,7 @@ def _fit_decode(card, base: Calibration, groups, policy) -> Calibration:
         if "step_overhead_s" in names:
             s["step_overhead_s"], s["layer_overhead_s"] = share * min_tpot / 2, share * min_tpot / (2 * layers)
         starts.append(s)
-    best = _solve(residual, names, [t[1] for t in terms], [t[2] for t in terms], [t[3] for t in terms], starts)
+    best = _solve(residual, names, starts)
     return _with(base, **best)
 
 
@@ -198,21 +185,16 @@ def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
         return np.concatenate(out)
 
     min_ttft = min(float(np.nanmin(g.ttft)) for g in have)
-    all_names = ["prefill_overhead_s", "prefill_compute_efficiency", "prefill_activation_traffic_coeff"]
-    keep = [i for i, n in enumerate(all_names) if n not in _unidentifiable(groups)]
-    names = [all_names[i] for i in keep]
+    names = [n for n in PREFILL_TERMS if n not in _unidentifiable(groups)]
     starts = [
-        {n: v for n, v in zip(all_names, start)}
+        {n: v for n, v in zip(PREFILL_TERMS, start)}
         for start in ((0.5 * min_ttft, 0.7, 4.0), (0.05 * min_ttft, 0.4, 0.0), (0.2 * min_ttft, 0.9, 10.0))
     ]
-    lows, highs = [0.0, 0.02, 0.0], [10.0, 1.0, 64.0]
-    best = _solve(
-        residual, names, [lows[i] for i in keep], [highs[i] for i in keep], [False] * len(keep), starts, loss="soft_l1"
-    )
+    best = _solve(residual, names, starts, loss="soft_l1")
     return _with(cal, **best)
 
 
-def _fit_memory(card, cal: Calibration, groups, policy) -> Calibration:
+def _fit_memory(card, cal: Calibration, groups, kv_cache) -> Calibration:
     have = [g for g in groups if np.isfinite(g.peak).any()]
     if not have:
         return cal
@@ -223,13 +205,18 @@ def _fit_memory(card, cal: Calibration, groups, policy) -> Calibration:
         for g in have:
             m = StepModel(g.spec, card, c)
             ok = np.isfinite(g.peak)
-            pred = peak_memory(m, g.batch[ok], g.prompt[ok], g.gen[ok], policy)["peak_bytes"]
+            pred = peak_memory(m, g.batch[ok], g.prompt[ok], g.gen[ok], kv_cache)["peak_bytes"]
             out.append(pred / g.peak[ok] - 1.0)
         return np.concatenate(out)
 
     starts = [{"activation_coeff": 3.0, "workspace_bytes": 1e7}, {"activation_coeff": 1.0, "workspace_bytes": 1e8}]
-    best = _solve(residual, ["activation_coeff", "workspace_bytes"], [0.0, 0.0], [64.0, 64e9], [False, False], starts)
+    best = _solve(residual, list(MEMORY_TERMS), starts)
     return _with(cal, **best)
+
+
+def _fit_all(card, base: Calibration, groups, kv_cache) -> Calibration:
+    """Decode terms on TPOT, then the prefill's on TTFT, then memory's on peak memory."""
+    return _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, groups, kv_cache), groups), groups, kv_cache)
 
 
 def fit_calibration(
@@ -244,46 +231,46 @@ def fit_calibration(
     """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample and
     leave-one-model-out errors in ``fit_report``. ``tpot_statistic`` picks which statistic of
     the measured decode steps to fit (mean, median or p10: the latter two resist a noisy host)."""
-    groups, engine, policy = _groups(rows, tpot_statistic)
+    groups, engine, kv_cache = _groups(rows, tpot_statistic)
     base = Calibration(
         card=card.id,
         engine=engine,
-        kv_cache=policy,
+        kv_cache=kv_cache,
         measured_bandwidth_bytes_per_s=measured_bandwidth_bytes_per_s,
         measured_peak_flop_per_s=measured_peak_flop_per_s,
         source=source,
         fitted_on=[g.model for g in groups],
         tpot_statistic=tpot_statistic,
     )
-    cal = _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, groups, policy), groups), groups, policy)
-    report = {"in_sample": _errors(card, cal, groups, policy)}
+    cal = _fit_all(card, base, groups, kv_cache)
+    report = {"in_sample": _errors(card, cal, groups, kv_cache)}
     if cross_validate and len(groups) > 1:
         loo = {}
         for held in groups:
             rest = [g for g in groups if g is not held]
-            c = _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, rest, policy), rest), rest, policy)
-            loo[held.model] = _errors(card, c, [held], policy)
+            loo[held.model] = _errors(card, _fit_all(card, base, rest, kv_cache), [held], kv_cache)
         report["leave_one_model_out"] = loo
     return _with(cal, fit_report=report)
 
 
 def _mape(pred, meas) -> float | None:
+    """Mean absolute relative error, as a fraction (0.026 = 2.6%); None without measurements."""
     ok = np.isfinite(meas)
     if not ok.any():
         return None
-    return float(100.0 * np.mean(np.abs(pred[ok] / meas[ok] - 1.0)))
+    return float(np.mean(np.abs(pred[ok] / meas[ok] - 1.0)))
 
 
-def _errors(card, cal, groups, policy) -> dict:
-    preds = [_predict_group(card, cal, g, policy) for g in groups]
+def _errors(card, cal, groups, kv_cache) -> dict:
+    preds = [_predict_group(card, cal, g, kv_cache) for g in groups]
     cat = lambda i: np.concatenate([p[i] for p in preds])  # noqa: E731
     ttft_meas = np.concatenate([g.ttft for g in groups])
     large = np.concatenate([g.batch for g in groups]) >= LARGE_BATCH
     return {
-        "tpot_mape_pct": _mape(cat(0), np.concatenate([g.tpot for g in groups])),
-        "ttft_mape_pct": _mape(cat(1), ttft_meas),
-        f"ttft_mape_pct_batch_{LARGE_BATCH}_up": _mape(cat(1)[large], ttft_meas[large]),
-        "peak_mem_mape_pct": _mape(cat(2), np.concatenate([g.peak for g in groups])),
+        "tpot_mape_fraction": _mape(cat(0), np.concatenate([g.tpot for g in groups])),
+        "ttft_mape_fraction": _mape(cat(1), ttft_meas),
+        f"ttft_mape_fraction_batch_{LARGE_BATCH}_up": _mape(cat(1)[large], ttft_meas[large]),
+        "peak_mem_mape_fraction": _mape(cat(2), np.concatenate([g.peak for g in groups])),
         "points": int(sum(len(g.batch) for g in groups)),
     }
 
@@ -295,12 +282,12 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
     rows = [r for r in rows if r.batch >= min_batch]
     if not rows:
         raise RooflineError(f"no measurement has a batch of {min_batch} or more")
-    groups, engine, policy = _groups(rows, statistic)
+    groups, engine, kv_cache = _groups(rows, statistic)
     out_rows = []
     per_model = {}
     for g in groups:
-        tpot, ttft, peak = _predict_group(card, calibration, g, policy)
-        per_model[g.model] = _errors(card, calibration, [g], policy)
+        tpot, ttft, peak = _predict_group(card, calibration, g, kv_cache)
+        per_model[g.model] = _errors(card, calibration, [g], kv_cache)
         for i in range(len(g.batch)):
             out_rows.append(
                 {
@@ -316,7 +303,7 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
                     "peak_mem_predicted_bytes": float(peak[i]),
                 }
             )
-    summary = _errors(card, calibration, groups, policy)
+    summary = _errors(card, calibration, groups, kv_cache)
     return {
         "card": card.id,
         "engine": engine,

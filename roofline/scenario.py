@@ -1,0 +1,116 @@
+"""The scenario: everything an answer depends on besides the batch sizes, in one frozen object.
+
+Built once from names (``make_scenario``, all arguments by keyword; validation in one place) and
+passed by keyword from the CLI through the API to the model. ``scenario.step`` is the cost model
+(roofline.step.StepModel) of its model on its card under its calibration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+
+from roofline import validate
+from roofline.calibration import Calibration, load_calibration, shipped_calibration
+from roofline.hardware import CardProfile, load_card
+from roofline.model_spec import ModelSpec, load_model
+from roofline.prefill import LOGITS
+from roofline.step import StepModel
+from roofline.units import DTYPE_BYTES, dtype_name
+
+KV_CACHE_KINDS = ("dynamic", "static")
+DTYPES = tuple(DTYPE_BYTES)
+DEFAULT_ENGINE = "hf-eager"
+#: Longest prompt or generation accepted (tokens): beyond any model's context and still exact.
+MAX_TOKENS = 2**31
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    """A model on a card under a calibration, with the request shape and storage formats."""
+
+    card: CardProfile
+    model: ModelSpec
+    calibration: Calibration
+    engine: str = DEFAULT_ENGINE
+    prompt_tokens: int = 128
+    gen_tokens: int = 128
+    kv_cache: str = "dynamic"
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    logits: str = "last"
+
+    @cached_property
+    def step(self) -> StepModel:
+        """The pass cost model (roofline.step) of this model, card, calibration and dtypes."""
+        return StepModel(self.model, self.card, self.calibration, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+
+    def replace(self, **changes) -> "Scenario":
+        """A copy with some fields changed (validated as make_scenario validates them)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields.update(changes)
+        return make_scenario(**fields)
+
+    def meta(self) -> dict:
+        """What the answer was computed for (plain data, base units)."""
+        step, cal = self.step, self.calibration
+        return {
+            "card": self.card.id,
+            "model": self.model.name,
+            "prompt_tokens": self.prompt_tokens,
+            "gen_tokens": self.gen_tokens,
+            "kv_cache": self.kv_cache,
+            "logits": self.logits,
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
+            "calibration": cal.label,
+            "calibration_source": cal.source,
+            "bandwidth_bytes_per_s": step.bandwidth_bytes_per_s,
+            "peak_flop_per_s": step.peak_flop_per_s,
+            "balance_point_flop_per_byte": step.balance_point_flop_per_byte,
+            "memory_bytes": self.card.memory_bytes,
+        }
+
+
+def resolve_calibration(card: CardProfile, calibration, engine: str) -> Calibration:
+    """``calibration``: a Calibration, a file path, ``"auto"`` (the one shipped for card +
+    engine, else the pure roofline) or None (the pure roofline)."""
+    if calibration == "auto":
+        return shipped_calibration(card.id, engine) or Calibration.uncalibrated(card.id)
+    if calibration is None:
+        return Calibration.uncalibrated(card.id)
+    if isinstance(calibration, Calibration):
+        return calibration
+    return load_calibration(calibration)
+
+
+def make_scenario(
+    *,
+    card: str | CardProfile,
+    model: str | ModelSpec,
+    prompt_tokens: int = 128,
+    gen_tokens: int = 128,
+    calibration: Calibration | str | None = "auto",
+    engine: str = DEFAULT_ENGINE,
+    kv_cache: str | None = None,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    logits: str = "last",
+) -> Scenario:
+    """Resolve names and validate: the one way a Scenario is made."""
+    card_p = card if isinstance(card, CardProfile) else load_card(card)
+    spec = model if isinstance(model, ModelSpec) else load_model(model)
+    cal = resolve_calibration(card_p, calibration, engine)
+    return Scenario(
+        card=card_p,
+        model=spec,
+        calibration=cal,
+        engine=engine,
+        prompt_tokens=validate.whole(prompt_tokens, "prompt_tokens", maximum=MAX_TOKENS),
+        gen_tokens=validate.whole(gen_tokens, "gen_tokens", maximum=MAX_TOKENS),
+        kv_cache=validate.choice(kv_cache or cal.kv_cache, "kv_cache", KV_CACHE_KINDS),
+        weight_dtype=dtype_name(weight_dtype, "weight_dtype"),
+        kv_dtype=dtype_name(kv_dtype, "kv_dtype"),
+        logits=validate.choice(logits, "logits", LOGITS),
+    )
