@@ -590,7 +590,7 @@ def load_model(name_or_path: str) -> ModelSpec:
 # ---------------------------------------------------------------------------------------------
 
 _MISSING = object()
-_ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional", "su", "ntk"}
+_ROPE_TYPES = {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional", "su"}  # su: Phi-3's old longrope
 _LAYER_TYPES = {"full_attention", "sliding_attention"}
 
 
