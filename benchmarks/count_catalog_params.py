@@ -53,7 +53,8 @@ PUBLISHED_PARAMS = {
     "llama-3.1-8b": 8_030_261_248,
     "llama-3.1-70b": 70_553_706_496,
     "mistral-7b-v0.3": 7_248_023_552,
-    # safetensors totals of the HF repos, as remembered and cross-checked against the shapes
+    # exact totals as published (HF safetensors, model cards, papers), recalled rather than
+    # fetched here: a check on the configs, which were written independently of them
     "llama-2-7b": 6_738_415_616,
     "llama-2-13b": 13_015_864_320,
     "llama-2-70b": 68_976_648_192,
@@ -66,19 +67,16 @@ PUBLISHED_PARAMS = {
     "gpt-oss-20b": 20_914_757_184,
     "gpt-oss-120b": 116_829_156_672,
     "deepseek-v2-lite": 15_706_484_224,
-    "deepseek-v3": 671_026_419_200,
     "falcon-7b": 6_921_720_704,
     "pythia-6.9b": 6_857_302_016,
     "gemma-2-9b": 9_241_705_984,
     "phi-3-mini-4k": 3_821_079_552,
     "internlm2.5-7b": 7_737_708_544,
 }
-PUBLISHED_EXTRA = {
-    # DeepSeek-V3's safetensors hold e_score_correction_bias (58 MoE layers x 256 experts), a
-    # buffer in transformers, and leave out the MTP module (num_nextn_predict_layers), which
-    # the published 671B also leaves out.
-    "deepseek-v3": 58 * 256,
-}
+# (DeepSeek-V3 has no exact published count of its own: its "671B main model" is transformers'
+# 671,026,404,352 plus the 58 x 256 e_score_correction_bias values transformers holds as buffers;
+# the FP8 checkpoint's safetensors total adds weight scales and the 14B MTP module.)
+PUBLISHED_EXTRA: dict[str, int] = {}
 
 
 def internlm2_params(cfg: dict) -> int:

@@ -265,3 +265,25 @@ def test_a_gemma3_text_config_names_text_config_fields():
     cfg["text_config"]["num_hidden_layers"] = 0
     with pytest.raises(RooflineError, match="text_config.num_hidden_layers must be a positive integer"):
         ModelSpec.from_config_dict(cfg, "g")
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt-oss", "tiny-deepseek-v2", "tiny-qwen3-moe"])
+def test_kv_bytes_are_what_transformers_caches(name):
+    # prefill n tokens and decode one on the CPU: transformers' cache then holds n + 1 tokens in full
+    # layers, the MLA latent in DeepSeek's, and window - 1 tokens in a sliding layer (the step's own
+    # token joins them while it attends: kv_bytes counts that moment, the window)
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.AutoConfig.for_model(**json.loads((CATALOG_DIR / name / "config.json").read_text()))
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16).eval()
+    spec = load_model(name)
+    for n in (10, 100):
+        ids = torch.randint(0, cfg.vocab_size, (1, n))
+        with torch.no_grad():
+            cache = model(ids, use_cache=True).past_key_values
+            cache = model(ids[:, :1], past_key_values=cache, use_cache=True).past_key_values
+        held = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+        past_window = sum(g.layers * g.kv_elements_per_token * BF16 for g in spec.attention_groups
+                          if g.window is not None and n + 1 >= g.window)
+        assert held == spec.kv_bytes(n + 1) - past_window
