@@ -742,9 +742,9 @@ def _qwen_windows(c: _Config, layers: int) -> tuple | None:
     # Qwen2/Qwen3: use_sliding_window=false nulls sliding_window; otherwise the layers from
     # max_window_layers on are sliding (unless layer_types says otherwise).
     window = c.opt_int("sliding_window") if c.bool("use_sliding_window") else None
-    start = c.int("max_window_layers", minimum=0)
+    start = c.int("max_window_layers", minimum=0) if window is not None else layers
     return _windows_from_layer_types(c, layers, window, [
-        "sliding_attention" if window is not None and i >= start else "full_attention" for i in range(layers)])
+        "sliding_attention" if i >= start else "full_attention" for i in range(layers)])
 
 
 def _read_qwen2(c: _Config, mt: str) -> dict:

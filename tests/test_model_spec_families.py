@@ -287,3 +287,20 @@ def test_kv_bytes_are_what_transformers_caches(name):
         past_window = sum(g.layers * g.kv_elements_per_token * BF16 for g in spec.attention_groups
                           if g.window is not None and n + 1 >= g.window)
         assert held == spec.kv_bytes(n + 1) - past_window
+
+
+def test_a_spec_written_by_hand_is_checked():
+    dense = dict(name="x", model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=100,
+                 tie_word_embeddings=False, qkv_bias=False)
+    assert ModelSpec(**dense).param_count == 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128) + 5 * 64 + 2 * 6400
+    with pytest.raises(ValueError, match="num_experts must be positive"):
+        ModelSpec(**dense, moe_layer_indices=(1,))
+    with pytest.raises(ValueError, match="layer_windows names 1 layers"):
+        ModelSpec(**dense, layer_windows=(8,))
+    with pytest.raises(ValueError, match="MLA attention needs kv_lora_rank"):
+        ModelSpec(**dense, attention_kind="mla")
+    moe = ModelSpec(**dense, moe_layer_indices=(1,), num_experts=4, experts_per_token=2, moe_intermediate_size=32)
+    # layer 0 dense, layer 1: 4 experts of 3 x 64 x 32 and a 4 x 64 router instead of the dense MLP
+    assert moe.param_count == ModelSpec(**dense).param_count - 3 * 64 * 128 + 4 * 3 * 64 * 32 + 4 * 64
+    assert moe.active_intermediate_per_layer == (128, 64)
