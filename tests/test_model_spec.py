@@ -3,7 +3,14 @@ import json
 import pytest
 
 from roofline.errors import RooflineError
-from roofline.model_spec import CATALOG_DIR, ModelSpec, catalog_index, load_model, resolve_model_config_path
+from roofline.model_spec import (
+    CATALOG_DIR,
+    ModelSpec,
+    catalog_index,
+    catalog_names,
+    load_model,
+    resolve_model_config_path,
+)
 from roofline.units import GB, KiB
 
 REQUIRED = [
@@ -39,6 +46,42 @@ def test_param_count_matches_transformers(name):
     cfg = transformers.AutoConfig.for_model(**config)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
+    assert load_model(name).param_count == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", catalog_names(include_test=True))
+def test_every_catalog_count_is_the_recorded_transformers_count(name):
+    # catalog.json "params": written by benchmarks/count_catalog_params.py --write (transformers on the meta device)
+    assert load_model(name).param_count == catalog_index()[name]["params"]
+
+
+def _internlm2_by_hand(cfg):
+    # modeling_internlm2.py (internlm/internlm2_5-7b-chat, remote code): tok_embeddings V x h; per layer
+    # attention.wqkv h -> (heads + 2 kv) * d and attention.wo, both with bias=config.bias, feed_forward w1/w3
+    # (h -> I) and w2 (I -> h) without bias, attention_norm and ffn_norm; final norm; untied output h -> V
+    h, inter, heads, kv = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = h // heads
+    bias = cfg["bias"]
+    wqkv = h * (heads + 2 * kv) * d + bias * (heads + 2 * kv) * d
+    wo = heads * d * h + bias * h
+    layer = wqkv + wo + 3 * h * inter + 2 * h
+    return 2 * cfg["vocab_size"] * h + cfg["num_hidden_layers"] * layer + h
+
+
+@pytest.mark.parametrize("name", catalog_names(include_test=True))
+def test_every_catalog_model_matches_transformers(name):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = json.loads((CATALOG_DIR / name / "config.json").read_text())
+    if config["model_type"] == "internlm2":  # remote code, not in transformers: by hand
+        assert _internlm2_by_hand(config) == 7_737_708_544 == load_model(name).param_count
+        return
+    cfg = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        if config["model_type"] == "gemma3":  # the text model decodes; the vision tower is not counted
+            model = transformers.Gemma3ForCausalLM(cfg.text_config)
+        else:
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
     assert load_model(name).param_count == sum(p.numel() for p in model.parameters())
 
 
