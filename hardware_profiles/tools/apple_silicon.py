@@ -2,7 +2,7 @@
 
 Run from the repository root: ``python hardware_profiles/tools/apple_silicon.py``. The committed
 JSON files are the data; this script only keeps the 30 of them consistent. Every number below
-names its source; see /work/plan/notes/cards.md (and hardware_profiles/README.md) for the table.
+names its source; hardware_profiles/README.md has the resulting table.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ def profile(family: str, tier: str, cores: int, bw: float, mem_type: str, sizes:
     derivation = f"derived: {cores} GPU cores x 256 FLOP/clk ({ALU}) x {ghz} GHz ({clock_src})"
     if (family, tier, cores) in APPLE_TFLOPS:
         derivation += f"; {APPLE_TFLOPS[family, tier, cores]}"
+    short = f"derived as datasheet_bf16_flops: {cores} cores x 256 FLOP/clk x {ghz} GHz"
     memory = max(sizes)
     others = [s for s in sizes if s != memory]
     small = memory <= 32
@@ -138,10 +139,10 @@ def profile(family: str, tier: str, cores: int, bw: float, mem_type: str, sizes:
                                      "FP16 = FP32 rate on the GPU's ALUs (no separate matrix units before M5); bf16 is "
                                      "taken at the same rate (converted to fp32 for arithmetic; no separate figure found)"),
         "tensor_peaks": {
-            "fp32": _fig(tflops, "TFLOP/s", derivation, "GPU FP32 FMA rate"),
-            "fp16": _fig(tflops, "TFLOP/s", derivation, "FP16 issues at the FP32 rate (metal-benchmarks); MLX/Metal "
-                                                       "simdgroup matrix multiply runs on the same ALUs"),
-            "bf16": _fig(tflops, "TFLOP/s", derivation, "assumed at the FP32 rate"),
+            "fp32": _fig(tflops, "TFLOP/s", short, "GPU FP32 FMA rate"),
+            "fp16": _fig(tflops, "TFLOP/s", short, "FP16 issues at the FP32 rate (philipturner/metal-benchmarks); "
+                                                  "MLX/Metal simdgroup matrix multiply runs on the same ALUs"),
+            "bf16": _fig(tflops, "TFLOP/s", short, "assumed at the FP32 rate"),
         },
         "note": f"{cores}-core GPU at {ghz} GHz. Apple silicon has no int8/fp8 matrix path on the GPU: quantised "
                 "formats run weight-only at the fp16 rate. The Neural Engine is not counted (LLM engines use the GPU)",
