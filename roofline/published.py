@@ -18,6 +18,11 @@ Optional columns (blank or absent = the default in brackets)::
     flash_attn      yes | no [not stated]
     context_depth   tokens already in the KV cache before the measured phase [0]
                     (llama-bench ``-d``: ``tg32 @ d4096`` is prompt 0, depth 4096, gen 32)
+    batching        static: one batch of ``batch`` requests started together, fixed lengths
+                    (llama-bench, gptSessionBenchmark); continuous: continuous batching with
+                    ``batch`` requests in flight (a serving benchmark's max concurrency);
+                    offline: every request queued at once, the engine picks the running batch
+                    (``batch`` is then its cap when the source states one, else blank) [not stated]
     value_sd        the source's standard deviation of ``value``, same unit [not stated]
 
 ``metric`` and its allowed units (the value stays in the source's unit; this module converts)::
@@ -25,6 +30,9 @@ Optional columns (blank or absent = the default in brackets)::
     decode_tok_s_per_seq  tok/s   output tokens per second of ONE sequence
     decode_tok_s_total    tok/s   output tokens per second summed over the batch
     prefill_tok_s         tok/s   prompt tokens per second (all sequences of the batch)
+    output_tok_s_total    tok/s,  output tokens over the wall time of the whole run, prefill
+                          tok/s/gpu  included (a throughput benchmark's "output throughput");
+                                  per GPU when the source says so (times gpus in base_value)
     tpot_s                s, ms   time per output token of one sequence
     ttft_s                s, ms   time to first token
     e2e_s                 s, ms   request latency, first prompt token in to last token out
@@ -81,7 +89,7 @@ COLUMNS: tuple[str, ...] = (
     "reserved",
     "notes",
 )
-OPTIONAL_COLUMNS: tuple[str, ...] = ("gpus", "backend", "flash_attn", "context_depth", "value_sd")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("gpus", "backend", "flash_attn", "context_depth", "batching", "value_sd")
 
 ENGINES: tuple[str, ...] = ("llama.cpp", "vllm", "tensorrt-llm", "lmdeploy", "sglang", "mlc", "exllamav2")
 WEIGHT_FORMATS: tuple[str, ...] = (
@@ -91,12 +99,15 @@ WEIGHT_FORMATS: tuple[str, ...] = (
 )
 KV_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q4_0")
 BACKENDS: tuple[str, ...] = ("cuda", "metal", "vulkan", "rocm", "sycl", "cpu")
+#: How the batch was formed (see the module docstring).
+BATCHING: tuple[str, ...] = ("static", "continuous", "offline")
 
 #: Allowed units per metric, with the factor to the base unit (tok/s or seconds).
 METRIC_UNITS: dict[str, dict[str, float]] = {
     "decode_tok_s_per_seq": {"tok/s": 1.0},
     "decode_tok_s_total": {"tok/s": 1.0},
     "prefill_tok_s": {"tok/s": 1.0},
+    "output_tok_s_total": {"tok/s": 1.0, "tok/s/gpu": 1.0},
     "tpot_s": {"s": 1.0, "ms": MS},
     "ttft_s": {"s": 1.0, "ms": MS},
     "e2e_s": {"s": 1.0, "ms": MS},
@@ -142,6 +153,7 @@ class PublishedPoint:
     backend: str | None = None
     flash_attn: bool | None = None
     context_depth: int = 0
+    batching: str | None = None
     value_sd: float | None = None
 
     @property
@@ -151,8 +163,9 @@ class PublishedPoint:
 
     @property
     def base_value(self) -> float:
-        """``value`` in base units: tok/s for the rate metrics, seconds for the time metrics."""
-        return self.value * METRIC_UNITS[self.metric][self.unit]
+        """``value`` in base units: tok/s (all GPUs) for the rate metrics, seconds for the times."""
+        scale = METRIC_UNITS[self.metric][self.unit] * (self.gpu_count if self.unit == "tok/s/gpu" else 1)
+        return self.value * scale
 
     @property
     def tpot_s(self) -> float | None:
@@ -272,6 +285,7 @@ def _point_from_record(record: dict[str, str]) -> PublishedPoint:
         backend=_choice("backend", r["backend"], BACKENDS, blank_ok=True),
         flash_attn=_yes_no("flash_attn", r["flash_attn"], blank_ok=True),
         context_depth=_int("context_depth", r["context_depth"], minimum=0, blank_ok=True) or 0,
+        batching=_choice("batching", r["batching"], BATCHING, blank_ok=True),
         value_sd=_float("value_sd", r["value_sd"], positive=False, blank_ok=True),
     )
     problem = _check_point(point)
@@ -284,7 +298,7 @@ def _check_point(p: PublishedPoint) -> str | None:
     """Cross-column checks, as 'column: message', or None."""
     if p.gpus is not None and p.gpus < p.tp:
         return f"gpus: {p.gpus} is fewer than tp={p.tp}"
-    if p.metric in _DECODE_METRICS + ("e2e_s",) and p.gen_tokens == 0:
+    if p.metric in _DECODE_METRICS + ("e2e_s", "output_tok_s_total") and p.gen_tokens == 0:
         return f"gen_tokens: a {p.metric} row needs gen_tokens > 0"
     if p.metric in ("prefill_tok_s", "ttft_s", "e2e_s") and p.prompt_tokens == 0:
         return f"prompt_tokens: a {p.metric} row needs prompt_tokens > 0"
@@ -301,7 +315,7 @@ def _identity(p: PublishedPoint) -> tuple:
     """What makes two rows the same measured point (a second copy is a transcription error)."""
     return (p.source_url, p.engine, p.engine_version, p.card, p.card_as_named, p.model, p.weight_format,
             p.kv_dtype, p.tp, p.gpu_count, p.batch, p.prompt_tokens, p.gen_tokens, p.context_depth,
-            p.metric, p.backend, p.flash_attn)
+            p.metric, p.backend, p.flash_attn, p.batching)
 
 
 def read_published(path: str | os.PathLike) -> list[PublishedPoint]:
