@@ -56,7 +56,7 @@ WARMUP_DECODE_STEPS = 3
 #: sequences, one forward after another, like a serving engine's token budget) so that a large
 #: batch at a long prompt is not refused for the prefill's transient activations.
 LEGACY_DENSE_TYPES = ("llama", "qwen2", "mistral")
-PREFILL_CHUNK_TOKENS = 65536
+PREFILL_CHUNK_TOKENS = 32768
 #: Tests set this to run torch._grouped_mm on the CPU (where torch has it) instead of the loop.
 GROUPED_MM_ON_CPU = False
 MOE_MODEL_TYPES = ("qwen3_moe", "mixtral", "gpt_oss", "deepseek_v2", "deepseek_v3")
