@@ -1,22 +1,42 @@
 """Engine ``graph``: the floor a tuned engine reaches. Own decoder, static KV cache, CUDA graphs.
 
-A minimal decoder with the same shapes as the Hugging Face model (embedding, RMSNorm, RoPE, GQA
-attention, SwiGLU MLP, qkv bias when the model has one (qwen2), tied or untied lm_head) and random
-bf16 weights. q/k/v and gate/up are fused into one weight each: the same bytes and FLOPs as the
-HF model's separate projections, in fewer launches (as serving engines do).
+A minimal decoder with the same weight shapes as the Hugging Face model and random bf16 weights.
+Architectures (read from config.json): llama, mistral, qwen2, qwen3 (dense), and
+qwen3_moe, mixtral, gpt_oss, deepseek_v2, deepseek_v3 (mixture of experts).
 
-* The KV cache is preallocated for prompt + gen tokens (filled with random values, never read
-  unmasked). Every decode step reads the WHOLE cache with a validity mask, so its bytes do not
-  depend on how far decoding has got: kv_cache column ``static``.
-* Prefill runs eagerly (SDPA, causal). TTFT = prefill + argmax of the first token, synchronised.
+* Attention: GQA (qkv bias where the model has one, o bias for gpt_oss, per-head q/k RMSNorm for
+  qwen3 and qwen3_moe, one learned sink logit per head for gpt_oss), or MLA (deepseek: the cache
+  holds the normalised latent and the rope key; decode uses the absorbed form).
+* Sliding windows (``layer_types`` / ``sliding_window``): a windowed layer's cache is a ring of
+  min(prompt + gen, window) slots, written at pos % slots; every slot with index <= pos is valid.
+* Feed-forward: SwiGLU, dense or mixture of experts with the routing computed on the device
+  (``moe_forward``): router -> top-k -> sort the (token, k) pairs by expert -> counts and
+  cumulative offsets -> ``torch._grouped_mm`` for gate_up and down on CUDA (a loop over experts on
+  the CPU) -> weighted sum with ``index_add_``. No host synchronisation in the decode step.
+* q/k/v (and MLA's q with the latent projection) and gate/up are fused into one weight each: the
+  same bytes and FLOPs as the HF model's separate projections, in fewer launches (as serving
+  engines do).
+
+Measurement:
+
+* The KV cache is preallocated for prompt + gen tokens (windowed layers: capped at the window),
+  filled with random values, never read unmasked. Every decode step reads the WHOLE cache with a
+  validity mask, so its bytes do not depend on how far decoding has got: kv_cache ``static``.
+* Prefill runs eagerly (SDPA). TTFT = prefill + argmax of the first token, synchronised.
 * The decode step (embedding -> layers -> lm_head -> argmax, written back into the token buffer)
   is captured in ONE CUDA graph per batch size. The position is a device tensor updated in place
-  before each replay; the validity mask and the RoPE angles are computed from it inside the graph.
+  before each replay; the masks, ring slots and RoPE angles are computed from it inside the graph.
   Each replay is timed with CUDA events around it; tpot_s is the mean replay.
 * On the CPU the same step runs without capture, so CI exercises this code.
 
-RoPE is the plain rotary embedding: ``rope_scaling`` (llama3, yarn...) only changes the angles,
-not the work or the bytes, so timing does not depend on it and it is ignored.
+Simplified (the work and the bytes are the same; the numbers are not the trained model's):
+
+* RoPE is the plain rotary embedding: ``rope_scaling`` (llama3, yarn...) only changes the angles,
+  not the work or the bytes, so it is ignored (deepseek's yarn softmax scale is kept).
+* Every weight is bf16, gpt-oss's MXFP4 experts included (``weight_dtype`` bf16 in the rows);
+  deepseek's router, fp32 in HF, is bf16 here too (64-256 x hidden: negligible bytes).
+* MLA decode reads the latent cache twice (scores, then probs x latent), as two batched matmuls;
+  a fused kernel (FlashMLA) reads it once.
 
 We write our own decoder because capturing transformers' StaticCache in a manual CUDA graph hit
 a device-side index assert on the H200 in an earlier probe.
@@ -24,45 +44,124 @@ a device-side index assert on the H200 in an earlier probe.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
+from roofline.errors import RooflineError
+
 WARMUP_DECODE_STEPS = 3
+#: Models of these types with no sliding window prefill the whole batch in one forward, as the
+#: engine always did; every other model prefills at most this many tokens per forward (whole
+#: sequences, one forward after another, like a serving engine's token budget) so that a large
+#: batch at a long prompt is not refused for the prefill's transient activations.
+LEGACY_DENSE_TYPES = ("llama", "qwen2", "mistral")
+PREFILL_CHUNK_TOKENS = 32768
+#: Tests set this to run torch._grouped_mm on the CPU (where torch has it) instead of the loop.
+GROUPED_MM_ON_CPU = False
+MOE_MODEL_TYPES = ("qwen3_moe", "mixtral", "gpt_oss", "deepseek_v2", "deepseek_v3")
+MLA_MODEL_TYPES = ("deepseek_v2", "deepseek_v3")
+QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe")
+WEIGHT_DTYPE = "bf16"
+KV_DTYPE = "bf16"
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes from config.json
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Shapes:
+    """Everything the decoder needs from config.json. Per-layer facts are tuples of length layers."""
+
     hidden: int
     layers: int
     heads: int
     kv_heads: int
     head_dim: int
-    inter: int
+    inter: int  # dense MLP width (dense layers, deepseek's first layers)
     vocab: int
     eps: float
     rope_theta: float
     qkv_bias: bool
     tied: bool
+    model_type: str = ""
+    o_bias: bool = False
+    qk_norm: bool = False
+    sinks: bool = False
+    windows: tuple = ()  # per layer: 0 = full attention, else the sliding window in tokens
+    # mixture of experts (experts == 0: dense model)
+    experts: int = 0
+    top_k: int = 0
+    moe_inter: int = 0  # width of one routed expert
+    shared_inter: int = 0  # width of the shared expert MLP (deepseek: moe_inter x n_shared_experts)
+    moe_layers: tuple = ()  # per layer: True where the MLP is a mixture of experts
+    router: str = ""  # "softmax_topk" | "topk_softmax" (gpt_oss) | "sigmoid_group" (deepseek_v3)
+    norm_topk: bool = False
+    routed_scale: float = 1.0
+    router_bias: bool = False
+    expert_bias: bool = False
+    n_group: int = 1
+    topk_group: int = 1
+    act: str = "silu"  # "silu": silu(gate) * up; "gpt_oss": clamped swiglu with alpha, (up + 1)
+    swiglu_alpha: float = 1.702
+    swiglu_limit: float = 7.0
+    # multi-head latent attention (deepseek; kv_lora_rank == 0: GQA)
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_dim: int = 0
+    qk_nope_dim: int = 0
+    v_head_dim: int = 0
+    rope_interleaved: bool = False
+    attn_scale: float = 0.0  # 0: head_dim ** -0.5
 
     @classmethod
     def from_config(cls, config: dict) -> "Shapes":
         heads = int(config["num_attention_heads"])
         hidden = int(config["hidden_size"])
+        layers = int(config["num_hidden_layers"])
         rope = config.get("rope_parameters") or {}
         theta = config.get("rope_theta") or rope.get("rope_theta") or 10000.0
         model_type = config.get("model_type", "")
+        experts = int(config.get("num_local_experts") or config.get("num_experts")
+                      or config.get("n_routed_experts") or 0)
+        if experts and model_type not in MOE_MODEL_TYPES:
+            raise RooflineError(f"graph engine: mixture-of-experts model_type {model_type!r} is not supported "
+                                f"(supported: {', '.join(MOE_MODEL_TYPES)})")
+        mla = model_type in MLA_MODEL_TYPES
+        attention_bias = bool(config.get("attention_bias", model_type in ("qwen2", "gpt_oss")))
+        head_dim = int(config.get("head_dim") or hidden // heads)
+        kw: dict = {}
+        if mla:
+            if attention_bias:
+                raise RooflineError("graph engine: MLA with attention_bias is not supported")
+            nope, rope_dim = int(config["qk_nope_head_dim"]), int(config["qk_rope_head_dim"])
+            head_dim = nope + rope_dim
+            kw.update(q_lora_rank=int(config.get("q_lora_rank") or 0), kv_lora_rank=int(config["kv_lora_rank"]),
+                      qk_rope_dim=rope_dim, qk_nope_dim=nope, v_head_dim=int(config["v_head_dim"]),
+                      rope_interleaved=model_type == "deepseek_v2" or bool(config.get("rope_interleave", True)),
+                      attn_scale=_mla_scale(config, head_dim))
+        if experts:
+            kw.update(_moe_fields(config, model_type, experts, layers))
         return cls(
             hidden=hidden,
-            layers=int(config["num_hidden_layers"]),
+            layers=layers,
             heads=heads,
             kv_heads=int(config.get("num_key_value_heads") or heads),
-            head_dim=int(config.get("head_dim") or hidden // heads),
+            head_dim=head_dim,
             inter=int(config["intermediate_size"]),
             vocab=int(config["vocab_size"]),
             eps=float(config.get("rms_norm_eps", 1e-6)),
             rope_theta=float(theta),
-            qkv_bias=bool(config.get("attention_bias", model_type == "qwen2")),
+            qkv_bias=attention_bias and not mla,
             tied=bool(config.get("tie_word_embeddings", False)),
+            model_type=model_type,
+            o_bias=attention_bias and model_type != "qwen2",
+            qk_norm=model_type in QK_NORM_MODEL_TYPES,
+            sinks=model_type == "gpt_oss",
+            windows=layer_windows(config),
+            **kw,
         )
 
     @property
@@ -73,16 +172,161 @@ class Shapes:
     def kv_dim(self) -> int:
         return self.kv_heads * self.head_dim
 
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def rope_dim(self) -> int:
+        return self.qk_rope_dim if self.mla else self.head_dim
+
+    @property
+    def scale(self) -> float:
+        return self.attn_scale or self.head_dim ** -0.5
+
+    def window(self, layer: int) -> int:
+        return self.windows[layer] if self.windows else 0
+
+    def is_moe(self, layer: int) -> bool:
+        return bool(self.moe_layers) and self.moe_layers[layer]
+
+    def cache_slots(self, layer: int, max_len: int) -> int:
+        """Token slots of one sequence's cache in ``layer``: min(max_len, window) for a windowed layer."""
+        w = self.window(layer)
+        return min(max_len, w) if w else max_len
+
+    def cache_shapes(self, layer: int, batch: int, max_len: int) -> tuple[tuple, tuple | None]:
+        """(key shape, value shape or None) of one layer's cache; MLA: one (B, T, latent + rope) tensor."""
+        t = self.cache_slots(layer, max_len)
+        if self.mla:
+            return (batch, t, self.kv_lora_rank + self.qk_rope_dim), None
+        return (batch, self.kv_heads, t, self.head_dim), (batch, self.kv_heads, t, self.head_dim)
+
+
+def layer_windows(config: dict) -> tuple:
+    """Per layer: the sliding window (tokens), or 0 for full attention, as transformers decides it."""
+    layers = int(config["num_hidden_layers"])
+    model_type = config.get("model_type", "")
+    window = int(config.get("sliding_window") or 0)
+    if model_type in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and not config.get("use_sliding_window", False):
+        window = 0
+    types = config.get("layer_types")
+    if types is None and model_type == "gpt_oss":
+        types = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(layers)]
+    if types is None and model_type in ("qwen2", "qwen3"):
+        first = int(config.get("max_window_layers", layers))
+        types = ["sliding_attention" if window and i >= first else "full_attention" for i in range(layers)]
+    if types is not None:
+        return tuple(window if t == "sliding_attention" else 0 for t in types)
+    if model_type in ("mistral", "mixtral", "qwen3_moe", "qwen2_moe"):
+        return (window,) * layers
+    return (0,) * layers
+
+
+def _moe_fields(config: dict, model_type: str, experts: int, layers: int) -> dict:
+    top_k = int(config.get("num_experts_per_tok") or config.get("experts_per_token") or 0)
+    moe_inter = int(config.get("moe_intermediate_size") or config["intermediate_size"])
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        first_dense = int(config.get("first_k_dense_replace") or 0)
+        freq = int(config.get("moe_layer_freq") or 1)
+        moe_layers = tuple(i >= first_dense and i % freq == 0 for i in range(layers))
+    elif model_type == "qwen3_moe":
+        only_mlp = set(config.get("mlp_only_layers") or [])
+        step = int(config.get("decoder_sparse_step") or 1)
+        moe_layers = tuple(i not in only_mlp and (i + 1) % step == 0 for i in range(layers))
+    else:
+        moe_layers = (True,) * layers
+    out = dict(experts=experts, top_k=top_k, moe_inter=moe_inter, moe_layers=moe_layers)
+    if model_type == "gpt_oss":
+        out.update(router="topk_softmax", router_bias=True, expert_bias=True, act="gpt_oss",
+                   swiglu_alpha=float(config.get("swiglu_alpha", 1.702)),
+                   swiglu_limit=float(config.get("swiglu_limit", 7.0)))
+    elif model_type == "deepseek_v3":
+        out.update(router="sigmoid_group", norm_topk=bool(config.get("norm_topk_prob", True)),
+                   routed_scale=float(config.get("routed_scaling_factor", 2.5)),
+                   n_group=int(config.get("n_group") or 1), topk_group=int(config.get("topk_group") or 1),
+                   shared_inter=moe_inter * int(config.get("n_shared_experts") or 0))
+    elif model_type == "deepseek_v2":  # transformers' V2 router never renormalises (norm_topk_prob unused)
+        grouped = config.get("topk_method", "greedy") == "group_limited_greedy"
+        out.update(router="softmax_topk", routed_scale=float(config.get("routed_scaling_factor", 1.0)),
+                   n_group=int(config.get("n_group") or 1) if grouped else 1,
+                   topk_group=int(config.get("topk_group") or 1) if grouped else 1,
+                   shared_inter=moe_inter * int(config.get("n_shared_experts") or 0))
+    else:  # mixtral always renormalises; qwen3_moe when norm_topk_prob
+        out.update(router="softmax_topk",
+                   norm_topk=model_type == "mixtral" or bool(config.get("norm_topk_prob", False)))
+    return out
+
+
+def _mla_scale(config: dict, qk_head_dim: int) -> float:
+    """Softmax scale of deepseek's MLA: qk_head_dim^-0.5 times yarn's mscale squared (HF's rule)."""
+    scale = qk_head_dim ** -0.5
+    rope = config.get("rope_scaling") or config.get("rope_parameters") or {}
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    mscale_all_dim = rope.get("mscale_all_dim", 0)
+    factor = float(rope.get("factor", 1.0))
+    if kind not in ("default", None) and mscale_all_dim and factor > 1:
+        mscale = 0.1 * mscale_all_dim * math.log(factor) + 1.0
+        scale *= mscale * mscale
+    return scale
+
+
+def kv_cache_bytes(s: Shapes, batch: int, max_len: int, dtype_bytes: int = 2) -> list[int]:
+    """Bytes of each layer's KV cache for ``batch`` sequences of ``max_len`` tokens (windowed: capped)."""
+    out = []
+    for i in range(s.layers):
+        k, v = s.cache_shapes(i, batch, max_len)
+        out.append(dtype_bytes * (math.prod(k) + (math.prod(v) if v else 0)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Weights
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MoEWeights:
+    """One mixture-of-experts layer. Expert matrices are stored (E, out, in), like nn.Linear."""
+
+    router: object  # (E, hidden)
+    router_bias: object | None  # (E,) gpt_oss
+    gate_up: object  # (E, 2 I, hidden): gate rows first, then up rows
+    gate_up_bias: object | None  # (E, 2 I) gpt_oss
+    down: object  # (E, hidden, I)
+    down_bias: object | None  # (E, hidden) gpt_oss
+    score_bias: object | None = None  # (E,) deepseek_v3's e_score_correction_bias (choice only)
+    shared_gu: object | None = None  # (2 Is, hidden) deepseek shared experts, fused gate_up
+    shared_down: object | None = None  # (hidden, Is)
+
+
+@dataclass
+class MLAWeights:
+    """One MLA layer: [q or q_a ; kv_a] fused into ``w_in``; kv_b as (heads, nope + v, kv_lora_rank)."""
+
+    w_in: object  # (q_out + kv_lora_rank + rope, hidden); q_out = q_lora_rank or heads x qk_head_dim
+    q_a_norm: object | None  # (q_lora_rank,)
+    q_b: object | None  # (heads x qk_head_dim, q_lora_rank)
+    kv_a_norm: object  # (kv_lora_rank,)
+    kv_b: object  # (heads, nope + v, kv_lora_rank): W_UK = [:, :nope], W_UV = [:, nope:]
+
 
 @dataclass
 class LayerWeights:
     in_norm: object
-    wqkv: object
+    wqkv: object | None  # None for MLA layers
     bqkv: object | None
     wo: object
     post_norm: object
-    wgu: object  # gate rows first, then up rows
-    wdown: object
+    wgu: object | None  # gate rows first, then up rows; None for MoE layers
+    wdown: object | None
+    bo: object | None = None
+    q_norm: object | None = None  # (head_dim,) qwen3
+    k_norm: object | None = None
+    sinks: object | None = None  # (heads,) gpt_oss
+    moe: MoEWeights | None = None
+    mla: MLAWeights | None = None
+    qk_norm_w: object | None = None  # (heads + kv_heads, head_dim), built from q_norm, k_norm on first use
 
 
 @dataclass
@@ -96,71 +340,177 @@ class Weights:
 def random_weights(s: Shapes, device, dtype, seed: int = 0, std: float = 0.02) -> Weights:
     import torch
 
-    gen = torch.Generator(device=device).manual_seed(seed)
+    meta = torch.device(device).type == "meta"  # shapes only (parameter counts), no data
+    gen = None if meta else torch.Generator(device=device).manual_seed(seed)
 
     def rnd(*shape):
-        return torch.randn(*shape, device=device, dtype=dtype, generator=gen) * std
+        if meta:
+            return torch.empty(*shape, device=device, dtype=dtype)
+        return torch.randn(*shape, device=device, dtype=dtype, generator=gen).mul_(std)
 
-    def norm():
-        return 1.0 + rnd(s.hidden)
+    def norm(n=s.hidden):
+        return rnd(n).add_(1.0)
 
-    layers = [
-        LayerWeights(
-            in_norm=norm(),
-            wqkv=rnd(s.q_dim + 2 * s.kv_dim, s.hidden),
-            bqkv=rnd(s.q_dim + 2 * s.kv_dim) if s.qkv_bias else None,
-            wo=rnd(s.hidden, s.q_dim),
-            post_norm=norm(),
-            wgu=rnd(2 * s.inter, s.hidden),
-            wdown=rnd(s.hidden, s.inter),
+    def layer(i: int) -> LayerWeights:
+        moe = s.is_moe(i)
+        in_norm = norm()  # drawn in the original order, so dense models keep their values
+        if s.mla:
+            wqkv = bqkv = None
+        else:
+            wqkv = rnd(s.q_dim + 2 * s.kv_dim, s.hidden)
+            bqkv = rnd(s.q_dim + 2 * s.kv_dim) if s.qkv_bias else None
+        o_in = s.heads * s.v_head_dim if s.mla else s.q_dim
+        lw = LayerWeights(
+            in_norm=in_norm, wqkv=wqkv, bqkv=bqkv, wo=rnd(s.hidden, o_in), post_norm=norm(),
+            wgu=None if moe else rnd(2 * s.inter, s.hidden), wdown=None if moe else rnd(s.hidden, s.inter),
         )
-        for _ in range(s.layers)
-    ]
+        if s.o_bias:
+            lw.bo = rnd(s.hidden)
+        if s.qk_norm:
+            lw.q_norm, lw.k_norm = norm(s.head_dim), norm(s.head_dim)
+        if s.sinks:
+            lw.sinks = rnd(s.heads)
+        if s.mla:
+            q_out = s.q_lora_rank or s.q_dim
+            lw.mla = MLAWeights(
+                w_in=rnd(q_out + s.kv_lora_rank + s.qk_rope_dim, s.hidden),
+                q_a_norm=norm(s.q_lora_rank) if s.q_lora_rank else None,
+                q_b=rnd(s.q_dim, s.q_lora_rank) if s.q_lora_rank else None,
+                kv_a_norm=norm(s.kv_lora_rank),
+                kv_b=rnd(s.heads, s.qk_nope_dim + s.v_head_dim, s.kv_lora_rank),
+            )
+        if moe:
+            e, mi = s.experts, s.moe_inter
+            lw.moe = MoEWeights(
+                router=rnd(e, s.hidden), router_bias=rnd(e) if s.router_bias else None,
+                gate_up=rnd(e, 2 * mi, s.hidden), gate_up_bias=rnd(e, 2 * mi) if s.expert_bias else None,
+                down=rnd(e, s.hidden, mi), down_bias=rnd(e, s.hidden) if s.expert_bias else None,
+                score_bias=rnd(e) if s.router == "sigmoid_group" else None,
+                shared_gu=rnd(2 * s.shared_inter, s.hidden) if s.shared_inter else None,
+                shared_down=rnd(s.hidden, s.shared_inter) if s.shared_inter else None,
+            )
+        return lw
+
+    layers = [layer(i) for i in range(s.layers)]
     embed = rnd(s.vocab, s.hidden)
     return Weights(embed=embed, layers=layers, final_norm=norm(),
                    lm_head=embed if s.tied else rnd(s.vocab, s.hidden))
 
 
+def weight_count(w: Weights) -> int:
+    """Parameters held (the tied embedding once)."""
+    seen: set[int] = set()
+    total = 0
+
+    def add(t):
+        nonlocal total
+        if t is not None and hasattr(t, "numel") and id(t) not in seen:
+            seen.add(id(t))
+            total += t.numel()
+
+    for t in (w.embed, w.final_norm, w.lm_head):
+        add(t)
+    for lw in w.layers:
+        for name in ("in_norm", "wqkv", "bqkv", "wo", "post_norm", "wgu", "wdown", "bo", "q_norm", "k_norm", "sinks"):
+            add(getattr(lw, name))
+        for part in (lw.moe, lw.mla):
+            if part is not None:
+                for t in vars(part).values():
+                    add(t)
+    return total
+
+
 def weights_from_hf(model, s: Shapes) -> Weights:
-    """The same weights as a transformers Llama/Qwen2 model (for the equivalence test)."""
+    """The same weights as a transformers model of a supported architecture (for the equivalence tests)."""
     import torch
+
+    def d(t):
+        return None if t is None else t.detach()
 
     m = model.model
     layers = []
-    for layer in m.layers:
+    for i, layer in enumerate(m.layers):
         att, mlp = layer.self_attn, layer.mlp
-        bias = None
-        if s.qkv_bias:
-            bias = torch.cat([att.q_proj.bias, att.k_proj.bias, att.v_proj.bias]).detach()
-        layers.append(LayerWeights(
-            in_norm=layer.input_layernorm.weight.detach(),
-            wqkv=torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).detach(),
-            bqkv=bias,
-            wo=att.o_proj.weight.detach(),
-            post_norm=layer.post_attention_layernorm.weight.detach(),
-            wgu=torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach(),
-            wdown=mlp.down_proj.weight.detach(),
-        ))
-    return Weights(embed=m.embed_tokens.weight.detach(), layers=layers,
-                   final_norm=m.norm.weight.detach(), lm_head=model.lm_head.weight.detach())
+        lw = LayerWeights(in_norm=d(layer.input_layernorm.weight), wqkv=None, bqkv=None,
+                          wo=d(att.o_proj.weight), post_norm=d(layer.post_attention_layernorm.weight),
+                          wgu=None, wdown=None, bo=d(att.o_proj.bias))
+        if s.mla:
+            q = att.q_proj.weight if s.q_lora_rank == 0 else att.q_a_proj.weight
+            lw.mla = MLAWeights(
+                w_in=torch.cat([q, att.kv_a_proj_with_mqa.weight]).detach(),
+                q_a_norm=d(att.q_a_layernorm.weight) if s.q_lora_rank else None,
+                q_b=d(att.q_b_proj.weight) if s.q_lora_rank else None,
+                kv_a_norm=d(att.kv_a_layernorm.weight),
+                kv_b=d(att.kv_b_proj.weight).view(s.heads, s.qk_nope_dim + s.v_head_dim, s.kv_lora_rank),
+            )
+        else:
+            lw.wqkv = torch.cat([att.q_proj.weight, att.k_proj.weight, att.v_proj.weight]).detach()
+            if s.qkv_bias:
+                lw.bqkv = torch.cat([att.q_proj.bias, att.k_proj.bias, att.v_proj.bias]).detach()
+        if s.qk_norm:
+            lw.q_norm, lw.k_norm = d(att.q_norm.weight), d(att.k_norm.weight)
+        if s.sinks:
+            lw.sinks = d(att.sinks)
+        if s.is_moe(i):
+            lw.moe = _moe_from_hf(mlp, s)
+        else:
+            lw.wgu = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach()
+            lw.wdown = d(mlp.down_proj.weight)
+        layers.append(lw)
+    embed = d(m.embed_tokens.weight)
+    return Weights(embed=embed, layers=layers, final_norm=d(m.norm.weight),
+                   lm_head=embed if s.tied else d(model.lm_head.weight))
+
+
+def _moe_from_hf(mlp, s: Shapes) -> MoEWeights:
+    import torch
+
+    if s.model_type == "gpt_oss":  # (E, hidden, 2I) with gate/up interleaved -> (E, 2I, hidden), gate rows first
+        ex, gu, gub = mlp.experts, mlp.experts.gate_up_proj.detach(), mlp.experts.gate_up_proj_bias.detach()
+        return MoEWeights(
+            router=mlp.router.weight.detach(), router_bias=mlp.router.bias.detach(),
+            gate_up=torch.cat([gu[..., ::2], gu[..., 1::2]], dim=-1).transpose(1, 2).contiguous(),
+            gate_up_bias=torch.cat([gub[:, ::2], gub[:, 1::2]], dim=-1),
+            down=ex.down_proj.detach().transpose(1, 2).contiguous(), down_bias=ex.down_proj_bias.detach(),
+        )
+    shared = getattr(mlp, "shared_experts", None)
+    score_bias = getattr(mlp.gate, "e_score_correction_bias", None)
+    return MoEWeights(
+        router=mlp.gate.weight.detach(), router_bias=None,
+        gate_up=mlp.experts.gate_up_proj.detach(), gate_up_bias=None,
+        down=mlp.experts.down_proj.detach(), down_bias=None,
+        score_bias=None if score_bias is None else score_bias.detach(),
+        shared_gu=None if shared is None else torch.cat([shared.gate_proj.weight, shared.up_proj.weight]).detach(),
+        shared_down=None if shared is None else shared.down_proj.weight.detach(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# RoPE and norms
+# --------------------------------------------------------------------------------------------
 
 
 def rope_tables(s: Shapes, max_len: int, device, dtype):
-    """cos, sin of shape (max_len, head_dim), computed in fp32 then cast (as HF does)."""
+    """cos, sin of shape (max_len, rope_dim), computed in fp32 then cast (as HF does).
+
+    Half-split layout (rotate_half) by default; deepseek's interleaved pairs when s.rope_interleaved.
+    """
     import torch
 
-    inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, device=device, dtype=torch.float32)
-                                       / s.head_dim))
+    dim = s.rope_dim
+    inv_freq = 1.0 / (s.rope_theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
     pos = torch.arange(max_len, device=device, dtype=torch.float32)
     freqs = torch.outer(pos, inv_freq)
-    emb = torch.cat([freqs, freqs], dim=-1)
+    emb = freqs.repeat_interleave(2, dim=-1) if s.rope_interleaved else torch.cat([freqs, freqs], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
 
-def _rope(x, cos, sin):
-    """Rotary embedding, half-split layout (HF's rotate_half): x*cos + rotate_half(x)*sin."""
+def _rope(x, cos, sin, swap=None):
+    """Rotary embedding: x*cos + rotate(x)*sin; rotate_half unless ``swap`` (a rope_swap matrix) is given."""
     import torch
 
+    if swap is not None:
+        return x * cos + torch.matmul(x, swap) * sin
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
@@ -174,12 +524,17 @@ def rope_matrix(cos, sin, eye, swap):
     return eye * cos + swap * sin
 
 
-def rope_swap(head_dim: int, device, dtype):
-    """P with x @ P == rotate_half(x) == cat(-x2, x1)."""
+def rope_swap(head_dim: int, device, dtype, interleaved: bool = False):
+    """P with x @ P == rotate_half(x) == cat(-x2, x1); interleaved: (x0, x1, ...) -> (-x1, x0, ...)."""
     import torch
 
-    half = head_dim // 2
     p = torch.zeros(head_dim, head_dim, device=device, dtype=dtype)
+    if interleaved:
+        even = torch.arange(0, head_dim, 2, device=device)
+        p[even + 1, even] = -1.0  # out[2i] = -x[2i + 1]
+        p[even, even + 1] = 1.0  # out[2i + 1] = x[2i]
+        return p
+    half = head_dim // 2
     idx = torch.arange(half, device=device)
     p[idx + half, idx] = -1.0  # out[j] = -x[j + half] for j < half
     p[idx, idx + half] = 1.0  # out[j + half] = x[j]
@@ -193,32 +548,288 @@ def _rms(x, weight, eps):
     return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
-def _mlp(x, lw: LayerWeights, s: Shapes):
+# --------------------------------------------------------------------------------------------
+# Feed-forward: dense SwiGLU and mixture of experts
+# --------------------------------------------------------------------------------------------
+
+
+def _act(gate_up, s: Shapes):
+    """gate_up (..., 2 I) with gate first -> (..., I)."""
+    import torch
     import torch.nn.functional as F
 
-    gate, up = F.linear(_rms(x, lw.post_norm, s.eps), lw.wgu).chunk(2, dim=-1)
-    return x + F.linear(F.silu(gate) * up, lw.wdown)
+    gate, up = gate_up.chunk(2, dim=-1)
+    if s.act == "gpt_oss":
+        gate = gate.clamp(max=s.swiglu_limit)
+        up = up.clamp(min=-s.swiglu_limit, max=s.swiglu_limit)
+        return (up + 1) * (gate * torch.sigmoid(gate * s.swiglu_alpha))
+    return F.silu(gate) * up
+
+
+def _dense_ffn(h, wgu, wdown, s: Shapes):
+    import torch.nn.functional as F
+
+    return F.linear(_act(F.linear(h, wgu), s), wdown)
+
+
+def _mlp(x, lw: LayerWeights, s: Shapes):
+    """Residual + dense SwiGLU MLP of a dense layer (kept for the helpers that import it)."""
+    return x + _dense_ffn(_rms(x, lw.post_norm, s.eps), lw.wgu, lw.wdown, s)
+
+
+def route(h, m: MoEWeights, s: Shapes):
+    """Router of ``h`` (T, hidden): (weights (T, k) in h's dtype, expert ids (T, k) int64), as HF routes."""
+    import torch
+    import torch.nn.functional as F
+
+    logits = F.linear(h, m.router, m.router_bias)  # (T, E)
+    k = s.top_k
+    if s.router == "topk_softmax":  # gpt_oss: top-k logits, softmax over those k
+        top, idx = torch.topk(logits, k, dim=-1)
+        return torch.softmax(top.float(), dim=-1).to(h.dtype), idx
+    if s.router == "sigmoid_group":  # deepseek_v3: sigmoid, biased choice within the best groups
+        scores = logits.float().sigmoid()
+        choice = scores + m.score_bias.float()
+        tokens, per = choice.shape[0], s.experts // s.n_group
+        groups = choice.view(tokens, s.n_group, per).topk(2, dim=-1)[0].sum(dim=-1)
+        keep = torch.zeros_like(groups).scatter_(1, torch.topk(groups, s.topk_group, dim=-1)[1], 1.0)
+        choice = choice.masked_fill(keep.repeat_interleave(per, dim=1) == 0, float("-inf"))
+        idx = torch.topk(choice, k, dim=-1)[1]
+        weights = scores.gather(1, idx)
+        if s.norm_topk:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+        return (weights * s.routed_scale).to(h.dtype), idx
+    probs = torch.softmax(logits.float(), dim=-1)  # softmax, top-k (qwen3_moe, mixtral, deepseek_v2)
+    if s.n_group > 1:  # deepseek_v2 group_limited_greedy
+        tokens, per = probs.shape[0], s.experts // s.n_group
+        groups = probs.view(tokens, s.n_group, per).max(dim=-1).values
+        keep = torch.zeros_like(groups).scatter_(1, torch.topk(groups, s.topk_group, dim=-1)[1], 1.0)
+        probs = probs * keep.repeat_interleave(per, dim=1)
+    weights, idx = torch.topk(probs, k, dim=-1)
+    if s.norm_topk:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return (weights * s.routed_scale).to(h.dtype), idx
+
+
+def expert_mm(x, w, offs):
+    """Rows of ``x`` (sorted by expert) times their expert's matrix: out[r] = x[r] @ w[e(r)].T.
+
+    ``w`` is (E, out, in); ``offs`` (E,) int32 holds the cumulative row ends. CUDA: one
+    ``torch._grouped_mm`` (no host sync). CPU: a loop over the experts (reads offs on the host).
+    """
+    import torch
+
+    if x.device.type != "cpu" or GROUPED_MM_ON_CPU:  # cuda (and meta, for the shape-only tests)
+        return torch._grouped_mm(x, w.transpose(1, 2), offs=offs)
+    out = x.new_empty(x.shape[0], w.shape[1])
+    start = 0
+    for e, end in enumerate(offs.tolist()):
+        if end > start:
+            out[start:end] = x[start:end] @ w[e].T
+        start = end
+    return out
+
+
+def moe_forward(h, m: MoEWeights, s: Shapes, stats: list | None = None):
+    """Mixture of experts of ``h`` (T, hidden), routing on the device; optional shared experts added.
+
+    The T x k (token, expert) pairs are sorted by expert (stable argsort); counts come from a
+    scatter-add, offsets from their cumsum; both expert matmuls are grouped over the sorted rows;
+    each row is scaled by its routing weight and added back to its token with index_add_. Every
+    shape is fixed by T, so the whole function can be captured in a CUDA graph. ``stats``, when
+    given, receives the number of distinct experts chosen (a device scalar).
+    """
+    import torch
+
+    tokens, k = h.shape[0], s.top_k
+    weights, idx = route(h, m, s)
+    flat = idx.reshape(-1)  # (T k,)
+    order = torch.argsort(flat, stable=True)
+    row_token = torch.div(order, k, rounding_mode="floor")
+    row_expert = flat.index_select(0, order)
+    counts = torch.zeros(s.experts, dtype=torch.int64, device=h.device).scatter_add_(0, flat, torch.ones_like(flat))
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    if stats is not None:
+        stats.append((counts > 0).sum())
+    gu = expert_mm(h.index_select(0, row_token), m.gate_up, offs)
+    if m.gate_up_bias is not None:
+        gu = gu + m.gate_up_bias.index_select(0, row_expert)
+    out = expert_mm(_act(gu, s), m.down, offs)
+    if m.down_bias is not None:
+        out = out + m.down_bias.index_select(0, row_expert)
+    out = out * weights.reshape(-1).index_select(0, order).unsqueeze(1)
+    y = torch.zeros_like(h).index_add_(0, row_token, out)
+    if m.shared_gu is not None:
+        y = y + _dense_ffn(h, m.shared_gu, m.shared_down, s)
+    return y
+
+
+def moe_reference(h, m: MoEWeights, s: Shapes):
+    """The same mixture as ``moe_forward``, one token and one chosen expert at a time (for tests)."""
+    import torch
+    import torch.nn.functional as F
+
+    weights, idx = route(h, m, s)
+    y = torch.zeros_like(h)
+    for t in range(h.shape[0]):
+        for j in range(s.top_k):
+            e = int(idx[t, j])
+            gu = F.linear(h[t], m.gate_up[e], None if m.gate_up_bias is None else m.gate_up_bias[e])
+            out = F.linear(_act(gu, s), m.down[e], None if m.down_bias is None else m.down_bias[e])
+            y[t] += weights[t, j] * out
+    if m.shared_gu is not None:
+        y = y + _dense_ffn(h, m.shared_gu, m.shared_down, s)
+    return y
+
+
+def _ffn(h, lw: LayerWeights, s: Shapes, stats: list | None = None):
+    if lw.moe is not None:
+        return moe_forward(h, lw.moe, s, stats)
+    return _dense_ffn(h, lw.wgu, lw.wdown, s)
+
+
+# --------------------------------------------------------------------------------------------
+# Prefill (eager)
+# --------------------------------------------------------------------------------------------
+
+
+def _write_prefill(cache, new, plen: int, dim: int) -> None:
+    """Positions 0..plen-1 of ``new`` into ``cache`` along ``dim`` at slot p % slots (a ring when short)."""
+    import torch
+
+    slots = cache.shape[dim]
+    if plen <= slots:
+        cache.narrow(dim, 0, plen).copy_(new)
+        return
+    pos = torch.arange(plen - slots, plen, device=cache.device)
+    cache.index_copy_(dim, pos % slots, new.narrow(dim, plen - slots, slots))
+
+
+def _prefill_mask(plen: int, window: int, device, sink: bool = False):
+    """Boolean (P, P [+1]) mask: causal, within the window when there is one; a last always-on column for a sink."""
+    import torch
+
+    i = torch.arange(plen, device=device)
+    allowed = i[None, :] <= i[:, None]
+    if window:
+        allowed &= i[None, :] > i[:, None] - window
+    if sink:
+        allowed = torch.cat([allowed, torch.ones(plen, 1, dtype=torch.bool, device=device)], dim=1)
+    return allowed
+
+
+def _prefill_attention(q, k, v, s: Shapes, window: int, sinks=None):
+    """q (B, H, P, hd), k, v (B, kv, P, hd) -> (B, H, P, hd). SDPA; sinks via one extra key.
+
+    A sink adds exp(sink_h) to head h's softmax denominator and nothing to its output. SDPA has
+    no such input, so the head dimension grows by one (padded to a multiple of 8): the query
+    carries sink_h / scale there, a zero-valued extra key carries 1 there and 0 elsewhere, so its
+    score is exactly sink_h. Masked prefill expands K/V to all heads (mem-efficient SDPA kernel).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    batch, heads, plen, hd = q.shape
+    plain = not window or window >= plen
+    if sinks is None and plain:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    group = heads // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    if sinks is None:
+        mask = _prefill_mask(plen, window, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    pad = -(-(hd + 1) // 8) * 8 - hd
+    scale = s.scale
+    extra_q = (sinks.to(q.dtype) / scale).view(1, heads, 1, 1).expand(batch, heads, plen, 1)
+    q2 = torch.cat([q, extra_q, q.new_zeros(batch, heads, plen, pad - 1)], dim=-1)
+    k2 = torch.cat([k, k.new_zeros(batch, heads, plen, pad)], dim=-1)
+    sink_key = k.new_zeros(batch, heads, 1, hd + pad)
+    sink_key[..., hd] = 1.0
+    k2 = torch.cat([k2, sink_key], dim=2)
+    v2 = torch.cat([v, v.new_zeros(batch, heads, 1, hd)], dim=2)
+    mask = _prefill_mask(plen, 0 if plain else window, q.device, sink=True)
+    return F.scaled_dot_product_attention(q2, k2, v2, attn_mask=mask, scale=scale)
+
+
+def _prefill_gqa(h, lw: LayerWeights, s: Shapes, i: int, ck, cv, cos_p, sin_p):
+    import torch.nn.functional as F
+
+    batch, plen = h.shape[:2]
+    qkv = F.linear(h, lw.wqkv, lw.bqkv)
+    q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
+    q = q.view(batch, plen, s.heads, s.head_dim)
+    k = k.view(batch, plen, s.kv_heads, s.head_dim)
+    if s.qk_norm:
+        q, k = _rms(q, lw.q_norm, s.eps), _rms(k, lw.k_norm, s.eps)
+    q = _rope(q, cos_p, sin_p).transpose(1, 2)
+    k = _rope(k, cos_p, sin_p).transpose(1, 2)
+    v = v.view(batch, plen, s.kv_heads, s.head_dim).transpose(1, 2)
+    _write_prefill(ck, k, plen, 2)
+    _write_prefill(cv, v, plen, 2)
+    attn = _prefill_attention(q, k, v, s, s.window(i), lw.sinks)
+    return F.linear(attn.transpose(1, 2).reshape(batch, plen, s.q_dim), lw.wo, lw.bo)
+
+
+def _mla_project(h, a: MLAWeights, s: Shapes):
+    """h (..., hidden) -> q (..., heads, nope + rope), latent (..., kv_lora_rank) normalised, k_rope (..., rope)."""
+    import torch.nn.functional as F
+
+    q_out = s.q_lora_rank or s.q_dim
+    hin = F.linear(h, a.w_in)
+    q, ckv = hin[..., :q_out], hin[..., q_out:]
+    if s.q_lora_rank:
+        q = F.linear(_rms(q, a.q_a_norm, 1e-6), a.q_b)
+    q = q.reshape(*h.shape[:-1], s.heads, s.head_dim)
+    latent = _rms(ckv[..., : s.kv_lora_rank], a.kv_a_norm, 1e-6)
+    return q, latent, ckv[..., s.kv_lora_rank:]
+
+
+def _prefill_mla(h, lw: LayerWeights, s: Shapes, cache, cos_p, sin_p, swap):
+    """Naive (decompressed) MLA over the prompt; writes [latent, rope key] into the cache."""
+    import torch
+    import torch.nn.functional as F
+
+    batch, plen = h.shape[:2]
+    a, nope = lw.mla, s.qk_nope_dim
+    q, latent, k_rope = _mla_project(h, a, s)  # (B, P, H, qk), (B, P, r), (B, P, rope)
+    q_rope = _rope(q[..., nope:], cos_p, sin_p, swap)
+    k_rope = _rope(k_rope, cos_p[:, :, 0], sin_p[:, :, 0], swap)
+    _write_prefill(cache, torch.cat([latent, k_rope], dim=-1), plen, 1)
+    kv = F.linear(latent, a.kv_b.reshape(-1, s.kv_lora_rank)).view(batch, plen, s.heads, nope + s.v_head_dim)
+    k = torch.cat([kv[..., :nope], k_rope[:, :, None, :].expand(batch, plen, s.heads, s.qk_rope_dim)], dim=-1)
+    q = torch.cat([q[..., :nope], q_rope], dim=-1)
+    v = F.pad(kv[..., nope:], (0, s.head_dim - s.v_head_dim))  # same head dim as q, k: flash-eligible
+    attn = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                          is_causal=True, scale=s.scale)[..., : s.v_head_dim]
+    return F.linear(attn.transpose(1, 2).reshape(batch, plen, s.heads * s.v_head_dim), lw.wo, lw.bo)
 
 
 def prefill(w: Weights, s: Shapes, ids, cache_k, cache_v, cos, sin):
-    """Eager prefill of ``ids`` (B, P): fills cache[:, :, :, :P], returns last-position logits (B, V)."""
+    """Eager prefill of ``ids`` (B, P): fills each layer's cache, returns last-position logits (B, V).
+
+    ``cache_k[i]``, ``cache_v[i]``: layer i's cache (a stacked (L, ...) tensor or a list); a windowed
+    layer's ring keeps the last positions at slot p % slots; MLA layers use cache_k only.
+    """
     import torch.nn.functional as F
 
-    batch, plen = ids.shape
+    plen = ids.shape[1]
     x = F.embedding(ids, w.embed)
     cos_p, sin_p = cos[:plen][None, :, None, :], sin[:plen][None, :, None, :]
+    swap = rope_swap(s.rope_dim, cos.device, cos.dtype, interleaved=True) if s.rope_interleaved else None
     for i, lw in enumerate(w.layers):
-        qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
-        q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
-        q = _rope(q.view(batch, plen, s.heads, s.head_dim), cos_p, sin_p).transpose(1, 2)
-        k = _rope(k.view(batch, plen, s.kv_heads, s.head_dim), cos_p, sin_p).transpose(1, 2)
-        v = v.view(batch, plen, s.kv_heads, s.head_dim).transpose(1, 2)
-        cache_k[i][:, :, :plen].copy_(k)
-        cache_v[i][:, :, :plen].copy_(v)
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        x = x + F.linear(attn.transpose(1, 2).reshape(batch, plen, s.q_dim), lw.wo)
-        x = _mlp(x, lw, s)
+        h = _rms(x, lw.in_norm, s.eps)
+        if lw.mla is not None:
+            x = x + _prefill_mla(h, lw, s, cache_k[i], cos_p, sin_p, swap)
+        else:
+            x = x + _prefill_gqa(h, lw, s, i, cache_k[i], cache_v[i], cos_p, sin_p)
+        h = _rms(x, lw.post_norm, s.eps)
+        x = x + _ffn(h.reshape(-1, s.hidden), lw, s).view_as(x)
     return F.linear(_rms(x[:, -1], w.final_norm, s.eps), w.lm_head)
+
+
+# --------------------------------------------------------------------------------------------
+# Decode step (captured in one CUDA graph)
+# --------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -228,54 +839,123 @@ class StepState:
     tok: object  # (B,) int64: input token; the step writes the next token here
     pos: object  # (1,) int64: position of ``tok``; updated in place before each replay
     key_pos: object  # (T,) int64: 0..T-1
-    cache_k: object  # (L, B, kv_heads, T, head_dim)
-    cache_v: object
-    cos: object  # (T, head_dim)
+    cache_k: object  # GQA: (L, B, kv_heads, T, head_dim) or a list of (B, kv_heads, T_i, head_dim)
+    cache_v: object  # MLA: cache_k[i] is (B, T, kv_lora_rank + rope) and cache_v is None
+    cos: object  # (T, rope_dim)
     sin: object
-    eye: object = None  # (head_dim, head_dim) identity, for rope_matrix
-    swap: object = None  # (head_dim, head_dim) rotate_half permutation, for rope_matrix
+    eye: object = None  # (rope_dim, rope_dim) identity, for rope_matrix
+    swap: object = None  # (rope_dim, rope_dim) rotate_half permutation, for rope_matrix
     logits: object | None = None
+    moe_stats: list | None = None  # when a list, each MoE layer appends its distinct-expert count
+
+
+def _gqa_decode(h, lw: LayerWeights, s: Shapes, ck, cv, rot, bias, slot):
+    """GQA attention of one token per sequence over all T slots of the layer's cache."""
+    import torch
+    import torch.nn.functional as F
+
+    batch, total = h.shape[0], ck.shape[2]
+    group = s.heads // s.kv_heads
+    qkv = F.linear(h, lw.wqkv, lw.bqkv)  # (B, q+2kv)
+    qk = qkv[:, : s.q_dim + s.kv_dim].view(batch, s.heads + s.kv_heads, s.head_dim)
+    if s.qk_norm:
+        if lw.qk_norm_w is None:  # built on the first (eager, warm-up) call, reused by the graph
+            lw.qk_norm_w = torch.cat([lw.q_norm.expand(s.heads, s.head_dim), lw.k_norm.expand(s.kv_heads, s.head_dim)])
+        qk = F.rms_norm(qk, (s.head_dim,), None, s.eps) * lw.qk_norm_w
+    qk = torch.matmul(qk, rot)
+    q = qk[:, : s.heads].reshape(batch * s.kv_heads, group, s.head_dim)  # grouped by kv head
+    k = qk[:, s.heads:].unsqueeze(2)  # (B, kv, 1, hd)
+    v = qkv[:, s.q_dim + s.kv_dim:].view(batch, s.kv_heads, 1, s.head_dim)
+    ck.index_copy_(2, slot, k)
+    cv.index_copy_(2, slot, v)
+    scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2),
+                           alpha=s.scale)  # (B*kv, g, T)
+    if lw.sinks is None:
+        probs = torch.softmax(scores, dim=-1)
+    else:  # the sink logit joins the softmax denominator; its probability is dropped
+        sink = lw.sinks.to(scores.dtype).view(1, s.kv_heads, group, 1).expand(batch, -1, -1, -1)
+        probs = torch.softmax(torch.cat([scores, sink.reshape(batch * s.kv_heads, group, 1)], dim=-1), dim=-1)
+        probs = probs[..., :total]
+    attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
+    return F.linear(attn.view(batch, s.q_dim), lw.wo, lw.bo)
+
+
+def _mla_decode(h, lw: LayerWeights, s: Shapes, cache, rot, bias, slot):
+    """Absorbed MLA: scores and outputs in the latent space, reading the (B, T, r + rope) cache.
+
+    q_latent = q_nope @ W_UK (per head); scores = scale * [q_latent, q_rope] . [c_kv, k_rope];
+    out_latent = probs @ c_kv; out = out_latent @ W_UV^T per head; then o_proj.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    batch, r, nope = h.shape[0], s.kv_lora_rank, s.qk_nope_dim
+    q, latent, k_rope = _mla_project(h, lw.mla, s)  # (B, H, qk), (B, r), (B, rope)
+    q_rope = torch.matmul(q[..., nope:], rot)
+    cache.index_copy_(1, slot, torch.cat([latent, torch.matmul(k_rope, rot)], dim=-1).unsqueeze(1))
+    kv_b = lw.mla.kv_b  # (H, nope + v, r)
+    q_lat = torch.bmm(q[..., :nope].transpose(0, 1), kv_b[:, :nope])  # (H, B, r)
+    q_full = torch.cat([q_lat.transpose(0, 1), q_rope], dim=-1)  # (B, H, r + rope)
+    scores = torch.baddbmm(bias, q_full, cache.transpose(1, 2), alpha=s.scale)  # (B, H, T)
+    probs = torch.softmax(scores, dim=-1)
+    out_lat = torch.bmm(probs, cache[..., :r])  # (B, H, r)
+    out = torch.bmm(out_lat.transpose(0, 1), kv_b[:, nope:].transpose(1, 2))  # (H, B, v)
+    return F.linear(out.transpose(0, 1).reshape(batch, s.heads * s.v_head_dim), lw.wo, lw.bo)
 
 
 def decode_step(w: Weights, s: Shapes, st: StepState) -> None:
     """One decode step over the whole static cache; writes the greedy next token into st.tok.
 
-    Per layer: RMSNorm, fused qkv (+bias), RoPE as one (hd x hd) matmul, cache write at ``pos``,
-    scores = scale * q K^T + mask over ALL T cache slots (one baddbmm), softmax, P V, o proj,
-    residual, RMSNorm, fused gate_up, SiLU * up, down, residual. Query heads are grouped by their
-    KV head (GQA) so each cache byte is read once.
+    Per layer: RMSNorm, attention (GQA: fused qkv (+bias), q/k norm, RoPE as one (hd x hd) matmul,
+    cache write at ``pos`` (ring slot pos % T for a windowed layer), scores = scale * q K^T + mask
+    over ALL T cache slots (one baddbmm), softmax (with the sink), P V, o proj; MLA: absorbed),
+    residual, RMSNorm, SwiGLU MLP or mixture of experts, residual. Query heads are grouped by
+    their KV head (GQA) so each cache byte is read once.
     """
     import torch
     import torch.nn.functional as F
 
-    batch, total = st.tok.shape[0], st.key_pos.shape[0]
-    group = s.heads // s.kv_heads
+    mla = s.mla
     if st.eye is None:
-        st.eye = torch.eye(s.head_dim, device=st.cos.device, dtype=st.cos.dtype)
-        st.swap = rope_swap(s.head_dim, st.cos.device, st.cos.dtype)
+        st.eye = torch.eye(s.rope_dim, device=st.cos.device, dtype=st.cos.dtype)
+        st.swap = rope_swap(s.rope_dim, st.cos.device, st.cos.dtype, interleaved=s.rope_interleaved)
     x = F.embedding(st.tok, w.embed)  # (B, H)
     rot = rope_matrix(st.cos.index_select(0, st.pos), st.sin.index_select(0, st.pos), st.eye, st.swap)
-    neg_inf = torch.full((), float("-inf"), device=x.device, dtype=x.dtype)
-    bias = torch.where(st.key_pos <= st.pos, torch.zeros((), device=x.device, dtype=x.dtype), neg_inf)
-    scale = s.head_dim ** -0.5
+    full = st.key_pos.shape[0]
+    masks: dict[int, tuple] = {}  # cache slots -> (additive mask over the slots, write slot)
     for i, lw in enumerate(w.layers):
-        qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)  # (B, q+2kv)
-        qk = torch.matmul(qkv[:, : s.q_dim + s.kv_dim].view(batch, s.heads + s.kv_heads, s.head_dim), rot)
-        q = qk[:, : s.heads].reshape(batch * s.kv_heads, group, s.head_dim)  # grouped by kv head
-        k = qk[:, s.heads:].unsqueeze(2)  # (B, kv, 1, hd)
-        v = qkv[:, s.q_dim + s.kv_dim:].view(batch, s.kv_heads, 1, s.head_dim)
-        ck, cv = st.cache_k[i], st.cache_v[i]  # (B, kv, T, hd)
-        ck.index_copy_(2, st.pos, k)
-        cv.index_copy_(2, st.pos, v)
-        scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2),
-                               alpha=scale)  # (B*kv, g, T)
-        probs = torch.softmax(scores, dim=-1)
-        attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
-        x = x + F.linear(attn.view(batch, s.q_dim), lw.wo)
-        x = _mlp(x, lw, s)
+        ck = st.cache_k[i]
+        slots = ck.shape[1 if mla else 2]
+        if slots not in masks:
+            zero = torch.zeros((), device=x.device, dtype=x.dtype)
+            neg_inf = torch.full((), float("-inf"), device=x.device, dtype=x.dtype)
+            # a ring of ``slots`` < T written at pos % slots: slot j is filled iff j <= pos
+            bias = torch.where(st.key_pos[:slots] <= st.pos, zero, neg_inf)
+            masks[slots] = (bias, st.pos if slots == full else torch.remainder(st.pos, slots))
+        bias, slot = masks[slots]
+        h = _rms(x, lw.in_norm, s.eps)
+        if mla:
+            x = x + _mla_decode(h, lw, s, ck, rot, bias, slot)
+        else:
+            x = x + _gqa_decode(h, lw, s, ck, st.cache_v[i], rot, bias, slot)
+        x = x + _ffn(_rms(x, lw.post_norm, s.eps), lw, s, st.moe_stats)
     logits = F.linear(_rms(x, w.final_norm, s.eps), w.lm_head)
     st.tok.copy_(logits.argmax(dim=-1))
     st.logits = logits
+
+
+# --------------------------------------------------------------------------------------------
+# The engine
+# --------------------------------------------------------------------------------------------
+
+
+def _batch_slice(cache, b0: int, b1: int):
+    """Sequences b0..b1-1 of a cache (stacked (L, B, ...) tensor or per-layer list), as views."""
+    if cache is None:
+        return None
+    if isinstance(cache, list):
+        return [c[b0:b1] for c in cache]
+    return cache[:, b0:b1]
 
 
 class GraphEngine:
@@ -283,6 +963,8 @@ class GraphEngine:
 
     name = "graph"
     kv_cache = "static"
+    weight_dtype = WEIGHT_DTYPE
+    kv_dtype = KV_DTYPE
 
     def __init__(self, config: dict, device: str = "cuda", seed: int = 0, use_graph: bool | None = None):
         import torch
@@ -293,23 +975,58 @@ class GraphEngine:
         self.seed = seed
         self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
         self.weights = random_weights(self.shapes, self.device, self.dtype, seed)
+        self._graph = None
+        legacy = self.shapes.model_type in LEGACY_DENSE_TYPES and not any(self.shapes.windows)
+        self.prefill_chunk_tokens = None if legacy else PREFILL_CHUNK_TOKENS
+
+    def prefill_chunk_seqs(self, batch: int, prompt_tokens: int) -> int:
+        """Sequences per prefill forward: the whole batch, or as many as the token budget holds (>= 1)."""
+        if self.prefill_chunk_tokens is None:
+            return batch
+        return max(1, min(batch, self.prefill_chunk_tokens // prompt_tokens))
 
     def extra_columns(self) -> dict[str, str]:
-        return {"attn_implementation": "own-gqa-matmul", "cuda_graph": str(self.use_graph).lower()}
+        """Facts a fit needs, as CSV strings. Dense full-attention GQA models keep the two original keys."""
+        s = self.shapes
+        out = {"attn_implementation": "own-mla-absorbed" if s.mla else "own-gqa-matmul",
+               "cuda_graph": str(self.use_graph).lower()}
+        if self.prefill_chunk_tokens is not None:
+            out["prefill_chunk_tokens"] = str(self.prefill_chunk_tokens)
+        if s.experts:
+            out.update(moe_impl="grouped_mm" if self.device.type == "cuda" else "loop",
+                       experts=str(s.experts), top_k=str(s.top_k), moe_layers=str(sum(s.moe_layers)),
+                       expert_intermediate=str(s.moe_inter), shared_intermediate=str(s.shared_inter))
+        windowed = [w for w in s.windows if w]
+        if windowed:
+            out.update(window_layers=str(len(windowed)), window=str(max(windowed)))
+        if s.sinks:
+            out["attention_sinks"] = "true"
+        if s.qk_norm:
+            out["qk_norm"] = "true"
+        return out
 
     def new_state(self, batch: int, max_len: int) -> StepState:
         import torch
 
         s, dev = self.shapes, self.device
         gen = torch.Generator(device=dev).manual_seed(self.seed + 1)
-        shape = (s.layers, batch, s.kv_heads, max_len, s.head_dim)
+        shapes = [s.cache_shapes(i, batch, max_len) for i in range(s.layers)]
+
+        def alloc(which: int):
+            if shapes[0][which] is None:
+                return None
+            if all(sh == shapes[0] for sh in shapes):  # one stacked tensor, as for dense models
+                return torch.randn((s.layers, *shapes[0][which]), dtype=self.dtype, device=dev, generator=gen)
+            return [torch.randn(sh[which], dtype=self.dtype, device=dev, generator=gen) for sh in shapes]
+
+        cache_k, cache_v = alloc(0), alloc(1)
         cos, sin = rope_tables(s, max_len, dev, self.dtype)
         return StepState(
             tok=torch.zeros(batch, dtype=torch.long, device=dev),
             pos=torch.zeros(1, dtype=torch.long, device=dev),
             key_pos=torch.arange(max_len, device=dev),
-            cache_k=torch.randn(shape, dtype=self.dtype, device=dev, generator=gen),
-            cache_v=torch.randn(shape, dtype=self.dtype, device=dev, generator=gen),
+            cache_k=cache_k,
+            cache_v=cache_v,
             cos=cos,
             sin=sin,
         )
@@ -322,10 +1039,14 @@ class GraphEngine:
 
         gen = torch.Generator(device=self.device).manual_seed(self.seed + batch)
         ids = torch.randint(0, self.shapes.vocab, (batch, prompt_tokens), device=self.device, generator=gen)
+        step = self.prefill_chunk_seqs(batch, prompt_tokens)
         synchronize(self.device)
         t0 = time.perf_counter()
-        logits = prefill(self.weights, self.shapes, ids, st.cache_k, st.cache_v, st.cos, st.sin)
-        st.tok.copy_(logits.argmax(dim=-1))
+        for b0 in range(0, batch, step):
+            b1 = min(batch, b0 + step)
+            logits = prefill(self.weights, self.shapes, ids[b0:b1], _batch_slice(st.cache_k, b0, b1),
+                             _batch_slice(st.cache_v, b0, b1), st.cos, st.sin)
+            st.tok[b0:b1].copy_(logits.argmax(dim=-1))
         synchronize(self.device)
         return time.perf_counter() - t0
 
@@ -349,10 +1070,29 @@ class GraphEngine:
         self._graph = graph
         return graph.replay
 
-    def measure(self, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
+    def experts_touched(self, st: StepState, position: int) -> float | None:
+        """Mean over MoE layers of the distinct experts one eager (untimed) decode step routes to."""
         import torch
 
-        from calibrate.timing import Marks, peak_gib, reset_peak, synchronize
+        if not self.shapes.experts:
+            return None
+        st.moe_stats = []
+        st.pos.fill_(position)
+        decode_step(self.weights, self.shapes, st)
+        counts = torch.stack(st.moe_stats).float()
+        st.moe_stats = None
+        return float(counts.mean())
+
+    def measure(self, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
+        """One point: {ttft_s, step_s, e2e_s, peak_mem_gib, peak_reserved_gib, weight_dtype, kv_dtype,
+        kv_cache_bytes, experts_touched_mean}.
+
+        Peak memory is read before the untimed experts-touched step (which runs after the graph is
+        released); experts_touched_mean is None for dense models or when that step runs out of memory.
+        """
+        import torch
+
+        from calibrate.timing import Marks, is_oom, peak_gib, reset_peak, synchronize
 
         synchronize(self.device)
         reset_peak(self.device)
@@ -375,11 +1115,21 @@ class GraphEngine:
             synchronize(self.device)
             e2e_s = time.perf_counter() - t0
             step_s = marks.pairs()
-        peak, reserved = peak_gib(self.device)
-        self._graph = None
-        del st, replay
+            peak, reserved = peak_gib(self.device)
+            self._graph = None
+            del replay
+            try:
+                touched = self.experts_touched(st, max_len - 2)
+            except Exception as exc:  # noqa: BLE001 - only OOM is tolerated here
+                if not is_oom(exc):
+                    raise
+                touched = None
+        cache_bytes = sum(kv_cache_bytes(self.shapes, batch, max_len))
+        del st
         return {"ttft_s": ttft_s, "step_s": step_s, "e2e_s": e2e_s,
-                "peak_mem_gib": peak, "peak_reserved_gib": reserved}
+                "peak_mem_gib": peak, "peak_reserved_gib": reserved,
+                "weight_dtype": self.weight_dtype, "kv_dtype": self.kv_dtype,
+                "kv_cache_bytes": cache_bytes, "experts_touched_mean": touched}
 
     def close(self) -> None:
         self.weights = None
