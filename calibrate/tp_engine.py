@@ -283,28 +283,33 @@ class Comm:
             dist.barrier(group=self.ctrl)
 
 
-_FAULT: dict | None = None
+_FAULTS: list[dict] | None = None
+_fault_model = ""  # the model being built or measured (set by TPEngine), for the seam's model= key
 
 
 def fault(phase: str, rank: int, batch: int | None = None) -> None:
-    """The test seam: raise (or hang) where ``ROOFLINE_TP_FAULT`` says; nothing when unset."""
-    global _FAULT
-    if _FAULT is None:
-        text = os.environ.get(FAULT_ENV, "")
-        _FAULT = dict(kv.split("=", 1) for kv in text.split(",") if "=" in kv)
-    f = _FAULT
-    if not f or f.get("phase") != phase or int(f.get("rank", -1)) != rank:
-        return
-    if "batch" in f and batch is not None and int(f["batch"]) != batch:
-        return
-    kind = f.get("kind", "oom")
-    if kind == "hang":
-        time.sleep(10**6)
-    if kind == "oom":
-        import torch
+    """The test seam: raise (or hang) where ``ROOFLINE_TP_FAULT`` says; nothing when unset.
 
-        raise torch.cuda.OutOfMemoryError(f"CUDA out of memory (simulated on rank {rank}, {phase}, batch {batch})")
-    raise ValueError(f"simulated failure on rank {rank} ({phase}, batch {batch})")
+    Entries are separated by ';', each of keys phase, rank, and optionally batch, model, kind."""
+    global _FAULTS
+    if _FAULTS is None:
+        text = os.environ.get(FAULT_ENV, "")
+        _FAULTS = [dict(kv.split("=", 1) for kv in entry.split(",") if "=" in kv) for entry in text.split(";")]
+    for f in _FAULTS:
+        if not f or f.get("phase") != phase or int(f.get("rank", -1)) != rank:
+            continue
+        if "batch" in f and batch is not None and int(f["batch"]) != batch:
+            continue
+        if "model" in f and f["model"] != _fault_model:
+            continue
+        kind = f.get("kind", "oom")
+        if kind == "hang":
+            time.sleep(10**6)
+        if kind == "oom":
+            import torch
+
+            raise torch.cuda.OutOfMemoryError(f"CUDA out of memory (simulated on rank {rank}, {phase}, batch {batch})")
+        raise ValueError(f"simulated failure on rank {rank} ({phase}, batch {batch})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,9 +491,12 @@ class TPEngine:
     kv_cache = "static"
 
     def __init__(self, config: dict, comm: Comm, device: str = "cuda", seed: int = 0, dtype=None,
-                 use_graph: bool | None = None, warm_prefill: bool = True, weights: TPWeights | None = None):
+                 use_graph: bool | None = None, warm_prefill: bool = True, weights: TPWeights | None = None,
+                 model: str = ""):
         import torch
 
+        global _fault_model
+        _fault_model = model
         self.comm = comm
         self.device = torch.device(device)
         self.dtype = dtype or torch.bfloat16
@@ -634,6 +642,12 @@ class TPEngine:
             synchronize(self.device)
             e2e_s = ttft_s + (time.perf_counter() - t0)  # prefill + decode, not the agreements between
             step_s = marks.pairs()
+            failure = settle(comm.agree())  # without a graph, a step can fail while being timed
+            if failure:
+                self._graph = None
+                del st, replay
+                free_memory()
+                return {"status": "oom", "message": failure}
         peak, reserved = peak_gib(self.device)
         self._graph = None
         del st, replay
@@ -652,6 +666,10 @@ class TPEngine:
 ALL_REDUCE_BYTES = tuple(sorted({2 ** k for k in range(11, 27)} | {3 * 2 ** k for k in range(10, 25)}))
 #: all-gather input per rank: 64 KiB .. 256 MiB (batch 1..1024 x vocab/N of 32k..152k x 2 bytes)
 ALL_GATHER_BYTES = tuple(sorted({2 ** k for k in range(16, 29)} | {3 * 2 ** k for k in range(15, 27)}))
+
+
+def _us(seconds) -> str:
+    return "       -" if seconds is None else f"{seconds * 1e6:8.1f}"
 
 
 def _median(xs):
@@ -725,7 +743,7 @@ def collective_probe(comm: Comm, device, dtype=None, all_reduce_bytes=ALL_REDUCE
                                      "busbw_bytes_per_s": algbw * 2 * (world - 1) / world})
         if progress:
             progress(f"all-reduce {nbytes:>10} B: eager {t['eager_s_median'] * 1e6:8.1f} us, "
-                     f"graph {best * 1e6:8.1f} us/call, busbw {algbw * 2 * (world - 1) / world / 1e9:6.1f} GB/s")
+                     f"graph {_us(t['graph_s_per_call'])} us/call, busbw {algbw * 2 * (world - 1) / world / 1e9:6.1f} GB/s")
         del buf
     for nbytes in all_gather_bytes:
         bufs = comm.local(lambda: (torch.zeros(nbytes // size, dtype=dtype, device=device),
@@ -741,7 +759,7 @@ def collective_probe(comm: Comm, device, dtype=None, all_reduce_bytes=ALL_REDUCE
                                      "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": algbw * (world - 1) / world})
         if progress:
             progress(f"all-gather {nbytes:>10} B/rank: eager {t['eager_s_median'] * 1e6:8.1f} us, "
-                     f"graph {best * 1e6:8.1f} us/call")
+                     f"graph {_us(t['graph_s_per_call'])} us/call, busbw {algbw * (world - 1) / world / 1e9:6.1f} GB/s")
         del bufs, inp, out
     free_memory()
     return result

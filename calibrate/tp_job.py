@@ -79,7 +79,7 @@ def check_path(out_dir, card: str, tp: int) -> Path:
 
 def run_tp_calibration(card: str, models: list[str], prompts: list[int], gen: int, batches: list[int], tp: int,
                        out_dir, device: str = "cuda", budget_s: float | None = None, resume: bool = False, *,
-                       probe: bool = False, check: bool = False, seed: int = 0, warm_prefill: bool = True,
+                       probe: bool = False, check: bool = False, check_models: list[str] | None = None, seed: int = 0, warm_prefill: bool = True,
                        timeout_s: float | None = None, progress=print_to_stderr, extra_env: dict | None = None,
                        probe_sizes: list[int] | None = None, probe_gather_sizes: list[int] | None = None) -> Path:
     """Measure ``models`` at tensor parallelism ``tp`` on ``tp`` processes; returns the CSV path.
@@ -101,6 +101,8 @@ def run_tp_calibration(card: str, models: list[str], prompts: list[int], gen: in
     if budget_s is not None:
         argv += ["--deadline-unix", repr(now + budget_s)]
     argv += ["--resume"] * resume + ["--probe"] * probe + ["--check"] * check + ["--no-warm-prefill"] * (not warm_prefill)
+    if check_models:
+        argv += ["--check-models", ",".join(check_models)]
     if probe_sizes:
         argv += ["--probe-sizes", ",".join(map(str, probe_sizes))]
     if probe_gather_sizes:
@@ -361,7 +363,7 @@ def _sweep(comm, args, dev, say) -> None:
             break
         t_model = time.monotonic()
         engine = comm.local(lambda: TPEngine(load_model_config(model), comm, str(dev), seed=args.seed,
-                                             warm_prefill=not args.no_warm_prefill))
+                                             warm_prefill=not args.no_warm_prefill, model=model))
         failure = settle(comm.agree())
         if failure:
             if rank == 0:
@@ -539,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
             card=args.card, models=_csv_list(args.models), prompts=[int(p) for p in _csv_list(args.prompts)],
             gen=args.gen, batches=[int(b) for b in _csv_list(args.batches)], tp=args.tp, out_dir=args.out,
             device=args.device, budget_s=args.budget_s, resume=args.resume, probe=args.probe, check=args.check,
+            check_models=_csv_list(args.check_models),
             seed=args.seed, warm_prefill=not args.no_warm_prefill, timeout_s=args.timeout_s,
             probe_sizes=[int(b) for b in _csv_list(args.probe_sizes)],
             probe_gather_sizes=[int(b) for b in _csv_list(args.probe_gather_sizes)])
