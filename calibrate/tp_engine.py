@@ -434,7 +434,8 @@ class TPState:
     swap: object
     x: object  # (B, hidden): the residual stream of the decode step
     bufs: LogitBuffers
-    logits: object | None = None
+    logits: object | None = None  # the decode step's logits (inside the graph's pool once captured)
+    prefill_logits: object | None = None
 
 
 def tp_decode_step(w: TPWeights, s: Shapes, plan: TPPlan, comm: Comm, st: TPState) -> None:
@@ -562,7 +563,7 @@ class TPEngine:
         synchronize(self.device)
         comm.barrier()
         t0 = time.perf_counter()
-        st.logits = tp_prefill(self.weights, s, self.plan, comm, ids, x, st.cache_k, st.cache_v, st.cos, st.sin,
+        st.prefill_logits = tp_prefill(self.weights, s, self.plan, comm, ids, x, st.cache_k, st.cache_v, st.cos, st.sin,
                                st.bufs, st.tok)
         synchronize(self.device)
         seconds = time.perf_counter() - t0
@@ -825,7 +826,7 @@ def check_tp_decode(config: dict, comm: Comm, device, batch: int = 3, prompt_tok
         if failure:
             raise RuntimeError(failure)
         tokens.append(st.tok.tolist())
-        logits.append(st.logits.float().cpu().clone())
+        logits.append(st.prefill_logits.float().cpu().clone())
         replay, failure = engine.capture(st, prompt_tokens)
         if failure:
             raise RuntimeError(failure)

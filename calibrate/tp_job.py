@@ -170,6 +170,7 @@ def launch(world: int, worker_argv: list[str], device: str = "cuda", timeout_s: 
                    "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world),
                    "PYTHONUNBUFFERED": "1"}
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+            env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # one host: gloo (the control group) on loopback
             if device == "cpu":
                 env.setdefault("OMP_NUM_THREADS", "1")
             procs.append(subprocess.Popen([sys.executable, "-m", "calibrate.tp_job", "--worker", *worker_argv],
@@ -227,6 +228,7 @@ def _watchdog(hard_deadline: float | None, parent_pid: int) -> None:
 def worker(args) -> None:
     """Run one rank; never returns: flushes, then ``os._exit`` (0 on success)."""
     os.environ.update(NVLS_OFF_ENV)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     code = 1
     try:
         _watchdog(args.hard_deadline_unix, os.getppid())
