@@ -102,7 +102,8 @@ def check_dense(config: dict) -> bool:
     """True when the model has per-head q/k RMSNorms (qwen3); RooflineError for other architectures."""
     model_type = config.get("model_type", "")
     if model_type not in DENSE_MODEL_TYPES or config.get("num_experts") or config.get("num_local_experts"):
-        raise RooflineError(f"tp engine: model type {model_type!r} is not one of {', '.join(DENSE_MODEL_TYPES)} (dense)")
+        raise RooflineError(f"tp engine: model type {model_type!r} is not one of "
+                            f"{', '.join(DENSE_MODEL_TYPES)} (dense)")
     return model_type in QK_NORM_MODEL_TYPES
 
 
@@ -702,9 +703,17 @@ def _time_collective(comm: Comm, device, op, eager_calls: int, graph_calls: int,
     if device.type != "cuda" or not graph_calls:
         return out
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        for _ in range(graph_calls):
-            op()
+
+    def record():
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            for _ in range(graph_calls):
+                op()
+
+    comm.local(record)
+    failed = [f for f in comm.agree() if f]
+    if failed:  # every rank skips the replays: none waits in a collective the other never runs
+        out["graph_error"] = failed[0][:500]
+        return out
     graph.replay()
     synchronize(device)
     comm.barrier()
@@ -740,11 +749,12 @@ def collective_probe(comm: Comm, device, dtype=None, all_reduce_bytes=ALL_REDUCE
         t = _time_collective(comm, device, lambda: comm.all_reduce_(buf), eager_calls, graph_calls, graph_replays)
         best = t["graph_s_per_call"] or t["eager_s_median"]
         algbw = nbytes / best
+        busbw = algbw * 2 * (world - 1) / world
         result["all_reduce"].append({"bytes": nbytes, **t, "algbw_bytes_per_s": algbw,
-                                     "busbw_bytes_per_s": algbw * 2 * (world - 1) / world})
+                                     "busbw_bytes_per_s": busbw})
         if progress:
             progress(f"all-reduce {nbytes:>10} B: eager {t['eager_s_median'] * 1e6:8.1f} us, "
-                     f"graph {_us(t['graph_s_per_call'])} us/call, busbw {algbw * 2 * (world - 1) / world / 1e9:6.1f} GB/s")
+                     f"graph {_us(t['graph_s_per_call'])} us/call, busbw {busbw / 1e9:6.1f} GB/s")
         del buf
     for nbytes in all_gather_bytes:
         bufs = comm.local(lambda: (torch.zeros(nbytes // size, dtype=dtype, device=device),
@@ -775,7 +785,8 @@ def _hf_reference(config: dict, seed: int):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    cfg = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype", "dtype", "transformers_version")}
+    drop = ("architectures", "torch_dtype", "dtype", "transformers_version")
+    cfg = {k: v for k, v in config.items() if k not in drop}
     hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(hf_config, dtype=torch.float32).eval()

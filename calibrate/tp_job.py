@@ -79,7 +79,8 @@ def check_path(out_dir, card: str, tp: int) -> Path:
 
 def run_tp_calibration(card: str, models: list[str], prompts: list[int], gen: int, batches: list[int], tp: int,
                        out_dir, device: str = "cuda", budget_s: float | None = None, resume: bool = False, *,
-                       probe: bool = False, check: bool = False, check_models: list[str] | None = None, seed: int = 0, warm_prefill: bool = True,
+                       probe: bool = False, check: bool = False, check_models: list[str] | None = None,
+                       seed: int = 0, warm_prefill: bool = True,
                        timeout_s: float | None = None, progress=print_to_stderr, extra_env: dict | None = None,
                        probe_sizes: list[int] | None = None, probe_gather_sizes: list[int] | None = None) -> Path:
     """Measure ``models`` at tensor parallelism ``tp`` on ``tp`` processes; returns the CSV path.
@@ -100,7 +101,8 @@ def run_tp_calibration(card: str, models: list[str], prompts: list[int], gen: in
             "--device", device, "--seed", str(seed), "--hard-deadline-unix", repr(now + timeout_s)]
     if budget_s is not None:
         argv += ["--deadline-unix", repr(now + budget_s)]
-    argv += ["--resume"] * resume + ["--probe"] * probe + ["--check"] * check + ["--no-warm-prefill"] * (not warm_prefill)
+    argv += ["--resume"] * resume + ["--probe"] * probe + ["--check"] * check
+    argv += ["--no-warm-prefill"] * (not warm_prefill)
     if check_models:
         argv += ["--check-models", ",".join(check_models)]
     if probe_sizes:
@@ -473,7 +475,8 @@ def _append_steps(path: Path, row, res: dict, per_rank: list[dict]) -> None:
     record = {"card": row.card, "model": row.model, "engine": row.engine, "tp": row.tp, "batch": row.batch,
               "prompt_tokens": row.prompt_tokens, "gen_tokens": row.gen_tokens, "timestamp": row.timestamp,
               "ttft_s": row.ttft_s, "step_s": [float(f"{t:.7g}") for t in res["step_s"]],
-              "tpot_rank_s": [r["tpot_s"] for r in per_rank], "peak_mem_rank_gib": [r["peak_mem_gib"] for r in per_rank]}
+              "tpot_rank_s": [r["tpot_s"] for r in per_rank],
+              "peak_mem_rank_gib": [r["peak_mem_gib"] for r in per_rank]}
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
         fh.flush()

@@ -214,7 +214,8 @@ def test_an_oom_on_one_rank_in_any_phase_is_agreed(tmp_path):
                                     batches=(1, 2, 4), fault=faults))
     got = [(r.model, r.prompt_tokens, r.batch, r.status) for r in rows]
     assert got == [
-        ("tiny-qwen2", 8, 1, "ok"), ("tiny-qwen2", 8, 2, "oom"), ("tiny-qwen2", 16, 1, "ok"), ("tiny-qwen2", 16, 2, "oom"),
+        ("tiny-qwen2", 8, 1, "ok"), ("tiny-qwen2", 8, 2, "oom"),
+        ("tiny-qwen2", 16, 1, "ok"), ("tiny-qwen2", 16, 2, "oom"),
         ("tiny-llama", 8, 1, "ok"), ("tiny-llama", 8, 2, "ok"), ("tiny-llama", 8, 4, "oom"),
         ("tiny-llama", 16, 1, "ok"), ("tiny-llama", 16, 2, "ok"), ("tiny-llama", 16, 4, "oom"),
         (str(qwen3), 8, 1, "oom"), (str(qwen3), 16, 1, "oom"),
