@@ -266,10 +266,10 @@ def _worker_main(args) -> int:
     comm = Comm(world, rank, group=None, ctrl=ctrl)
     say = print_to_stderr if rank == 0 else (lambda message: None)
     out = Path(args.out)
+    if args.probe:  # first: its graph captures fail soft, so it yields data even where the engine cannot
+        _run_probe(comm, args, dev, say)
     if args.check:
         _run_check(comm, args, dev, say)
-    if args.probe:
-        _run_probe(comm, args, dev, say)
     if _csv_list(args.models):
         _sweep(comm, args, dev, say)
     comm.barrier()
