@@ -1,0 +1,692 @@
+"""A continuous-batching server loop: the real run ``roofline simulate`` is checked against.
+
+The loop serves a request stream on one GPU with the graph engine's dense decoder (random bf16
+weights, llama / qwen2 / mistral shapes). It is deliberately simple, so that a simulator can
+mirror its scheduling decision for decision; every rule it follows is written here.
+
+Terms
+-----
+* A request has ``prompt_tokens`` p, ``gen_tokens`` g (>= 1) and ``arrival_s`` (seconds after
+  the clock starts). Its prompt is p random token ids (seeded by the request id).
+* A *sequence* is a request inside the server. After producing k tokens its KV holds p + k - 1
+  tokens (the last produced token is fed to the next decode step, which writes its KV). Its
+  *length* is p + k.
+* Blocks (logical, as vLLM's block manager): ``block_size`` tokens per block, ``num_blocks`` in
+  the pool. A sequence whose KV holds c tokens holds ceil(c / block_size) blocks. The pool is
+  accounting only: the physical cache is the static one below, which never runs out.
+* ``max_num_seqs`` (S) slots, ``max_num_batched_tokens`` (the most tokens one prefill pass takes),
+  ``max_model_len`` (T, the slot capacity in tokens).
+
+Policy ``prefill-first`` (vLLM V0's default scheduler without chunked prefill)
+--------------------------------------------------------------------------
+The waiting queue holds every request not running, in arrival order (ties: file order);
+requests not yet arrived sit at its tail. Each iteration, at time ``now`` (its start):
+
+1. Admit. While the queue's head has arrived (arrival_s <= now), running + admitted < S, the
+   head's prefill blocks ceil(n / block_size) <= the free blocks (minus those taken by requests
+   admitted in this iteration), and the iteration's prefill tokens + n <= max_num_batched_tokens:
+   admit it (n = p for a new request, p + k for a preempted one with k tokens already produced).
+   FIFO without skipping: the first head that fails stops admission.
+2. If any were admitted: ONE prefill pass over them (packed: every linear layer on all their
+   tokens at once; attention per sequence, causal). Each admitted sequence's next token comes
+   out of it (a new request's first token; token k + 1 of a preempted one). Running sequences
+   do not decode in this iteration.
+3. Otherwise, if any sequence runs: one decode step of all of them. Before it, every sequence
+   whose KV grows into a new block (holds c tokens with ceil((c + 1) / block_size) > its blocks)
+   takes one; while more are needed than are free, the most recently admitted running sequence
+   is preempted (recompute): its blocks are freed, its KV dropped, and it goes back to the FRONT
+   of the waiting queue with the tokens it has produced. Preempting a sequence that needed a
+   block also removes its need. Readmitted, it is prefilled with prompt + produced tokens.
+4. Otherwise (nothing runs, nothing admissible) wait until the head's arrival.
+5. After the pass, sequences that have produced g tokens leave and free their blocks (also right
+   after a prefill: g = 1, or a readmitted sequence with k + 1 = g).
+
+Invariants that follow: every running request arrived before every waiting one, so admission
+order among the running is arrival order and "most recently admitted" is also "latest arrival"
+(vLLM V0's FCFS victim). A request's TTFT is its FIRST first token (a recompute does not reset
+it); its TPOT = (finish - first token) / (g - 1), its E2E = finish - arrival. Requests that can
+never be served (p + g - 1 > T, more blocks than the pool, or a recompute prefill of p + g - 1
+tokens > max_num_batched_tokens) are refused before the clock starts.
+
+Physical KV and execution
+-------------------------
+* Static cache: (layers, S, kv_heads, T, head_dim) for K and for V, preallocated. Running
+  sequences are kept COMPACT in slots [0, n): when one leaves (finish or preemption) the
+  sequence in the last running slot moves into the hole (its valid KV prefix is copied: c x KV
+  bytes per token, queued after the pass and run before the next one; small next to a step).
+* Decode step: one CUDA graph per *bucket*, the smallest capture size >= n (CAPTURE_SIZES: 1, 2,
+  4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, ... up to S, and S itself); slots n..bucket-1 are
+  padding (their results are ignored; they write only into free slots). Every step reads the
+  whole T capacity of every bucket slot with a validity mask per slot (``key_pos <= pos[slot]``):
+  its KV bytes are bucket x T x KV bytes per token, whatever the contexts. Each slot has its own
+  position (a device tensor updated in place before replay), RoPE angle and mask. Graphs are
+  captured up front, before the clock starts (capture time is recorded separately).
+* Prefill pass: eager. Linear layers on the packed tokens, RoPE per token position, K/V
+  scattered into the slots' cache rows, one SDPA call (causal, GQA) per sequence and layer,
+  logits of each sequence's last position only, argmax.
+* Every iteration ends with a host sync (the tokens come back to the host, as an engine samples
+  there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
+  the pass also gives its device time.
+
+Without a GPU the same loop runs on the CPU (no graphs): that is what the tests exercise.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from roofline.errors import RooflineError
+
+POLICIES = ("prefill-first",)
+DEFAULT_BLOCK_SIZE = 16
+
+
+def capture_sizes(max_num_seqs: int) -> list[int]:
+    """Decode buckets: 1, 2, 4, then powers of two and 1.5x powers of two from 8 (8, 16, 24, 32,
+    48, 64, 96, 128, 192, ...), those below ``max_num_seqs``, and ``max_num_seqs`` itself."""
+    sizes = {1, 2, 4}
+    k = 8
+    while k < max_num_seqs:
+        sizes.add(k)
+        if k >= 16 and k * 3 // 2 < max_num_seqs:
+            sizes.add(k * 3 // 2)
+        k *= 2
+    return sorted(s for s in sizes if s < max_num_seqs) + [max_num_seqs]
+
+
+def bucket_for(n: int, sizes: list[int]) -> int:
+    """The smallest capture size >= n."""
+    for size in sizes:
+        if size >= n:
+            return size
+    raise ValueError(f"{n} sequences exceed the largest bucket {sizes[-1]}")
+
+
+def blocks_for(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)
+
+
+@dataclass(frozen=True)
+class Request:
+    request_id: int
+    arrival_s: float
+    prompt_tokens: int
+    gen_tokens: int
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The knobs of the policy (the simulator needs exactly these)."""
+
+    max_num_seqs: int
+    max_model_len: int
+    num_blocks: int
+    block_size: int = DEFAULT_BLOCK_SIZE
+    max_num_batched_tokens: int | None = None  # None: max(max_model_len, 2048), vLLM V0's default
+    policy: str = "prefill-first"
+
+    @property
+    def batched_tokens(self) -> int:
+        return self.max_num_batched_tokens or max(self.max_model_len, 2048)
+
+    def check(self, requests: list[Request]) -> None:
+        """Refuse a configuration or a request the loop could never serve (before any clock)."""
+        if self.policy not in POLICIES:
+            raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        for name in ("max_num_seqs", "max_model_len", "num_blocks", "block_size", "batched_tokens"):
+            if getattr(self, name) < 1:
+                raise RooflineError(f"{name} must be at least 1, not {getattr(self, name)}")
+        for r in requests:
+            most = r.prompt_tokens + r.gen_tokens - 1  # KV tokens at the last decode step
+            if r.prompt_tokens < 1 or r.gen_tokens < 1:
+                raise RooflineError(f"request {r.request_id}: prompt and gen tokens must be at least 1")
+            if not (math.isfinite(r.arrival_s) and r.arrival_s >= 0):
+                raise RooflineError(f"request {r.request_id}: arrival_s must be a finite number >= 0")
+            if most > self.max_model_len:
+                raise RooflineError(f"request {r.request_id}: prompt {r.prompt_tokens} + gen {r.gen_tokens} - 1 "
+                                    f"tokens exceed max_model_len {self.max_model_len}")
+            if blocks_for(most, self.block_size) > self.num_blocks:
+                raise RooflineError(f"request {r.request_id}: needs {blocks_for(most, self.block_size)} blocks, "
+                                    f"the pool has {self.num_blocks}")
+            if most > self.batched_tokens:
+                raise RooflineError(f"request {r.request_id}: a recompute prefill of {most} tokens would exceed "
+                                    f"max_num_batched_tokens {self.batched_tokens}")
+
+
+# ---- the scheduler ------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Seq:
+    req: Request
+    prompt_ids: object  # numpy int64 array
+    generated: list = field(default_factory=list)
+    kv_tokens: int = 0  # tokens whose KV is in the cache
+    blocks: int = 0
+    slot: int = -1
+    preemptions: int = 0
+    prefilled_tokens: int = 0  # all prefill tokens, recomputes included
+    first_scheduled_s: float | None = None
+    first_token_s: float | None = None
+    finish_s: float | None = None
+
+    def prefill_ids(self):
+        import numpy as np
+
+        if not self.generated:
+            return self.prompt_ids
+        return np.concatenate([self.prompt_ids, np.asarray(self.generated, dtype=np.int64)])
+
+    @property
+    def prefill_tokens(self) -> int:
+        return self.req.prompt_tokens + len(self.generated)
+
+    @property
+    def done(self) -> bool:
+        return len(self.generated) >= self.req.gen_tokens
+
+
+@dataclass
+class ServeResult:
+    """Per-request records (request order), one dict per iteration, and how the run ended."""
+
+    requests: list[dict]
+    iterations: list[dict]
+    started_at: float  # the clock's reading at t = 0
+    wall_s: float
+    deadline_s: float | None
+    deadline_hit: bool
+    preemptions: int
+    max_running: int
+
+
+def prompt_ids_for(request: Request, vocab: int, seed: int = 0):
+    """The request's prompt: ``prompt_tokens`` ids from numpy default_rng([seed, request_id])."""
+    import numpy as np
+
+    return np.random.default_rng([seed, request.request_id]).integers(0, vocab, request.prompt_tokens, dtype=np.int64)
+
+
+def serve(
+    requests: list[Request],
+    executor,
+    config: SchedulerConfig,
+    *,
+    clock=time.perf_counter,
+    sleep=time.sleep,
+    deadline_s: float | None = None,
+    seed: int = 0,
+    progress=None,
+) -> ServeResult:
+    """Serve ``requests`` with ``executor`` under the module docstring's policy.
+
+    ``executor`` runs the passes (ModelExecutor on a device, CostExecutor for a virtual clock):
+    ``prefill(items)`` with items [(slot, ids)], ``decode(tokens, positions)`` for slots 0..n-1,
+    both returning (next tokens, device seconds or None); ``move(src, dst, kv_tokens)``;
+    ``buckets`` (the capture sizes); ``vocab``. ``deadline_s``: no admission from then on (the
+    running sequences still finish; requests never admitted are reported unserved).
+    """
+    config.check(requests)
+    S, bs, budget = config.max_num_seqs, config.block_size, config.batched_tokens
+    order = sorted(requests, key=lambda r: (r.arrival_s, r.request_id))
+    seqs = {r.request_id: _Seq(r, prompt_ids_for(r, executor.vocab, seed)) for r in order}
+    waiting: deque[_Seq] = deque(seqs[r.request_id] for r in order)
+    running: list[_Seq] = []  # admission order
+    slots: list[_Seq] = []  # slots[i] is the sequence in slot i (compact)
+    free = config.num_blocks
+    iterations: list[dict] = []
+    preemptions = 0
+    max_running = 0
+    stopped = False
+
+    def leave(seq: _Seq) -> None:
+        nonlocal free
+        free += seq.blocks
+        seq.blocks = 0
+        hole, last = seq.slot, len(slots) - 1
+        if hole != last:
+            moved = slots[last]
+            executor.move(last, hole, moved.kv_tokens)
+            moved.slot = hole
+            slots[hole] = moved
+        slots.pop()
+        seq.slot = -1
+        running.remove(seq)
+
+    t0 = clock()
+    while waiting or running:
+        now = clock() - t0
+        if deadline_s is not None and now >= deadline_s and not stopped:
+            stopped = True
+            if progress:
+                progress(f"deadline {deadline_s:.1f} s reached: {len(waiting)} request(s) not admitted")
+        if stopped and not running:
+            break
+        admitted: list[_Seq] = []
+        if not stopped:
+            tokens = 0
+            taken = 0
+            while waiting and waiting[0].req.arrival_s <= now and len(running) + len(admitted) < S:
+                head = waiting[0]
+                n, need = head.prefill_tokens, blocks_for(head.prefill_tokens, bs)
+                if need > free - taken or tokens + n > budget:
+                    break
+                waiting.popleft()
+                admitted.append(head)
+                tokens += n
+                taken += need
+        if not admitted and not running:
+            if stopped or not waiting:
+                break
+            if waiting[0].req.arrival_s <= now:  # cannot happen: config.check guarantees a fit
+                raise RuntimeError("an arrived request does not fit an empty server")
+            target = t0 + waiting[0].req.arrival_s
+            while (left := target - clock()) > 0:
+                sleep(left)
+            continue
+
+        record = {"iteration": len(iterations), "t_start_s": now, "preempted": 0}
+        if admitted:
+            items = []
+            for seq in admitted:
+                n = seq.prefill_tokens
+                seq.blocks = blocks_for(n, bs)
+                free -= seq.blocks
+                seq.slot = len(slots)
+                slots.append(seq)
+                running.append(seq)
+                if seq.first_scheduled_s is None:
+                    seq.first_scheduled_s = now
+                items.append((seq.slot, seq.prefill_ids()))
+            out, device_s = executor.prefill(items)
+            t_end = clock() - t0
+            for seq, tok in zip(admitted, out):
+                seq.kv_tokens = seq.prefill_tokens
+                seq.prefilled_tokens += seq.prefill_tokens
+                seq.generated.append(int(tok))
+                if seq.first_token_s is None:
+                    seq.first_token_s = t_end
+            lens = [len(ids) for _, ids in items]
+            record.update(kind="prefill", decode_seqs=0, prefill_seqs=len(items), prefill_tokens=sum(lens),
+                          prefill_pairs=sum(p * (p + 1) // 2 for p in lens), kv_tokens=sum(lens), bucket="")
+            in_pass = admitted
+        else:
+            needy = [seq for seq in running if blocks_for(seq.kv_tokens + 1, bs) > seq.blocks]
+            while len(needy) > free:
+                victim = running[-1]
+                leave(victim)
+                victim.kv_tokens = 0
+                victim.preemptions += 1
+                waiting.appendleft(victim)
+                record["preempted"] += 1
+                if victim in needy:
+                    needy.remove(victim)
+            preemptions += record["preempted"]
+            for seq in needy:
+                seq.blocks += 1
+                free -= 1
+            n = len(slots)
+            if n == 0:  # cannot happen: the last sequence alone always fits (config.check)
+                raise RuntimeError("preemption emptied the server")
+            positions = [seq.kv_tokens for seq in slots]
+            out, device_s = executor.decode([seq.generated[-1] for seq in slots], positions)
+            t_end = clock() - t0
+            for seq, tok in zip(slots, out):
+                seq.kv_tokens += 1
+                seq.generated.append(int(tok))
+            record.update(kind="decode", decode_seqs=n, prefill_seqs=0, prefill_tokens=0, prefill_pairs=0,
+                          kv_tokens=sum(positions) + n, bucket=bucket_for(n, executor.buckets))
+            in_pass = list(slots)
+        max_running = max(max_running, len(running))
+        finished = sorted((seq for seq in in_pass if seq.done), key=lambda q: -q.slot)
+        for seq in finished:  # highest slot first: a moved sequence is never one that leaves
+            seq.finish_s = t_end
+            leave(seq)
+        record.update(t_end_s=t_end, finished=len(finished), running=len(running),
+                      used_blocks=config.num_blocks - free, device_s=device_s)
+        iterations.append(record)
+
+    wall_s = clock() - t0
+    records = []
+    for r in sorted(requests, key=lambda r: r.request_id):
+        seq = seqs[r.request_id]
+        records.append(_request_record(seq))
+    return ServeResult(records, iterations, t0, wall_s, deadline_s, stopped, preemptions, max_running)
+
+
+def _request_record(seq: _Seq) -> dict:
+    r = seq.req
+    done = seq.finish_s is not None
+    tpot = None
+    if done and r.gen_tokens > 1:
+        tpot = (seq.finish_s - seq.first_token_s) / (r.gen_tokens - 1)
+    return {
+        "request_id": r.request_id, "arrival_s": r.arrival_s, "prompt_tokens": r.prompt_tokens,
+        "gen_tokens": r.gen_tokens, "first_token_s": seq.first_token_s, "finish_s": seq.finish_s,
+        "ttft_s": None if seq.first_token_s is None else seq.first_token_s - r.arrival_s,
+        "tpot_s": tpot, "e2e_s": seq.finish_s - r.arrival_s if done else None,
+        "preemptions": seq.preemptions, "first_scheduled_s": seq.first_scheduled_s,
+        "prefilled_tokens": seq.prefilled_tokens, "tokens": list(seq.generated),
+    }
+
+
+# ---- a virtual clock: the policy without a model ------------------------------------------
+class VirtualClock:
+    """A clock that moves only when told: ``advance`` (a pass) or ``sleep`` (waiting)."""
+
+    def __init__(self, start: float = 0.0):
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+    sleep = advance
+
+
+class CostExecutor:
+    """Runs nothing: each pass advances a VirtualClock by a cost function's seconds.
+
+    ``prefill_s(lengths)`` and ``decode_s(n, bucket, context_tokens)`` (context = the tokens each
+    slot attends to, its position + 1) give a pass's time. Tokens are a fixed function of the
+    input (no model). With the simulator's step model as the cost functions, ``serve`` gives the
+    exact schedule the simulator must reproduce.
+    """
+
+    def __init__(self, clock: VirtualClock, prefill_s, decode_s, max_num_seqs: int, vocab: int = 1000):
+        self.clock, self.prefill_s, self.decode_s = clock, prefill_s, decode_s
+        self.buckets = capture_sizes(max_num_seqs)
+        self.vocab = vocab
+        self.moves: list[tuple[int, int, int]] = []
+
+    def prefill(self, items):
+        lengths = [len(ids) for _, ids in items]
+        seconds = self.prefill_s(lengths)
+        self.clock.advance(seconds)
+        return [int(ids[-1]) * 7 % self.vocab for _, ids in items], seconds
+
+    def decode(self, tokens, positions):
+        n = len(tokens)
+        seconds = self.decode_s(n, bucket_for(n, self.buckets), [p + 1 for p in positions])
+        self.clock.advance(seconds)
+        return [(t * 7 + 1) % self.vocab for t in tokens], seconds
+
+    def move(self, src: int, dst: int, kv_tokens: int) -> None:
+        self.moves.append((src, dst, kv_tokens))
+
+
+# ---- the model on a device ----------------------------------------------------------------
+def _rope(x, cos, sin):
+    """x * cos + rotate_half(x) * sin (the graph engine's RoPE, half-split layout)."""
+    import torch
+
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
+    """One decode step of slots 0..batch-1, each at its own position; writes next tokens to bufs.out.
+
+    As graph_engine.decode_step, with per-slot positions: RoPE as one (hd x hd) matrix per slot,
+    the K/V of each slot written at its position (scatter), and a validity mask per slot over
+    all T cache positions.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from calibrate.graph_engine import _mlp, _rms, rope_matrix
+
+    total = bufs.key_pos.shape[0]
+    group = s.heads // s.kv_heads
+    tok, pos = bufs.inp[0, :batch], bufs.inp[1, :batch]
+    x = F.embedding(tok, w.embed)  # (B, H)
+    cos = bufs.cos.index_select(0, pos).unsqueeze(1)  # (B, 1, hd)
+    sin = bufs.sin.index_select(0, pos).unsqueeze(1)
+    rot = rope_matrix(cos, sin, bufs.eye, bufs.swap)  # (B, hd, hd)
+    neg_inf = torch.full((), float("-inf"), device=x.device, dtype=x.dtype)
+    zero = torch.zeros((), device=x.device, dtype=x.dtype)
+    bias = torch.where(bufs.key_pos.unsqueeze(0) <= pos.unsqueeze(1), zero, neg_inf)  # (B, T)
+    bias = bias.view(batch, 1, 1, total).expand(batch, s.kv_heads, 1, total).reshape(batch * s.kv_heads, 1, total)
+    where = pos.view(batch, 1, 1, 1).expand(batch, s.kv_heads, 1, s.head_dim)
+    scale = s.head_dim ** -0.5
+    for i, lw in enumerate(w.layers):
+        qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)  # (B, q+2kv)
+        qk = torch.bmm(qkv[:, : s.q_dim + s.kv_dim].reshape(batch, s.heads + s.kv_heads, s.head_dim), rot)
+        q = qk[:, : s.heads].reshape(batch * s.kv_heads, group, s.head_dim)
+        k = qk[:, s.heads:].unsqueeze(2)  # (B, kv, 1, hd)
+        v = qkv[:, s.q_dim + s.kv_dim:].reshape(batch, s.kv_heads, 1, s.head_dim)
+        ck, cv = bufs.cache_k[i, :batch], bufs.cache_v[i, :batch]  # (B, kv, T, hd)
+        ck.scatter_(2, where, k)
+        cv.scatter_(2, where, v)
+        scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2), alpha=scale)
+        probs = torch.softmax(scores, dim=-1)
+        attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
+        x = x + F.linear(attn.view(batch, s.q_dim), lw.wo)
+        x = _mlp(x, lw, s)
+    logits = F.linear(_rms(x, w.final_norm, s.eps), w.lm_head)
+    bufs.out[:batch].copy_(logits.argmax(dim=-1))
+
+
+@dataclass
+class _Buffers:
+    cache_k: object  # (L, S, kv_heads, T, hd)
+    cache_v: object
+    cos: object  # (T, hd)
+    sin: object
+    eye: object
+    swap: object
+    key_pos: object  # (T,)
+    inp: object  # (2, S) int64 on the device: row 0 input tokens, row 1 positions
+    out: object  # (S,) int64: next tokens
+    host_inp: object  # (2, S) int64 on the host (pinned on CUDA)
+
+
+class ModelExecutor:
+    """The dense decoder with a static KV cache of ``max_num_seqs`` slots x ``max_model_len``.
+
+    Random weights from graph_engine.random_weights(seed), or ``weights`` given (tests).
+    """
+
+    def __init__(self, config: dict, device: str = "cuda", max_num_seqs: int = 64, max_model_len: int = 2048,
+                 seed: int = 0, dtype: str = "bfloat16", use_graph: bool | None = None, weights=None):
+        import torch
+
+        from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
+
+        self.device = torch.device(device)
+        self.dtype = getattr(torch, dtype)
+        self.shapes = s = Shapes.from_config(config)
+        self.vocab = s.vocab
+        self.max_num_seqs, self.max_model_len = max_num_seqs, max_model_len
+        self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
+        self.buckets = capture_sizes(max_num_seqs)
+        self.weights = weights if weights is not None else random_weights(s, self.device, self.dtype, seed)
+        dev, dt = self.device, self.dtype
+        shape = (s.layers, max_num_seqs, s.kv_heads, max_model_len, s.head_dim)
+        cos, sin = rope_tables(s, max_model_len, dev, dt)
+        cuda = self.device.type == "cuda"
+        self.bufs = _Buffers(
+            cache_k=torch.zeros(shape, dtype=dt, device=dev), cache_v=torch.zeros(shape, dtype=dt, device=dev),
+            cos=cos, sin=sin, eye=torch.eye(s.head_dim, device=dev, dtype=dt), swap=rope_swap(s.head_dim, dev, dt),
+            key_pos=torch.arange(max_model_len, device=dev),
+            inp=torch.zeros(2, max_num_seqs, dtype=torch.long, device=dev),
+            out=torch.zeros(max_num_seqs, dtype=torch.long, device=dev),
+            host_inp=torch.zeros(2, max_num_seqs, dtype=torch.long, pin_memory=cuda),
+        )
+        self.graphs: dict[int, object] = {}
+        self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if cuda else None
+
+    # -- sizes
+    @property
+    def kv_bytes_per_token(self) -> int:
+        s = self.shapes
+        return 2 * s.layers * s.kv_dim * self.bufs.cache_k.element_size()
+
+    @property
+    def static_kv_bytes(self) -> int:
+        return 2 * self.bufs.cache_k.numel() * self.bufs.cache_k.element_size()
+
+    @property
+    def weight_bytes(self) -> int:
+        seen, total = set(), 0
+        w = self.weights
+        tensors = [w.embed, w.final_norm, w.lm_head]
+        for lw in w.layers:
+            tensors += [lw.in_norm, lw.wqkv, lw.bqkv, lw.wo, lw.post_norm, lw.wgu, lw.wdown]
+        for t in tensors:
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                total += t.numel() * t.element_size()
+        return total
+
+    # -- passes
+    def _timed(self, fn):
+        if self._events is None:
+            t0 = time.perf_counter()
+            result = fn()
+            return result, time.perf_counter() - t0
+        start, end = self._events
+        start.record()
+        result = fn()
+        end.record()
+        return result, end
+
+    def prefill(self, items):
+        """One packed prefill pass over [(slot, ids)]; returns (next token per item, device s)."""
+        import numpy as np
+        import torch
+
+        lens = [len(ids) for _, ids in items]
+        ids = torch.from_numpy(np.concatenate([np.asarray(x, dtype=np.int64) for _, x in items]))
+        positions = torch.from_numpy(np.concatenate([np.arange(n, dtype=np.int64) for n in lens]))
+        slot_of = torch.from_numpy(np.repeat(np.array([slot for slot, _ in items], dtype=np.int64), lens))
+        last = torch.from_numpy(np.cumsum(lens) - 1)
+        host = torch.stack([ids, positions, slot_of])
+        if self.device.type == "cuda":
+            host = host.pin_memory()
+        dev = host.to(self.device, non_blocking=True)
+        last = last.to(self.device, non_blocking=True)
+        with torch.inference_mode():
+            out, marker = self._timed(lambda: self._prefill(dev[0], dev[1], dev[2], last, lens))
+            tokens = out.tolist()  # the host sync
+        return tokens, self._seconds(marker)
+
+    def _prefill(self, ids, positions, slot_of, last, lens):
+        import torch.nn.functional as F
+
+        from calibrate.graph_engine import _mlp, _rms
+
+        s, w, b = self.shapes, self.weights, self.bufs
+        total = ids.shape[0]
+        x = F.embedding(ids, w.embed)  # (N, H)
+        cos, sin = b.cos[positions].unsqueeze(1), b.sin[positions].unsqueeze(1)  # (N, 1, hd)
+        starts = [0]
+        for n in lens[:-1]:
+            starts.append(starts[-1] + n)
+        import torch
+
+        for i, lw in enumerate(w.layers):
+            qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
+            q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
+            q = _rope(q.view(total, s.heads, s.head_dim), cos, sin)
+            k = _rope(k.view(total, s.kv_heads, s.head_dim), cos, sin)
+            v = v.view(total, s.kv_heads, s.head_dim)
+            b.cache_k[i][slot_of, :, positions] = k
+            b.cache_v[i][slot_of, :, positions] = v
+            outs = []
+            for start, n in zip(starts, lens):
+                qi, ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+                outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True, enable_gqa=True)[0])
+            attn = torch.cat(outs, dim=1).transpose(0, 1).reshape(total, s.q_dim)
+            x = x + F.linear(attn, lw.wo)
+            x = _mlp(x, lw, s)
+        logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
+        return logits.argmax(dim=-1)
+
+    def decode(self, tokens, positions):
+        """One decode step of slots 0..n-1 (padded to the bucket); returns (next tokens, device s)."""
+        import torch
+
+        n = len(tokens)
+        bucket = bucket_for(n, self.buckets)
+        b = self.bufs
+        b.host_inp[0, :n] = torch.tensor(tokens, dtype=torch.long)
+        b.host_inp[1, :n] = torch.tensor(positions, dtype=torch.long)
+        b.host_inp[:, n:bucket] = 0
+        b.inp[:, :bucket].copy_(b.host_inp[:, :bucket], non_blocking=True)
+        graph = self.graphs.get(bucket)
+        with torch.inference_mode():
+            if graph is not None:
+                _, marker = self._timed(graph.replay)
+            else:
+                _, marker = self._timed(lambda: decode_slots(self.weights, self.shapes, b, bucket))
+            out = b.out[:n].tolist()  # the host sync
+        return out, self._seconds(marker)
+
+    def _seconds(self, marker) -> float:
+        if isinstance(marker, float):
+            return marker
+        return self._events[0].elapsed_time(marker) * 1e-3  # synchronised by the .tolist() before
+
+    def move(self, src: int, dst: int, kv_tokens: int) -> None:
+        """Copy slot ``src``'s valid KV prefix into slot ``dst`` (compaction)."""
+        import torch
+
+        b = self.bufs
+        with torch.inference_mode():
+            b.cache_k[:, dst, :, :kv_tokens].copy_(b.cache_k[:, src, :, :kv_tokens])
+            b.cache_v[:, dst, :, :kv_tokens].copy_(b.cache_v[:, src, :, :kv_tokens])
+
+    # -- before the clock
+    def warm_up(self, max_num_batched_tokens: int) -> None:
+        """Prefill passes of a few shapes (up to the batched-token budget) and every decode bucket,
+        eagerly: kernels chosen and loaded, the allocator's peak reached. Writes only garbage
+        into free slots."""
+        import numpy as np
+
+        longest = min(self.max_model_len, max_num_batched_tokens)
+        shapes = [[16], [longest]]
+        count = min(self.max_num_seqs, max(1, max_num_batched_tokens // longest))
+        shapes.append([longest] * count)
+        for lens in shapes:
+            self.prefill([(slot, np.zeros(n, dtype=np.int64)) for slot, n in enumerate(lens)])
+        for bucket in self.buckets:
+            self.decode([0] * bucket, [0] * bucket)
+
+    def capture(self) -> None:
+        """One CUDA graph per bucket, largest first, sharing one memory pool (CUDA only)."""
+        import torch
+
+        if not self.use_graph:
+            return
+        pool = torch.cuda.graph_pool_handle()
+        b = self.bufs
+        b.inp.zero_()
+        with torch.inference_mode():
+            for bucket in reversed(self.buckets):
+                side = torch.cuda.Stream(self.device)
+                side.wait_stream(torch.cuda.current_stream(self.device))
+                with torch.cuda.stream(side):
+                    for _ in range(2):
+                        decode_slots(self.weights, self.shapes, b, bucket)
+                torch.cuda.current_stream(self.device).wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=pool):
+                    decode_slots(self.weights, self.shapes, b, bucket)
+                self.graphs[bucket] = graph
+        torch.cuda.synchronize(self.device)
+
+    def close(self) -> None:
+        self.graphs.clear()
+        self.weights = None
+        self.bufs = None
+
+
+def kv_pool_blocks(total_memory_bytes: int, gpu_memory_utilization: float, weight_bytes: int,
+                   workspace_bytes: int, kv_bytes_per_token: int, block_size: int) -> int:
+    """vLLM's sizing: (utilization x total - weights - workspace) / (block_size x KV bytes per token)."""
+    usable = gpu_memory_utilization * total_memory_bytes - weight_bytes - workspace_bytes
+    return max(0, int(usable // (block_size * kv_bytes_per_token)))
