@@ -62,8 +62,12 @@ Physical KV and execution
   position (a device tensor updated in place before replay), RoPE angle and mask. Graphs are
   captured up front, before the clock starts (capture time is recorded separately).
 * Prefill pass: eager. Linear layers on the packed tokens, RoPE per token position, K/V
-  scattered into the slots' cache rows, one SDPA call (causal, GQA) per sequence and layer,
-  logits of each sequence's last position only, argmax.
+  scattered into the slots' cache rows, causal attention of each sequence on itself (K/V heads
+  repeated for GQA), logits of each sequence's last position only, argmax. Attention is one
+  flash call for all sequences (``torch.nn.attention.varlen``) where torch has it and it agrees
+  with SDPA on a test batch before the clock starts, else one SDPA call per sequence and layer
+  (``prefill_attention`` in the run's config says which). cuDNN SDPA is turned off on CUDA: it
+  builds a plan for every new length.
 * Every iteration ends with a host sync (the tokens come back to the host, as an engine samples
   there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
   the pass also gives its device time.
@@ -471,6 +475,20 @@ def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
 
 
 @dataclass
+class _Packed:
+    """A prefill pass's sequences packed one after another (device tensors, host lists)."""
+
+    ids: object  # (N,) token ids
+    positions: object  # (N,) position of each token in its sequence
+    slot_of: object  # (N,) the slot of each token's sequence
+    cu: object  # (k + 1,) int64: cumulated lengths, 0 first
+    lens: list
+    starts: list
+    max_len: int
+    cu32: object = None  # cu as int32 (varlen attention)
+
+
+@dataclass
 class _Buffers:
     cache_k: object  # (L, S, kv_heads, T, hd)
     cache_v: object
@@ -497,6 +515,10 @@ class ModelExecutor:
         from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
 
         self.device = torch.device(device)
+        if self.device.type == "cuda":
+            # cuDNN SDPA builds a plan per new sequence length (35-70 ms of host time each on the
+            # H200, docs/calibration-runs.md); prompts of every length would pay it over and over
+            torch.backends.cuda.enable_cudnn_sdp(False)
         self.dtype = getattr(torch, dtype)
         self.shapes = s = Shapes.from_config(config)
         self.vocab = s.vocab
@@ -517,6 +539,8 @@ class ModelExecutor:
             host_inp=torch.zeros(2, max_num_seqs, dtype=torch.long, pin_memory=cuda),
         )
         self.graphs: dict[int, object] = {}
+        self.prefill_attention_note = ""
+        self.prefill_attention = self._choose_prefill_attention()
         self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if cuda else None
 
     # -- sizes
@@ -563,48 +587,104 @@ class ModelExecutor:
         ids = torch.from_numpy(np.concatenate([np.asarray(x, dtype=np.int64) for _, x in items]))
         positions = torch.from_numpy(np.concatenate([np.arange(n, dtype=np.int64) for n in lens]))
         slot_of = torch.from_numpy(np.repeat(np.array([slot for slot, _ in items], dtype=np.int64), lens))
-        last = torch.from_numpy(np.cumsum(lens) - 1)
-        host = torch.stack([ids, positions, slot_of])
+        cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        host = torch.cat([ids, positions, slot_of, torch.from_numpy(cu)])
         if self.device.type == "cuda":
             host = host.pin_memory()
         dev = host.to(self.device, non_blocking=True)
-        last = last.to(self.device, non_blocking=True)
+        total = len(ids)
+        seq = _Packed(ids=dev[:total], positions=dev[total:2 * total], slot_of=dev[2 * total:3 * total],
+                      cu=dev[3 * total:], lens=lens, starts=cu[:-1].tolist(), max_len=max(lens))
         with torch.inference_mode():
-            out, marker = self._timed(lambda: self._prefill(dev[0], dev[1], dev[2], last, lens))
+            out, marker = self._timed(lambda: self._prefill(seq))
             tokens = out.tolist()  # the host sync
         return tokens, self._seconds(marker)
 
-    def _prefill(self, ids, positions, slot_of, last, lens):
+    def _prefill(self, seq: "_Packed"):
         import torch.nn.functional as F
 
         from calibrate.graph_engine import _mlp, _rms
 
         s, w, b = self.shapes, self.weights, self.bufs
-        total = ids.shape[0]
-        x = F.embedding(ids, w.embed)  # (N, H)
-        cos, sin = b.cos[positions].unsqueeze(1), b.sin[positions].unsqueeze(1)  # (N, 1, hd)
-        starts = [0]
-        for n in lens[:-1]:
-            starts.append(starts[-1] + n)
-        import torch
-
+        total, group = seq.ids.shape[0], s.heads // s.kv_heads
+        x = F.embedding(seq.ids, w.embed)  # (N, H)
+        cos, sin = b.cos[seq.positions].unsqueeze(1), b.sin[seq.positions].unsqueeze(1)  # (N, 1, hd)
         for i, lw in enumerate(w.layers):
             qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
             q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
             q = _rope(q.view(total, s.heads, s.head_dim), cos, sin)
             k = _rope(k.view(total, s.kv_heads, s.head_dim), cos, sin)
             v = v.view(total, s.kv_heads, s.head_dim)
-            b.cache_k[i][slot_of, :, positions] = k
-            b.cache_v[i][slot_of, :, positions] = v
-            outs = []
-            for start, n in zip(starts, lens):
-                qi, ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
-                outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True, enable_gqa=True)[0])
-            attn = torch.cat(outs, dim=1).transpose(0, 1).reshape(total, s.q_dim)
-            x = x + F.linear(attn, lw.wo)
+            b.cache_k[i][seq.slot_of, :, seq.positions] = k
+            b.cache_v[i][seq.slot_of, :, seq.positions] = v
+            if group > 1:  # GQA expanded here, so every attention backend takes it
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            attn = self._attend(q, k, v, seq)  # (N, heads, hd)
+            x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo)
             x = _mlp(x, lw, s)
+        last = seq.cu[1:] - 1
         logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
         return logits.argmax(dim=-1)
+
+    def _attend(self, q, k, v, seq: "_Packed", mode: str | None = None):
+        """Causal attention of each packed sequence on itself: q, k, v (N, heads, hd) -> (N, heads, hd).
+
+        ``varlen``: one flash call for all (torch.nn.attention.varlen, CUDA only); ``sdpa-loop``:
+        one SDPA call per sequence."""
+        import torch
+        import torch.nn.functional as F
+
+        mode = mode or self.prefill_attention
+        if mode == "varlen":
+            if seq.cu32 is None:
+                seq.cu32 = seq.cu.to(torch.int32)
+            return self._varlen(q, k, v, seq.cu32, seq.cu32, seq.max_len, seq.max_len, **self._varlen_kw)
+        outs = []
+        for start, n in zip(seq.starts, seq.lens):
+            qi, ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+            outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True)[0])
+        return torch.cat(outs, dim=1).transpose(0, 1)
+
+    def _choose_prefill_attention(self) -> str:
+        """``varlen`` on CUDA when torch has it and it agrees with the SDPA loop on a test batch
+        (checked once, before the clock); ``sdpa-loop`` otherwise."""
+        import inspect
+
+        import torch
+
+        if self.device.type != "cuda":
+            return "sdpa-loop"
+        try:
+            from torch.nn.attention.varlen import varlen_attn
+
+            params = inspect.signature(varlen_attn).parameters
+            if "is_causal" in params:  # torch 2.10-2.11
+                self._varlen_kw = {"is_causal": True}
+            elif "window_size" in params:  # later: (-1, 0) is causal
+                self._varlen_kw = {"window_size": (-1, 0)}
+            else:
+                return "sdpa-loop"
+            self._varlen = varlen_attn
+            s = self.shapes
+            lens = [37, 300, 1]
+            total = sum(lens)
+            gen = torch.Generator(device=self.device).manual_seed(0)
+            q, k, v = (torch.randn(total, s.heads, s.head_dim, device=self.device, dtype=self.dtype, generator=gen)
+                       for _ in range(3))
+            cu_host = [0, 37, 337, 338]
+            seq = _Packed(ids=None, positions=None, slot_of=None, lens=lens, starts=cu_host[:-1], max_len=max(lens),
+                          cu=torch.tensor(cu_host, device=self.device))
+            with torch.inference_mode():
+                want = self._attend(q, k, v, seq, "sdpa-loop").float()
+                got = self._attend(q, k, v, seq, "varlen").float()
+            err = float((got - want).abs().max())
+            if err > 0.05:
+                self.prefill_attention_note = f"varlen disagrees with SDPA by {err:.3g}"
+                return "sdpa-loop"
+            return "varlen"
+        except Exception as exc:  # noqa: BLE001 - any failure: the loop is always there
+            self.prefill_attention_note = f"varlen unavailable: {type(exc).__name__}: {str(exc)[:200]}"
+            return "sdpa-loop"
 
     def decode(self, tokens, positions):
         """One decode step of slots 0..n-1 (padded to the bucket); returns (next tokens, device s)."""
