@@ -252,7 +252,10 @@ def test_real_clock_respects_arrivals():
     for r in res.requests:
         assert r["first_scheduled_s"] >= r["arrival_s"]
         assert r["ttft_s"] > 0 and r["e2e_s"] >= r["ttft_s"]
-    assert res.requests[3]["first_scheduled_s"] < 0.2 + 0.05  # an idle server starts it promptly
+    # slots and blocks are ample: the first iteration that starts after an arrival admits it
+    for r in res.requests:
+        assert not [it for it in res.iterations if r["arrival_s"] <= it["t_start_s"] < r["first_scheduled_s"]]
+    assert res.iterations[-1]["t_end_s"] < 5.0  # the idle wait ended (a slow shared CPU allowed for)
     for it in res.iterations:
         assert it["t_end_s"] >= it["t_start_s"] and it["device_s"] > 0
 
