@@ -5,10 +5,11 @@
         --seed 1 --kv-capacity-tokens 24000 --budget-s 240 2>&1 | tee "$OUT/log.txt"
 
 builds the model once (random weights, static KV cache, one CUDA graph per decode bucket), then
-serves every stream x rate (or every ``--requests`` file) in turn, each on a fresh clock, and
-writes per run ``requests-NAME.csv``, ``iterations-NAME.csv``, ``run-NAME.json`` and the stream
-itself, ``stream-NAME.csv`` (roofline/serving_runs.py documents and reads them). Run names are
-``MODEL-STREAM-rRATE-sSEED`` or ``MODEL-FILESTEM``.
+serves every ``--runs`` item (or every stream x rate, or every ``--requests`` file) in turn,
+each on a fresh clock, and writes per run ``requests-NAME.csv``, ``iterations-NAME.csv``,
+``run-NAME.json`` and the stream itself, ``stream-NAME.csv`` (roofline/serving_runs.py documents
+and reads them). Run names are ``MODEL-STREAM-rRATE-nCOUNT-sSEED`` (rate 2.5 -> r2p5) or
+``MODEL-FILESTEM``.
 
 ``--budget-s`` bounds the whole job: a run stops admitting at its deadline (the sequences already
 running finish; the rest are reported unserved, ``deadline.hit`` in its JSON), and a run that
@@ -286,6 +287,27 @@ def _csv_list(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+def parse_run(text: str, count: int, seed: int) -> tuple[str, float, int, int]:
+    """``STREAM@RATE[:COUNT[:SEED]]`` -> (stream, rate, count, seed); count and seed default."""
+    from roofline.errors import RooflineError
+
+    stream, at, rest = text.partition("@")
+    parts = rest.split(":") if at else []
+    try:
+        if not 1 <= len(parts) <= 3:
+            raise ValueError
+        rate = float(parts[0])
+        count = int(parts[1]) if len(parts) > 1 else count
+        seed = int(parts[2]) if len(parts) > 2 else seed
+    except ValueError:
+        raise RooflineError(f"--runs item {text!r}: use STREAM@RATE[:COUNT[:SEED]], e.g. mixed@10:300:1") from None
+    if stream not in STREAMS:
+        raise RooflineError(f"--runs item {text!r}: unknown stream {stream!r}; choose one of {', '.join(STREAMS)}")
+    if rate < 0 or count < 1:
+        raise RooflineError(f"--runs item {text!r}: the rate must be >= 0 and the count >= 1")
+    return stream, rate, count, seed
+
+
 def _rate_label(rate: float) -> str:
     return f"r{rate:g}".replace(".", "p")
 
@@ -296,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--card", default="h200")
     ap.add_argument("--model", default="qwen2.5-1.5b", help="comma list: one session per model")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--runs", default=None,
+                    help="comma list of STREAM@RATE[:COUNT[:SEED]] (e.g. mixed@10:300,long-gen@20:300:2); "
+                         "default: every --streams x --rates with --count and --seed")
     ap.add_argument("--streams", default="mixed", help=f"comma list of {', '.join(STREAMS)}")
     ap.add_argument("--rates", default="4,16,64", help="comma list, requests/s (0: all at t = 0)")
     ap.add_argument("--count", type=int, default=400)
@@ -330,13 +355,14 @@ def main(argv: list[str] | None = None) -> int:
             plans.append((Path(path).stem, {"source": path, "rate_per_s": args.arrival_rate, "seed": args.seed},
                           lambda p=path: file_requests(p, args.arrival_rate, args.seed)))
     else:
-        for stream in _csv_list(args.streams):
-            for rate in (float(r) for r in _csv_list(args.rates)):
-                info = {"source": "canned", "stream": stream, "prompt_range": STREAMS.get(stream, [None])[0],
-                        "gen_range": STREAMS.get(stream, [None, None])[1], "count": args.count,
-                        "rate_per_s": rate or None, "seed": args.seed}
-                plans.append((f"{stream}-{_rate_label(rate)}-s{args.seed}", info,
-                              lambda s=stream, r=rate: stream_requests(s, args.count, r or None, args.seed)))
+        specs = ([parse_run(text, args.count, args.seed) for text in _csv_list(args.runs)] if args.runs else
+                 [(s, float(r), args.count, args.seed) for s in _csv_list(args.streams) for r in _csv_list(args.rates)])
+        for stream, rate, count, seed in specs:
+            info = {"source": "canned", "stream": stream, "prompt_range": STREAMS.get(stream, [None])[0],
+                    "gen_range": STREAMS.get(stream, [None, None])[1], "count": count,
+                    "rate_per_s": rate or None, "seed": seed}
+            plans.append((f"{stream}-{_rate_label(rate)}-n{count}-s{seed}", info,
+                          lambda s=stream, r=rate, n=count, d=seed: stream_requests(s, n, r or None, d)))
     failed = False
     written = []
     for model in _csv_list(args.model):

@@ -299,8 +299,8 @@ def test_the_job_runs_canned_streams_on_the_cpu(tmp_path):
                   "--rates", "0,200", "--count", "12", "--max-num-seqs", "4", "--max-model-len", "320",
                   "--budget-s", "120"])
     assert rc == 0
-    assert sr.run_names(tmp_path) == ["tiny-llama-short-r0-s1", "tiny-llama-short-r200-s1"]
-    run = sr.read_run(tmp_path, "tiny-llama-short-r200-s1")
+    assert sr.run_names(tmp_path) == ["tiny-llama-short-r0-n12-s1", "tiny-llama-short-r200-n12-s1"]
+    run = sr.read_run(tmp_path, "tiny-llama-short-r200-n12-s1")
     assert run.run["stream"]["rate_per_s"] == 200.0 and run.summary["finished"] == 12
     assert run.config["kv_pool_source"] == "static_cache" and run.config["num_blocks"] == 4 * 20
 
@@ -375,3 +375,29 @@ def test_reading_a_broken_run_names_the_file(tmp_path):
     (tmp_path / "iterations-x.csv").write_text("iteration,t_start_s\n")
     with pytest.raises(RooflineError, match="missing column 't_end_s'"):
         sr.read_run(tmp_path, "x")
+
+
+def test_run_specs_parse_and_refuse():
+    from calibrate import serving_job as sj
+
+    assert sj.parse_run("mixed@10", 400, 1) == ("mixed", 10.0, 400, 1)
+    assert sj.parse_run("long-gen@2.5:300:7", 400, 1) == ("long-gen", 2.5, 300, 7)
+    assert sj._rate_label(2.5) == "r2p5" and sj._rate_label(0) == "r0"
+    for bad, what in [("mixed", "STREAM@RATE"), ("mixed@x", "STREAM@RATE"), ("nope@3", "unknown stream"),
+                      ("mixed@-1", "rate"), ("mixed@1:0", "count"), ("mixed@1:2:3:4", "STREAM@RATE")]:
+        with pytest.raises(RooflineError, match=what):
+            sj.parse_run(bad, 400, 1)
+
+
+def test_the_job_takes_run_specs(tmp_path):
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-qwen2", "--device", "cpu", "--max-num-seqs", "4",
+                  "--max-model-len", "320", "--runs", "short@0:5:2,short@300:6"])
+    assert rc == 0
+    assert sr.run_names(tmp_path) == ["tiny-qwen2-short-r0-n5-s2", "tiny-qwen2-short-r300-n6-s1"]
+    run = sr.read_run(tmp_path, "tiny-qwen2-short-r0-n5-s2")
+    assert run.run["stream"]["seed"] == 2 and len(run.requests) == 5
+    assert sr.read_request_file(tmp_path / "stream-tiny-qwen2-short-r0-n5-s2.csv") == [
+        {"prompt_tokens": r.prompt_tokens, "gen_tokens": r.gen_tokens, "arrival_s": 0.0}
+        for r in sj.stream_requests("short", 5, None, 2)]
