@@ -728,10 +728,10 @@ class ModelExecutor:
         import numpy as np
 
         longest = min(self.max_model_len, max_num_batched_tokens)
-        shapes = [[16], [longest]]
-        count = min(self.max_num_seqs, max(1, max_num_batched_tokens // longest))
-        shapes.append([longest] * count)
-        for lens in shapes:
+        full = [longest] * (max_num_batched_tokens // longest)
+        if max_num_batched_tokens % longest:
+            full.append(max_num_batched_tokens % longest)
+        for lens in ([16], [longest], full[: self.max_num_seqs], [16] * min(8, self.max_num_seqs)):
             self.prefill([(slot, np.zeros(n, dtype=np.int64)) for slot, n in enumerate(lens)])
         for bucket in self.buckets:
             self.decode([0] * bucket, [0] * bucket)
