@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 
 from roofline.errors import RooflineError
 
-POLICIES = ("prefill-first",)
+POLICIES = ("prefill-first", "chunked")
 DEFAULT_BLOCK_SIZE = 16
 
 
@@ -143,6 +143,9 @@ class SchedulerConfig:
         for name in ("max_num_seqs", "max_model_len", "num_blocks", "block_size", "batched_tokens"):
             if getattr(self, name) < 1:
                 raise RooflineError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.policy == "chunked" and self.batched_tokens < self.max_num_seqs:
+            raise RooflineError(f"policy chunked needs max_num_batched_tokens ({self.batched_tokens}) >= "
+                                f"max_num_seqs ({self.max_num_seqs}): every decode takes one token of the budget")
         for r in requests:
             most = r.prompt_tokens + r.gen_tokens - 1  # KV tokens at the last decode step
             if r.prompt_tokens < 1 or r.gen_tokens < 1:
@@ -155,7 +158,7 @@ class SchedulerConfig:
             if blocks_for(most, self.block_size) > self.num_blocks:
                 raise RooflineError(f"request {r.request_id}: needs {blocks_for(most, self.block_size)} blocks, "
                                     f"the pool has {self.num_blocks}")
-            if most > self.batched_tokens:
+            if most > self.batched_tokens and self.policy == "prefill-first":
                 raise RooflineError(f"request {r.request_id}: a recompute prefill of {most} tokens would exceed "
                                     f"max_num_batched_tokens {self.batched_tokens}")
 
@@ -170,6 +173,7 @@ class _Seq:
     blocks: int = 0
     slot: int = -1
     preemptions: int = 0
+    decoding: bool = False  # its prefill is complete (its last token is the next decode input)
     prefilled_tokens: int = 0  # all prefill tokens, recomputes included
     first_scheduled_s: float | None = None
     first_token_s: float | None = None
@@ -223,140 +227,239 @@ def serve(
     seed: int = 0,
     progress=None,
 ) -> ServeResult:
-    """Serve ``requests`` with ``executor`` under the module docstring's policy.
+    """Serve ``requests`` with ``executor`` under ``config.policy`` (the module docstring).
 
-    ``executor`` runs the passes (ModelExecutor on a device, CostExecutor for a virtual clock):
-    ``prefill(items)`` with items [(slot, ids)], ``decode(tokens, positions)`` for slots 0..n-1,
-    both returning (next tokens, device seconds or None); ``move(src, dst, kv_tokens)``;
-    ``buckets`` (the capture sizes); ``vocab``. ``deadline_s``: no admission from then on (the
-    running sequences still finish; requests never admitted are reported unserved).
+    ``executor`` runs the passes (ModelExecutor on a device, CostExecutor on a virtual clock):
+    ``prefill(items)`` with items [(slot, ids, start)] (start > 0: a chunk after ``start``
+    cached tokens; the next token of each item comes back), ``decode(tokens, positions)`` for
+    slots 0..n-1, ``mixed(tokens, positions, items)`` (a decode step, then a prefill pass, one
+    sync: policy ``chunked``), each returning the tokens and the device seconds;
+    ``move(src, dst, kv_tokens)``; ``buckets`` (the capture sizes); ``vocab``. ``deadline_s``:
+    no admission from then on (the running sequences still finish; requests never admitted are
+    reported unserved).
     """
     config.check(requests)
-    S, bs, budget = config.max_num_seqs, config.block_size, config.batched_tokens
-    order = sorted(requests, key=lambda r: (r.arrival_s, r.request_id))
-    seqs = {r.request_id: _Seq(r, prompt_ids_for(r, executor.vocab, seed)) for r in order}
-    waiting: deque[_Seq] = deque(seqs[r.request_id] for r in order)
-    running: list[_Seq] = []  # admission order
-    slots: list[_Seq] = []  # slots[i] is the sequence in slot i (compact)
-    free = config.num_blocks
-    iterations: list[dict] = []
-    preemptions = 0
-    max_running = 0
-    stopped = False
+    return _Server(requests, executor, config, clock, sleep, deadline_s, seed, progress).run()
 
-    def leave(seq: _Seq) -> None:
-        nonlocal free
-        free += seq.blocks
+
+class _Server:
+    """One run's state; ``run`` loops over iterations of the configured policy."""
+
+    def __init__(self, requests, executor, config, clock, sleep, deadline_s, seed, progress):
+        self.requests, self.ex, self.cfg = requests, executor, config
+        self.clock, self.sleep, self.deadline_s, self.progress = clock, sleep, deadline_s, progress
+        order = sorted(requests, key=lambda r: (r.arrival_s, r.request_id))
+        self.seqs = {r.request_id: _Seq(r, prompt_ids_for(r, executor.vocab, seed)) for r in order}
+        self.waiting: deque[_Seq] = deque(self.seqs[r.request_id] for r in order)
+        self.running: list[_Seq] = []  # admission order
+        self.slots: list[_Seq] = []  # slots[i] is the sequence in slot i (compact)
+        self.free = config.num_blocks
+        self.iterations: list[dict] = []
+        self.preemptions = 0
+        self.max_running = 0
+        self.stopped = False
+        self.t0 = 0.0
+
+    def _now(self) -> float:
+        return self.clock() - self.t0
+
+    # -- shared pieces
+    def _leave(self, seq: _Seq) -> None:
+        """Free the sequence's blocks and slot; the last slot's sequence moves into the hole."""
+        self.free += seq.blocks
         seq.blocks = 0
-        hole, last = seq.slot, len(slots) - 1
+        hole, last = seq.slot, len(self.slots) - 1
         if hole != last:
-            moved = slots[last]
-            executor.move(last, hole, moved.kv_tokens)
+            moved = self.slots[last]
+            self.ex.move(last, hole, moved.kv_tokens)
             moved.slot = hole
-            slots[hole] = moved
-        slots.pop()
+            self.slots[hole] = moved
+        self.slots.pop()
         seq.slot = -1
-        running.remove(seq)
+        self.running.remove(seq)
 
-    t0 = clock()
-    while waiting or running:
-        now = clock() - t0
-        if deadline_s is not None and now >= deadline_s and not stopped:
-            stopped = True
-            if progress:
-                progress(f"deadline {deadline_s:.1f} s reached: {len(waiting)} request(s) not admitted")
-        if stopped and not running:
-            break
-        admitted: list[_Seq] = []
-        if not stopped:
-            tokens = 0
-            taken = 0
-            while waiting and waiting[0].req.arrival_s <= now and len(running) + len(admitted) < S:
-                head = waiting[0]
-                n, need = head.prefill_tokens, blocks_for(head.prefill_tokens, bs)
-                if need > free - taken or tokens + n > budget:
+    def _preempt_latest(self, record: dict) -> _Seq:
+        """Recompute preemption of the most recently admitted running sequence."""
+        victim = self.running[-1]
+        self._leave(victim)
+        victim.kv_tokens = 0
+        victim.decoding = False
+        victim.preemptions += 1
+        self.waiting.appendleft(victim)
+        record["preempted"] += 1
+        self.preemptions += 1
+        return victim
+
+    def _admit(self, seq: _Seq, now: float, blocks: int) -> None:
+        self.waiting.popleft()
+        seq.blocks = blocks
+        self.free -= blocks
+        seq.slot = len(self.slots)
+        self.slots.append(seq)
+        self.running.append(seq)
+        if seq.first_scheduled_s is None:
+            seq.first_scheduled_s = now
+
+    def _head_arrived(self, now: float) -> bool:
+        return bool(self.waiting) and self.waiting[0].req.arrival_s <= now
+
+    @staticmethod
+    def _token(seq: _Seq, token: int, t_end: float) -> None:
+        seq.generated.append(int(token))
+        seq.decoding = True
+        if seq.first_token_s is None:
+            seq.first_token_s = t_end
+
+    # -- the loop
+    def run(self) -> ServeResult:
+        step = {"prefill-first": self._prefill_first, "chunked": self._chunked}[self.cfg.policy]
+        self.t0 = self.clock()
+        while self.waiting or self.running:
+            now = self._now()
+            if self.deadline_s is not None and now >= self.deadline_s and not self.stopped:
+                self.stopped = True
+                if self.progress:
+                    self.progress(f"deadline {self.deadline_s:.1f} s reached: {len(self.waiting)} request(s) "
+                                  "not admitted")
+            if not self.running and (self.stopped or not self._head_arrived(now)):
+                if self.stopped or not self.waiting:
                     break
-                waiting.popleft()
+                target = self.t0 + self.waiting[0].req.arrival_s  # idle: wait for the next arrival
+                while (left := target - self.clock()) > 0:
+                    self.sleep(left)
+                continue
+            record = {"iteration": len(self.iterations), "t_start_s": now, "preempted": 0}
+            in_pass, t_end = step(now, record)
+            self.max_running = max(self.max_running, len(self.running))
+            finished = sorted((seq for seq in in_pass if seq.done), key=lambda q: -q.slot)
+            for seq in finished:  # highest slot first: a moved sequence is never one that leaves
+                seq.finish_s = t_end
+                self._leave(seq)
+            record.update(t_end_s=t_end, finished=len(finished), running=len(self.running),
+                          used_blocks=self.cfg.num_blocks - self.free)
+            self.iterations.append(record)
+        wall_s = self._now()
+        records = [_request_record(self.seqs[r.request_id]) for r in sorted(self.requests, key=lambda r: r.request_id)]
+        return ServeResult(records, self.iterations, self.t0, wall_s, self.deadline_s, self.stopped,
+                           self.preemptions, self.max_running)
+
+    def _decode_blocks(self, record: dict) -> None:
+        """Every running sequence whose KV grows into a new block takes one; while more are needed
+        than are free, preempt the most recently admitted (prefill-first, step 3)."""
+        bs = self.cfg.block_size
+        needy = [seq for seq in self.running if blocks_for(seq.kv_tokens + 1, bs) > seq.blocks]
+        while len(needy) > self.free:
+            victim = self._preempt_latest(record)
+            if victim in needy:
+                needy.remove(victim)
+        for seq in needy:
+            seq.blocks += 1
+            self.free -= 1
+
+    def _prefill_first(self, now: float, record: dict):
+        cfg, bs = self.cfg, self.cfg.block_size
+        admitted = []
+        if not self.stopped:
+            tokens = taken = 0
+            for head in self.waiting:  # FIFO from the head, no skipping
+                if head.req.arrival_s > now or len(self.running) + len(admitted) >= cfg.max_num_seqs:
+                    break
+                n, need = head.prefill_tokens, blocks_for(head.prefill_tokens, bs)
+                if need > self.free - taken or tokens + n > cfg.batched_tokens:
+                    break
                 admitted.append(head)
                 tokens += n
                 taken += need
-        if not admitted and not running:
-            if stopped or not waiting:
-                break
-            if waiting[0].req.arrival_s <= now:  # cannot happen: config.check guarantees a fit
-                raise RuntimeError("an arrived request does not fit an empty server")
-            target = t0 + waiting[0].req.arrival_s
-            while (left := target - clock()) > 0:
-                sleep(left)
-            continue
-
-        record = {"iteration": len(iterations), "t_start_s": now, "preempted": 0}
         if admitted:
-            items = []
             for seq in admitted:
-                n = seq.prefill_tokens
-                seq.blocks = blocks_for(n, bs)
-                free -= seq.blocks
-                seq.slot = len(slots)
-                slots.append(seq)
-                running.append(seq)
-                if seq.first_scheduled_s is None:
-                    seq.first_scheduled_s = now
-                items.append((seq.slot, seq.prefill_ids()))
-            out, device_s = executor.prefill(items)
-            t_end = clock() - t0
+                self._admit(seq, now, blocks_for(seq.prefill_tokens, bs))
+            items = [(seq.slot, seq.prefill_ids(), 0) for seq in admitted]
+            out, device_s = self.ex.prefill(items)
+            t_end = self._now()
             for seq, tok in zip(admitted, out):
                 seq.kv_tokens = seq.prefill_tokens
                 seq.prefilled_tokens += seq.prefill_tokens
-                seq.generated.append(int(tok))
-                if seq.first_token_s is None:
-                    seq.first_token_s = t_end
-            lens = [len(ids) for _, ids in items]
+                self._token(seq, tok, t_end)
+            lens = [len(ids) for _, ids, _ in items]
             record.update(kind="prefill", decode_seqs=0, prefill_seqs=len(items), prefill_tokens=sum(lens),
-                          prefill_pairs=sum(p * (p + 1) // 2 for p in lens), kv_tokens=sum(lens), bucket="")
-            in_pass = admitted
-        else:
-            needy = [seq for seq in running if blocks_for(seq.kv_tokens + 1, bs) > seq.blocks]
-            while len(needy) > free:
-                victim = running[-1]
-                leave(victim)
-                victim.kv_tokens = 0
-                victim.preemptions += 1
-                waiting.appendleft(victim)
-                record["preempted"] += 1
-                if victim in needy:
-                    needy.remove(victim)
-            preemptions += record["preempted"]
-            for seq in needy:
-                seq.blocks += 1
-                free -= 1
-            n = len(slots)
-            if n == 0:  # cannot happen: the last sequence alone always fits (config.check)
-                raise RuntimeError("preemption emptied the server")
-            positions = [seq.kv_tokens for seq in slots]
-            out, device_s = executor.decode([seq.generated[-1] for seq in slots], positions)
-            t_end = clock() - t0
-            for seq, tok in zip(slots, out):
-                seq.kv_tokens += 1
-                seq.generated.append(int(tok))
-            record.update(kind="decode", decode_seqs=n, prefill_seqs=0, prefill_tokens=0, prefill_pairs=0,
-                          kv_tokens=sum(positions) + n, bucket=bucket_for(n, executor.buckets))
-            in_pass = list(slots)
-        max_running = max(max_running, len(running))
-        finished = sorted((seq for seq in in_pass if seq.done), key=lambda q: -q.slot)
-        for seq in finished:  # highest slot first: a moved sequence is never one that leaves
-            seq.finish_s = t_end
-            leave(seq)
-        record.update(t_end_s=t_end, finished=len(finished), running=len(running),
-                      used_blocks=config.num_blocks - free, device_s=device_s)
-        iterations.append(record)
+                          prefill_pairs=sum(p * (p + 1) // 2 for p in lens), kv_tokens=sum(lens), bucket="",
+                          device_s=device_s)
+            return admitted, t_end
+        self._decode_blocks(record)
+        n = len(self.slots)
+        if n == 0:  # cannot happen: the last sequence alone always fits (config.check)
+            raise RuntimeError("preemption emptied the server")
+        positions = [seq.kv_tokens for seq in self.slots]
+        out, device_s = self.ex.decode([seq.generated[-1] for seq in self.slots], positions)
+        t_end = self._now()
+        for seq, tok in zip(self.slots, out):
+            seq.kv_tokens += 1
+            self._token(seq, tok, t_end)
+        record.update(kind="decode", decode_seqs=n, prefill_seqs=0, prefill_tokens=0, prefill_pairs=0,
+                      kv_tokens=sum(positions) + n, bucket=bucket_for(n, self.ex.buckets), device_s=device_s)
+        return list(self.slots), t_end
 
-    wall_s = clock() - t0
-    records = []
-    for r in sorted(requests, key=lambda r: r.request_id):
-        seq = seqs[r.request_id]
-        records.append(_request_record(seq))
-    return ServeResult(records, iterations, t0, wall_s, deadline_s, stopped, preemptions, max_running)
+    def _chunked(self, now: float, record: dict):
+        cfg, bs = self.cfg, self.cfg.block_size
+        budget = cfg.batched_tokens
+        scheduled: list[tuple[_Seq, int]] = []
+        for seq in list(self.running):  # running first, in admission order
+            if seq.slot < 0:  # preempted in this iteration: so is every later one
+                break
+            t = 1 if seq.decoding else min(seq.prefill_tokens - seq.kv_tokens, budget)
+            if t == 0:
+                continue
+            need = blocks_for(seq.kv_tokens + t, bs) - seq.blocks
+            while need > self.free and seq.slot >= 0:
+                self._preempt_latest(record)
+            if seq.slot < 0:
+                break
+            seq.blocks += need
+            self.free -= need
+            scheduled.append((seq, t))
+            budget -= t
+        graph_slots = len(self.slots)  # the decode step runs over these (a partial prefill's slot too)
+        if not record["preempted"] and not self.stopped:  # then waiting requests, FIFO, chunked
+            while self._head_arrived(now) and len(self.running) < cfg.max_num_seqs and budget > 0:
+                head = self.waiting[0]
+                t = min(head.prefill_tokens, budget)
+                if blocks_for(t, bs) > self.free:
+                    break
+                self._admit(head, now, blocks_for(t, bs))
+                scheduled.append((head, t))
+                budget -= t
+        if not scheduled:  # cannot happen: one running sequence alone always fits (config.check)
+            raise RuntimeError("nothing to schedule")
+        decoding = [seq for seq, _ in scheduled if seq.decoding]
+        chunks = [(seq, t) for seq, t in scheduled if not seq.decoding]
+        tokens, positions = [], []
+        if decoding:
+            view = self.slots[:graph_slots]
+            tokens = [seq.generated[-1] if seq.decoding else 0 for seq in view]
+            positions = [seq.kv_tokens for seq in view]
+        items = [(seq.slot, seq.prefill_ids()[seq.kv_tokens:seq.kv_tokens + t], seq.kv_tokens) for seq, t in chunks]
+        decode_context = sum(seq.kv_tokens + 1 for seq in decoding)
+        dec_out, chunk_out, device_s = self.ex.mixed(tokens, positions, items)
+        t_end = self._now()
+        for seq in decoding:
+            seq.kv_tokens += 1
+            self._token(seq, dec_out[seq.slot], t_end)
+        in_pass = list(decoding)
+        for (seq, t), tok in zip(chunks, chunk_out):
+            seq.kv_tokens += t
+            seq.prefilled_tokens += t
+            if seq.kv_tokens == seq.prefill_tokens:  # the prefill is complete: its next token
+                self._token(seq, tok, t_end)
+                in_pass.append(seq)
+        starts = [start for _, _, start in items]
+        lens = [t for _, t in chunks]
+        record.update(
+            kind="mixed" if decoding and chunks else ("decode" if decoding else "prefill"),
+            decode_seqs=len(decoding), prefill_seqs=len(chunks), prefill_tokens=sum(lens),
+            prefill_pairs=sum(t * s + t * (t + 1) // 2 for t, s in zip(lens, starts)),
+            kv_tokens=decode_context + sum(s + t for t, s in zip(lens, starts)),
+            bucket=bucket_for(graph_slots, self.ex.buckets) if decoding else "", device_s=device_s)
+        return in_pass, t_end
 
 
 def _request_record(seq: _Seq) -> dict:
@@ -394,29 +497,50 @@ class VirtualClock:
 class CostExecutor:
     """Runs nothing: each pass advances a VirtualClock by a cost function's seconds.
 
-    ``prefill_s(lengths)`` and ``decode_s(n, bucket, context_tokens)`` (context = the tokens each
-    slot attends to, its position + 1) give a pass's time. Tokens are a fixed function of the
-    input (no model). With the simulator's step model as the cost functions, ``serve`` gives the
-    exact schedule the simulator must reproduce.
+    ``prefill_s(lengths, starts)`` (tokens of each sequence in the pass, and the cached tokens
+    before them: 0 unless a chunk continues) and ``decode_s(n, bucket, context_tokens)`` (n slots
+    in the step, context = the tokens each slot attends to, its position + 1) give a pass's time;
+    ``mixed_s(decode args, prefill args)`` a chunked iteration's (default: the sum). Tokens are a
+    fixed function of the input (no model). With the simulator's step model as the cost
+    functions, ``serve`` gives the exact schedule the simulator must reproduce.
     """
 
-    def __init__(self, clock: VirtualClock, prefill_s, decode_s, max_num_seqs: int, vocab: int = 1000):
-        self.clock, self.prefill_s, self.decode_s = clock, prefill_s, decode_s
+    def __init__(self, clock: VirtualClock, prefill_s, decode_s, max_num_seqs: int, vocab: int = 1000,
+                 mixed_s=None):
+        self.clock, self.prefill_s, self.decode_s, self.mixed_s = clock, prefill_s, decode_s, mixed_s
         self.buckets = capture_sizes(max_num_seqs)
         self.vocab = vocab
         self.moves: list[tuple[int, int, int]] = []
 
+    def _prefill_args(self, items):
+        return [len(ids) for _, ids, _ in items], [start for _, _, start in items]
+
+    def _decode_args(self, tokens, positions):
+        n = len(tokens)
+        return n, bucket_for(n, self.buckets), [p + 1 for p in positions]
+
+    def _tokens(self, items):
+        return [int(ids[-1]) * 7 % self.vocab for _, ids, _ in items]
+
     def prefill(self, items):
-        lengths = [len(ids) for _, ids in items]
-        seconds = self.prefill_s(lengths)
+        seconds = self.prefill_s(*self._prefill_args(items))
         self.clock.advance(seconds)
-        return [int(ids[-1]) * 7 % self.vocab for _, ids in items], seconds
+        return self._tokens(items), seconds
 
     def decode(self, tokens, positions):
-        n = len(tokens)
-        seconds = self.decode_s(n, bucket_for(n, self.buckets), [p + 1 for p in positions])
+        seconds = self.decode_s(*self._decode_args(tokens, positions))
         self.clock.advance(seconds)
         return [(t * 7 + 1) % self.vocab for t in tokens], seconds
+
+    def mixed(self, tokens, positions, items):
+        if self.mixed_s is not None:
+            seconds = self.mixed_s(self._decode_args(tokens, positions) if tokens else None,
+                                   self._prefill_args(items) if items else None)
+        else:
+            seconds = (self.decode_s(*self._decode_args(tokens, positions)) if tokens else 0.0) + (
+                self.prefill_s(*self._prefill_args(items)) if items else 0.0)
+        self.clock.advance(seconds)
+        return [(t * 7 + 1) % self.vocab for t in tokens], self._tokens(items), seconds
 
     def move(self, src: int, dst: int, kv_tokens: int) -> None:
         self.moves.append((src, dst, kv_tokens))
@@ -483,9 +607,11 @@ class _Packed:
     slot_of: object  # (N,) the slot of each token's sequence
     cu: object  # (k + 1,) int64: cumulated lengths, 0 first
     lens: list
-    starts: list
+    starts: list  # where each sequence starts in the packed tensors
     max_len: int
     cu32: object = None  # cu as int32 (varlen attention)
+    offsets: list = field(default_factory=list)  # cached tokens before each chunk (0: a whole prefill)
+    slots: list = field(default_factory=list)
 
 
 @dataclass
@@ -578,23 +704,33 @@ class ModelExecutor:
         end.record()
         return result, end
 
-    def prefill(self, items):
-        """One packed prefill pass over [(slot, ids)]; returns (next token per item, device s)."""
+    def _pack(self, items) -> "_Packed":
+        """[(slot, ids, start)] -> the packed device tensors of one prefill pass (token j of an
+        item sits at position start + j of its slot)."""
         import numpy as np
         import torch
 
-        lens = [len(ids) for _, ids in items]
-        ids = torch.from_numpy(np.concatenate([np.asarray(x, dtype=np.int64) for _, x in items]))
-        positions = torch.from_numpy(np.concatenate([np.arange(n, dtype=np.int64) for n in lens]))
-        slot_of = torch.from_numpy(np.repeat(np.array([slot for slot, _ in items], dtype=np.int64), lens))
+        lens = [len(ids) for _, ids, _ in items]
+        offsets = [int(start) for _, _, start in items]
+        ids = torch.from_numpy(np.concatenate([np.asarray(x, dtype=np.int64) for _, x, _ in items]))
+        positions = torch.from_numpy(np.concatenate([np.arange(o, o + n, dtype=np.int64) for o, n in zip(offsets, lens)]))
+        slots = [int(slot) for slot, _, _ in items]
+        slot_of = torch.from_numpy(np.repeat(np.array(slots, dtype=np.int64), lens))
         cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         host = torch.cat([ids, positions, slot_of, torch.from_numpy(cu)])
         if self.device.type == "cuda":
             host = host.pin_memory()
         dev = host.to(self.device, non_blocking=True)
         total = len(ids)
-        seq = _Packed(ids=dev[:total], positions=dev[total:2 * total], slot_of=dev[2 * total:3 * total],
-                      cu=dev[3 * total:], lens=lens, starts=cu[:-1].tolist(), max_len=max(lens))
+        return _Packed(ids=dev[:total], positions=dev[total:2 * total], slot_of=dev[2 * total:3 * total],
+                       cu=dev[3 * total:], lens=lens, starts=cu[:-1].tolist(), max_len=max(lens),
+                       offsets=offsets, slots=slots)
+
+    def prefill(self, items):
+        """One packed prefill pass over [(slot, ids, start)]; returns (next token per item, device s)."""
+        import torch
+
+        seq = self._pack(items)
         with torch.inference_mode():
             out, marker = self._timed(lambda: self._prefill(seq))
             tokens = out.tolist()  # the host sync
@@ -619,30 +755,42 @@ class ModelExecutor:
             b.cache_v[i][seq.slot_of, :, seq.positions] = v
             if group > 1:  # GQA expanded here, so every attention backend takes it
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            attn = self._attend(q, k, v, seq)  # (N, heads, hd)
+            attn = self._attend(q, k, v, seq, i)  # (N, heads, hd)
             x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo)
             x = _mlp(x, lw, s)
         last = seq.cu[1:] - 1
         logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
         return logits.argmax(dim=-1)
 
-    def _attend(self, q, k, v, seq: "_Packed", mode: str | None = None):
-        """Causal attention of each packed sequence on itself: q, k, v (N, heads, hd) -> (N, heads, hd).
+    def _attend(self, q, k, v, seq: "_Packed", layer: int = 0, mode: str | None = None):
+        """Causal attention of each packed sequence: q, k, v (N, heads, hd) -> (N, heads, hd).
 
-        ``varlen``: one flash call for all (torch.nn.attention.varlen, CUDA only); ``sdpa-loop``:
-        one SDPA call per sequence."""
+        ``varlen``: one flash call for all (torch.nn.attention.varlen, CUDA only, whole prefills
+        only); ``sdpa-loop``: one SDPA call per sequence. A chunk after ``offset`` cached tokens
+        attends to its slot's cache (positions 0..offset + n - 1, written already), masked
+        causally: always one SDPA call of its own."""
         import torch
         import torch.nn.functional as F
 
         mode = mode or self.prefill_attention
-        if mode == "varlen":
+        if mode == "varlen" and not any(seq.offsets):
             if seq.cu32 is None:
                 seq.cu32 = seq.cu.to(torch.int32)
             return self._varlen(q, k, v, seq.cu32, seq.cu32, seq.max_len, seq.max_len, **self._varlen_kw)
+        group = self.shapes.heads // self.shapes.kv_heads
         outs = []
-        for start, n in zip(seq.starts, seq.lens):
-            qi, ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
-            outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True)[0])
+        for start, n, offset, slot in zip(seq.starts, seq.lens, seq.offsets or [0] * len(seq.lens),
+                                          seq.slots or [0] * len(seq.lens)):
+            qi = q[start:start + n].transpose(0, 1).unsqueeze(0)
+            if offset == 0:
+                ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (k, v))
+                outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True)[0])
+                continue
+            length = offset + n
+            kc = self.bufs.cache_k[layer, slot, :, :length].repeat_interleave(group, dim=0).unsqueeze(0)
+            vc = self.bufs.cache_v[layer, slot, :, :length].repeat_interleave(group, dim=0).unsqueeze(0)
+            mask = self.bufs.key_pos[:length].unsqueeze(0) <= seq.positions[start:start + n].unsqueeze(1)
+            outs.append(F.scaled_dot_product_attention(qi, kc, vc, attn_mask=mask)[0])
         return torch.cat(outs, dim=1).transpose(0, 1)
 
     def _choose_prefill_attention(self) -> str:
@@ -675,8 +823,8 @@ class ModelExecutor:
             seq = _Packed(ids=None, positions=None, slot_of=None, lens=lens, starts=cu_host[:-1], max_len=max(lens),
                           cu=torch.tensor(cu_host, device=self.device))
             with torch.inference_mode():
-                want = self._attend(q, k, v, seq, "sdpa-loop").float()
-                got = self._attend(q, k, v, seq, "varlen").float()
+                want = self._attend(q, k, v, seq, mode="sdpa-loop").float()
+                got = self._attend(q, k, v, seq, mode="varlen").float()
             err = float((got - want).abs().max())
             if err > 0.05:
                 self.prefill_attention_note = f"varlen disagrees with SDPA by {err:.3g}"
@@ -686,8 +834,8 @@ class ModelExecutor:
             self.prefill_attention_note = f"varlen unavailable: {type(exc).__name__}: {str(exc)[:200]}"
             return "sdpa-loop"
 
-    def decode(self, tokens, positions):
-        """One decode step of slots 0..n-1 (padded to the bucket); returns (next tokens, device s)."""
+    def _launch_decode(self, tokens, positions) -> None:
+        """Queue one decode step of slots 0..n-1, padded to the bucket; tokens go to bufs.out."""
         import torch
 
         n = len(tokens)
@@ -698,13 +846,37 @@ class ModelExecutor:
         b.host_inp[:, n:bucket] = 0
         b.inp[:, :bucket].copy_(b.host_inp[:, :bucket], non_blocking=True)
         graph = self.graphs.get(bucket)
+        if graph is not None:
+            graph.replay()
+        else:
+            decode_slots(self.weights, self.shapes, b, bucket)
+
+    def decode(self, tokens, positions):
+        """One decode step of slots 0..n-1 (padded to the bucket); returns (next tokens, device s)."""
+        import torch
+
         with torch.inference_mode():
-            if graph is not None:
-                _, marker = self._timed(graph.replay)
-            else:
-                _, marker = self._timed(lambda: decode_slots(self.weights, self.shapes, b, bucket))
-            out = b.out[:n].tolist()  # the host sync
+            _, marker = self._timed(lambda: self._launch_decode(tokens, positions))
+            out = self.bufs.out[:len(tokens)].tolist()  # the host sync
         return out, self._seconds(marker)
+
+    def mixed(self, tokens, positions, items):
+        """A decode step of slots 0..n-1 (if ``tokens``), then a prefill pass over ``items`` (if
+        any), one host sync: (decode tokens, prefill tokens, device s). Policy ``chunked``."""
+        import torch
+
+        seq = self._pack(items) if items else None
+
+        def both():
+            if tokens:
+                self._launch_decode(tokens, positions)
+            return self._prefill(seq) if items else None
+
+        with torch.inference_mode():
+            out, marker = self._timed(both)
+            dec = self.bufs.out[:len(tokens)].tolist() if tokens else []  # the host sync
+            chunk = out.tolist() if items else []
+        return dec, chunk, self._seconds(marker)
 
     def _seconds(self, marker) -> float:
         if isinstance(marker, float):
@@ -732,7 +904,7 @@ class ModelExecutor:
         if max_num_batched_tokens % longest:
             full.append(max_num_batched_tokens % longest)
         for lens in ([16], [longest], full[: self.max_num_seqs], [16] * min(8, self.max_num_seqs)):
-            self.prefill([(slot, np.zeros(n, dtype=np.int64)) for slot, n in enumerate(lens)])
+            self.prefill([(slot, np.zeros(n, dtype=np.int64), 0) for slot, n in enumerate(lens)])
         for bucket in self.buckets:
             self.decode([0] * bucket, [0] * bucket)
 

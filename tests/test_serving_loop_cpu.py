@@ -30,7 +30,7 @@ def _reqs(lengths, arrivals=None):
 def _virtual(requests, config, prefill_s=1.0, decode_s=0.1, **kw):
     """serve on a virtual clock: a prefill pass costs prefill_s, a decode step decode_s."""
     clock = sl.VirtualClock()
-    ex = sl.CostExecutor(clock, lambda lengths: prefill_s, lambda n, bucket, ctx: decode_s, config.max_num_seqs)
+    ex = sl.CostExecutor(clock, lambda lengths, starts: prefill_s, lambda n, bucket, ctx: decode_s, config.max_num_seqs)
     return sl.serve(requests, ex, config, clock=clock, sleep=clock.sleep, **kw), ex
 
 
@@ -54,7 +54,13 @@ def test_config_refuses_what_could_never_be_served():
     with pytest.raises(RooflineError, match="max_num_batched_tokens"):
         _cfg(batched=16).check(_reqs([(10, 8)]))  # a recompute could prefill 17 tokens
     with pytest.raises(RooflineError, match="policy"):
-        sl.SchedulerConfig(max_num_seqs=1, max_model_len=8, num_blocks=4, policy="chunked").check([])
+        sl.SchedulerConfig(max_num_seqs=1, max_model_len=8, num_blocks=4, policy="v1").check([])
+    chunked = sl.SchedulerConfig(max_num_seqs=4, max_model_len=64, num_blocks=100, block_size=4,
+                                 max_num_batched_tokens=16, policy="chunked")
+    chunked.check(_reqs([(40, 8)]))  # chunked prefill: a prompt longer than the budget is fine
+    with pytest.raises(RooflineError, match=">= max_num_seqs"):
+        sl.SchedulerConfig(max_num_seqs=8, max_model_len=64, num_blocks=100, max_num_batched_tokens=4,
+                           policy="chunked").check([])
     assert _cfg(max_model_len=100).batched_tokens == 2048 and _cfg(max_model_len=4096).batched_tokens == 4096
 
 
