@@ -220,6 +220,9 @@ class _Counting:
     def decode(self, tokens, positions):
         return self.ex.decode(tokens, positions)
 
+    def mixed(self, tokens, positions, items):
+        return self.ex.mixed(tokens, positions, items)
+
     def move(self, src, dst, kv_tokens):
         self.moves.append((src, dst, kv_tokens))
         if not self.skip:
@@ -407,3 +410,68 @@ def test_the_job_takes_run_specs(tmp_path):
     assert sr.read_request_file(tmp_path / "stream-tiny-qwen2-short-r0-n5-s2.csv") == [
         {"prompt_tokens": r.prompt_tokens, "gen_tokens": r.gen_tokens, "arrival_s": 0.0}
         for r in sj.stream_requests("short", 5, None, 2)]
+
+
+# ---- policy chunked ---------------------------------------------------------------------------
+def _chunked(num_blocks=1000, max_num_seqs=4, block_size=4, max_model_len=64, batched=8):
+    return sl.SchedulerConfig(max_num_seqs=max_num_seqs, max_model_len=max_model_len, num_blocks=num_blocks,
+                              block_size=block_size, max_num_batched_tokens=batched, policy="chunked")
+
+
+def test_chunked_hand_computed_schedule():
+    # budget 8 tokens; a prefill or a decode costs 1 s (a mixed pass 2 s). A (p10, g3), B (p3, g2) at 0.
+    res, _ = _virtual(_reqs([(10, 3), (3, 2)]), _chunked(), prefill_s=1.0, decode_s=1.0)
+    its = [(it["kind"], it["decode_seqs"], it["prefill_seqs"], it["prefill_tokens"]) for it in res.iterations]
+    # 1: A's first 8 tokens. 2: A's last 2 (A's first token) + B's 3 (B's first token).
+    # 3: A and B decode (B done). 4: A decodes (done).
+    assert its == [("prefill", 0, 1, 8), ("prefill", 0, 2, 5), ("decode", 2, 0, 0), ("decode", 1, 0, 0)]
+    assert res.iterations[1]["prefill_pairs"] == (2 * 8 + 3) + 6  # A's chunk after 8 cached, B whole
+    a, b = res.requests
+    assert (a["first_token_s"], a["finish_s"], b["first_token_s"], b["finish_s"]) == pytest.approx((2, 4, 2, 3))
+    assert a["prefilled_tokens"] == 10
+
+
+def test_chunked_mixes_decodes_and_chunks_within_the_budget():
+    lengths = [(30, 6), (5, 12), (20, 3), (9, 9), (14, 4), (7, 7)]
+    res, _ = _virtual(_reqs(lengths, [0.0, 0.0, 0.5, 0.5, 1.0, 3.0]), _chunked(batched=10), prefill_s=0.3,
+                      decode_s=0.1)
+    assert {"mixed", "decode", "prefill"} <= {it["kind"] for it in res.iterations}
+    for it in res.iterations:
+        assert it["decode_seqs"] + it["prefill_tokens"] <= 10
+    for r, (p, g) in zip(res.requests, lengths):
+        assert r["prefilled_tokens"] == p and len(r["tokens"]) == g and r["finish_s"] is not None
+        assert r["first_scheduled_s"] >= r["arrival_s"]
+
+
+def test_chunked_preempts_when_the_pool_is_too_small():
+    lengths = [(9, 12)] * 6
+    ample, _ = _virtual(_reqs(lengths), _chunked(num_blocks=4 * 5))
+    assert ample.preemptions == 0
+    tight, _ = _virtual(_reqs(lengths), _chunked(num_blocks=12))
+    assert tight.preemptions > 0 and all(r["finish_s"] is not None for r in tight.requests)
+    assert max(it["used_blocks"] for it in tight.iterations) <= 12
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
+def test_chunked_tokens_equal_the_graph_engine_alone(name):
+    ex = _executor(name)
+    requests = _reqs(LENGTHS, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    counting = _Counting(ex)
+    res = sl.serve(requests, counting, _chunked(num_blocks=12, batched=6))
+    assert res.preemptions > 0 and any(kv > 0 for _, _, kv in counting.moves)
+    assert "mixed" in {it["kind"] for it in res.iterations}
+    assert any(r["prefilled_tokens"] > r["prompt_tokens"] for r in res.requests)  # a chunked recompute
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
+
+
+def test_the_job_runs_policy_chunked(tmp_path):
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-qwen2", "--device", "cpu", "--max-num-seqs", "4",
+                  "--max-model-len", "320", "--runs", "short@0:6:2", "--policy", "chunked",
+                  "--max-num-batched-tokens", "64"])
+    assert rc == 0
+    run = sr.read_run(tmp_path, "tiny-qwen2-short-r0-n6-s2")
+    assert run.config["policy"] == "chunked" and run.config["max_num_batched_tokens"] == 64
+    assert "mixed" in {it["kind"] for it in run.iterations} and run.summary["finished"] == 6
