@@ -14,8 +14,9 @@ Terms
 * Blocks (logical, as vLLM's block manager): ``block_size`` tokens per block, ``num_blocks`` in
   the pool. A sequence whose KV holds c tokens holds ceil(c / block_size) blocks. The pool is
   accounting only: the physical cache is the static one below, which never runs out.
-* ``max_num_seqs`` (S) slots, ``max_num_batched_tokens`` (the most tokens one prefill pass takes),
-  ``max_model_len`` (T, the slot capacity in tokens).
+* ``max_num_seqs`` (S) slots, ``max_num_batched_tokens`` M (the most tokens one iteration
+  takes: prefill tokens, and under ``chunked`` decodes too), ``max_model_len`` (T, the slot
+  capacity in tokens).
 
 Policy ``prefill-first`` (vLLM V0's default scheduler without chunked prefill)
 --------------------------------------------------------------------------
@@ -47,6 +48,31 @@ order among the running is arrival order and "most recently admitted" is also "l
 it); its TPOT = (finish - first token) / (g - 1), its E2E = finish - arrival. Requests that can
 never be served (p + g - 1 > T, more blocks than the pool, or a recompute prefill of p + g - 1
 tokens > max_num_batched_tokens) are refused before the clock starts.
+
+Policy ``chunked`` (vLLM V1 style: decodes and prefill chunks share a token budget)
+-------------------------------------------------------------------------------
+A sequence is *decoding* once its prefill is complete, else *prefilling* (its KV holds c of its
+n = p + k prefill tokens). Each iteration, with budget M = max_num_batched_tokens (>= S):
+
+1. Running sequences, in admission order: a decoding one takes 1 token, a prefilling one
+   t = min(n - c, budget left) (skipped when 0). It needs ceil((c + t) / block_size) blocks;
+   while it holds fewer plus the free ones, the most recently admitted running sequence is
+   preempted (recompute, to the front of the waiting queue); if that is itself, stop here.
+   Otherwise it takes the blocks and t tokens of the budget.
+2. Only if nobody was preempted in this iteration: admit waiting requests, FIFO without
+   skipping, while the head has arrived, running < S and budget > 0: it takes
+   t = min(n, budget) tokens and needs ceil(t / block_size) free blocks (else stop).
+3. Execute: if any decoding sequence was scheduled, one decode step over slots [0, r) with r
+   the running sequences after step 1 (a prefilling one's slot computes but is ignored, bucket
+   of r); then one prefill pass over the chunks (token j of a chunk at position c + j; a chunk
+   with c > 0 attends to its slot's cache, causally); one host sync. A chunk that completes
+   its sequence's prefill gives its next token (a new request's first token).
+4. Sequences that have produced g tokens leave (as in prefill-first).
+
+At most one sequence is prefilling between iterations (a chunk is cut only when the budget runs
+out, and the cut one is then the latest admitted), so the decode step's r counts it. A prompt
+longer than M is prefilled over several iterations. ``kind`` is ``mixed`` when an iteration both
+decodes and prefills.
 
 Physical KV and execution
 -------------------------

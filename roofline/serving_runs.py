@@ -8,13 +8,16 @@ A serving run named NAME leaves three files in its out folder:
   FIRST first token, even if it was later preempted), ``tpot_s`` = (finish_s - first_token_s) /
   (gen_tokens - 1), blank when gen_tokens = 1; ``e2e_s`` = finish_s - arrival_s. Times are blank
   for a request never finished (the run's admission deadline came first).
-* ``iterations-NAME.csv``: one row per pass (ITERATION_COLUMNS). ``kind`` is ``prefill`` or
-  ``decode``; ``kv_tokens`` is the sum, over the sequences in the pass, of the tokens their KV
-  holds after it (decode: each slot's attended context, position + 1; prefill: the prefilled
-  tokens); ``bucket`` is the decode graph's batch (blank for a prefill); ``prefill_pairs`` =
-  sum of n(n+1)/2 over the prefilled sequences; ``running`` and ``used_blocks`` are after the
-  pass (finished sequences gone); ``device_s`` is the pass's device time (CUDA events).
-* ``run-NAME.json``: ``config``, ``summary`` (SUMMARY_KEYS, from ``summarize``), ``stream``,
+* ``iterations-NAME.csv``: one row per iteration (ITERATION_COLUMNS). ``kind`` is ``prefill``,
+  ``decode`` or (policy chunked) ``mixed``; ``decode_seqs`` sequences decoded in a step of
+  ``bucket`` slots (blank without a decode step); ``prefill_seqs`` sequences (or chunks) with
+  ``prefill_tokens`` tokens in the prefill pass; ``prefill_pairs`` = sum over them of t c + t (t
+  + 1) / 2 for t tokens after c cached ones (n (n + 1) / 2 for a whole prompt); ``kv_tokens`` =
+  sum over the sequences in the iteration of the tokens their KV holds after it (decode: each
+  slot's attended context, position + 1; prefill: c + t); ``preempted`` in this iteration;
+  ``finished``, ``running`` and ``used_blocks`` after it; ``device_s`` is the passes' device
+  time (CUDA events; the CPU's wall time).
+* ``run-NAME.json``: ``config``, ``summary`` (from ``summarize``, + ``deadline_hit``), ``stream``,
   ``memory``, ``times``, ``environment``, ``deadline``.
 * ``stream-NAME.csv``: the request stream itself (prompt_tokens, gen_tokens, arrival_s), the
   file ``roofline simulate --requests`` reads, so the simulator replays the same stream.
