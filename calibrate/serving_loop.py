@@ -1,0 +1,970 @@
+"""A continuous-batching server loop: the real run ``roofline simulate`` is checked against.
+
+The loop serves a request stream on one GPU with the graph engine's dense decoder (random bf16
+weights, llama / qwen2 / mistral shapes). It is deliberately simple, so that a simulator can
+mirror its scheduling decision for decision; every rule it follows is written here.
+
+Terms
+-----
+* A request has ``prompt_tokens`` p, ``gen_tokens`` g (>= 1) and ``arrival_s`` (seconds after
+  the clock starts). Its prompt is p random token ids (seeded by the request id).
+* A *sequence* is a request inside the server. After producing k tokens its KV holds p + k - 1
+  tokens (the last produced token is fed to the next decode step, which writes its KV). Its
+  *length* is p + k.
+* Blocks (logical, as vLLM's block manager): ``block_size`` tokens per block, ``num_blocks`` in
+  the pool. A sequence whose KV holds c tokens holds ceil(c / block_size) blocks. The pool is
+  accounting only: the physical cache is the static one below, which never runs out.
+* ``max_num_seqs`` (S) slots, ``max_num_batched_tokens`` M (the most tokens one iteration
+  takes: prefill tokens, and under ``chunked`` decodes too), ``max_model_len`` (T, the slot
+  capacity in tokens).
+
+Policy ``prefill-first`` (vLLM V0's default scheduler without chunked prefill)
+--------------------------------------------------------------------------
+The waiting queue holds every request not running, in arrival order (ties: file order);
+requests not yet arrived sit at its tail. Each iteration, at time ``now`` (its start):
+
+1. Admit. While the queue's head has arrived (arrival_s <= now), running + admitted < S, the
+   head's prefill blocks ceil(n / block_size) <= the free blocks (minus those taken by requests
+   admitted in this iteration), and the iteration's prefill tokens + n <= max_num_batched_tokens:
+   admit it (n = p for a new request, p + k for a preempted one with k tokens already produced).
+   FIFO without skipping: the first head that fails stops admission.
+2. If any were admitted: ONE prefill pass over them (packed: every linear layer on all their
+   tokens at once; attention per sequence, causal). Each admitted sequence's next token comes
+   out of it (a new request's first token; token k + 1 of a preempted one). Running sequences
+   do not decode in this iteration.
+3. Otherwise, if any sequence runs: one decode step of all of them. Before it, every sequence
+   whose KV grows into a new block (holds c tokens with ceil((c + 1) / block_size) > its blocks)
+   takes one; while more are needed than are free, the most recently admitted running sequence
+   is preempted (recompute): its blocks are freed, its KV dropped, and it goes back to the FRONT
+   of the waiting queue with the tokens it has produced. Preempting a sequence that needed a
+   block also removes its need. Readmitted, it is prefilled with prompt + produced tokens.
+4. Otherwise (nothing runs, nothing admissible) wait until the head's arrival.
+5. After the pass, sequences that have produced g tokens leave and free their blocks (also right
+   after a prefill: g = 1, or a readmitted sequence with k + 1 = g).
+
+Invariants that follow: every running request arrived before every waiting one, so admission
+order among the running is arrival order and "most recently admitted" is also "latest arrival"
+(vLLM V0's FCFS victim). A request's TTFT is its FIRST first token (a recompute does not reset
+it); its TPOT = (finish - first token) / (g - 1), its E2E = finish - arrival. Requests that can
+never be served (p + g - 1 > T, more blocks than the pool, or a recompute prefill of p + g - 1
+tokens > max_num_batched_tokens) are refused before the clock starts.
+
+Policy ``chunked`` (vLLM V1 style: decodes and prefill chunks share a token budget)
+-------------------------------------------------------------------------------
+A sequence is *decoding* once its prefill is complete, else *prefilling* (its KV holds c of its
+n = p + k prefill tokens). Each iteration, with budget M = max_num_batched_tokens (>= S):
+
+1. Running sequences, in admission order: a decoding one takes 1 token, a prefilling one
+   t = min(n - c, budget left) (skipped when 0). It needs ceil((c + t) / block_size) blocks;
+   while it holds fewer plus the free ones, the most recently admitted running sequence is
+   preempted (recompute, to the front of the waiting queue); if that is itself, stop here.
+   Otherwise it takes the blocks and t tokens of the budget.
+2. Only if nobody was preempted in this iteration: admit waiting requests, FIFO without
+   skipping, while the head has arrived, running < S and budget > 0: it takes
+   t = min(n, budget) tokens and needs ceil(t / block_size) free blocks (else stop).
+3. Execute: if any decoding sequence was scheduled, one decode step over slots [0, r) with r
+   the running sequences after step 1 (a prefilling one's slot computes but is ignored, bucket
+   of r); then one prefill pass over the chunks (token j of a chunk at position c + j; a chunk
+   with c > 0 attends to its slot's cache, causally); one host sync. A chunk that completes
+   its sequence's prefill gives its next token (a new request's first token).
+4. Sequences that have produced g tokens leave (as in prefill-first).
+
+At most one sequence is prefilling between iterations (a chunk is cut only when the budget runs
+out, and the cut one is then the latest admitted), so the decode step's r counts it. A prompt
+longer than M is prefilled over several iterations. ``kind`` is ``mixed`` when an iteration both
+decodes and prefills.
+
+Physical KV and execution
+-------------------------
+* Static cache: (layers, S, kv_heads, T, head_dim) for K and for V, preallocated. Running
+  sequences are kept COMPACT in slots [0, n): when one leaves (finish or preemption) the
+  sequence in the last running slot moves into the hole (its valid KV prefix is copied: c x KV
+  bytes per token, queued after the pass and run before the next one; small next to a step).
+* Decode step: one CUDA graph per *bucket*, the smallest capture size >= n (CAPTURE_SIZES: 1, 2,
+  4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, ... up to S, and S itself); slots n..bucket-1 are
+  padding (their results are ignored; they write only into free slots). Every step reads the
+  whole T capacity of every bucket slot with a validity mask per slot (``key_pos <= pos[slot]``):
+  its KV bytes are bucket x T x KV bytes per token, whatever the contexts. Each slot has its own
+  position (a device tensor updated in place before replay), RoPE angle and mask. Graphs are
+  captured up front, before the clock starts (capture time is recorded separately).
+* Prefill pass: eager. Linear layers on the packed tokens, RoPE per token position, K/V
+  scattered into the slots' cache rows, causal attention of each sequence on itself (K/V heads
+  repeated for GQA), logits of each sequence's last position only, argmax. Attention is one
+  flash call for all sequences (``torch.nn.attention.varlen``) where torch has it and it agrees
+  with SDPA on a test batch before the clock starts, else one SDPA call per sequence and layer
+  (``prefill_attention`` in the run's config says which). cuDNN SDPA is turned off on CUDA: it
+  builds a plan for every new length.
+* Every iteration ends with a host sync (the tokens come back to the host, as an engine samples
+  there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
+  the pass also gives its device time.
+
+Without a GPU the same loop runs on the CPU (no graphs): that is what the tests exercise.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from roofline.errors import RooflineError
+
+POLICIES = ("prefill-first", "chunked")
+DEFAULT_BLOCK_SIZE = 16
+
+
+def capture_sizes(max_num_seqs: int) -> list[int]:
+    """Decode buckets: 1, 2, 4, then powers of two and 1.5x powers of two from 8 (8, 16, 24, 32,
+    48, 64, 96, 128, 192, ...), those below ``max_num_seqs``, and ``max_num_seqs`` itself."""
+    sizes = {1, 2, 4}
+    k = 8
+    while k < max_num_seqs:
+        sizes.add(k)
+        if k >= 16 and k * 3 // 2 < max_num_seqs:
+            sizes.add(k * 3 // 2)
+        k *= 2
+    return sorted(s for s in sizes if s < max_num_seqs) + [max_num_seqs]
+
+
+def bucket_for(n: int, sizes: list[int]) -> int:
+    """The smallest capture size >= n."""
+    for size in sizes:
+        if size >= n:
+            return size
+    raise ValueError(f"{n} sequences exceed the largest bucket {sizes[-1]}")
+
+
+def blocks_for(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)
+
+
+@dataclass(frozen=True)
+class Request:
+    request_id: int
+    arrival_s: float
+    prompt_tokens: int
+    gen_tokens: int
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The knobs of the policy (the simulator needs exactly these)."""
+
+    max_num_seqs: int
+    max_model_len: int
+    num_blocks: int
+    block_size: int = DEFAULT_BLOCK_SIZE
+    max_num_batched_tokens: int | None = None  # None: max(max_model_len, 2048), vLLM V0's default
+    policy: str = "prefill-first"
+
+    @property
+    def batched_tokens(self) -> int:
+        return self.max_num_batched_tokens or max(self.max_model_len, 2048)
+
+    def check(self, requests: list[Request]) -> None:
+        """Refuse a configuration or a request the loop could never serve (before any clock)."""
+        if self.policy not in POLICIES:
+            raise RooflineError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        for name in ("max_num_seqs", "max_model_len", "num_blocks", "block_size", "batched_tokens"):
+            if getattr(self, name) < 1:
+                raise RooflineError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.policy == "chunked" and self.batched_tokens < self.max_num_seqs:
+            raise RooflineError(f"policy chunked needs max_num_batched_tokens ({self.batched_tokens}) >= "
+                                f"max_num_seqs ({self.max_num_seqs}): every decode takes one token of the budget")
+        for r in requests:
+            most = r.prompt_tokens + r.gen_tokens - 1  # KV tokens at the last decode step
+            if r.prompt_tokens < 1 or r.gen_tokens < 1:
+                raise RooflineError(f"request {r.request_id}: prompt and gen tokens must be at least 1")
+            if not (math.isfinite(r.arrival_s) and r.arrival_s >= 0):
+                raise RooflineError(f"request {r.request_id}: arrival_s must be a finite number >= 0")
+            if most > self.max_model_len:
+                raise RooflineError(f"request {r.request_id}: prompt {r.prompt_tokens} + gen {r.gen_tokens} - 1 "
+                                    f"tokens exceed max_model_len {self.max_model_len}")
+            if blocks_for(most, self.block_size) > self.num_blocks:
+                raise RooflineError(f"request {r.request_id}: needs {blocks_for(most, self.block_size)} blocks, "
+                                    f"the pool has {self.num_blocks}")
+            if most > self.batched_tokens and self.policy == "prefill-first":
+                raise RooflineError(f"request {r.request_id}: a recompute prefill of {most} tokens would exceed "
+                                    f"max_num_batched_tokens {self.batched_tokens}")
+
+
+# ---- the scheduler ------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Seq:
+    req: Request
+    prompt_ids: object  # numpy int64 array
+    generated: list = field(default_factory=list)
+    kv_tokens: int = 0  # tokens whose KV is in the cache
+    blocks: int = 0
+    slot: int = -1
+    preemptions: int = 0
+    decoding: bool = False  # its prefill is complete (its last token is the next decode input)
+    prefilled_tokens: int = 0  # all prefill tokens, recomputes included
+    first_scheduled_s: float | None = None
+    first_token_s: float | None = None
+    finish_s: float | None = None
+
+    def prefill_ids(self):
+        import numpy as np
+
+        if not self.generated:
+            return self.prompt_ids
+        return np.concatenate([self.prompt_ids, np.asarray(self.generated, dtype=np.int64)])
+
+    @property
+    def prefill_tokens(self) -> int:
+        return self.req.prompt_tokens + len(self.generated)
+
+    @property
+    def done(self) -> bool:
+        return len(self.generated) >= self.req.gen_tokens
+
+
+@dataclass
+class ServeResult:
+    """Per-request records (request order), one dict per iteration, and how the run ended."""
+
+    requests: list[dict]
+    iterations: list[dict]
+    started_at: float  # the clock's reading at t = 0
+    wall_s: float
+    deadline_s: float | None
+    deadline_hit: bool
+    preemptions: int
+    max_running: int
+
+
+def prompt_ids_for(request: Request, vocab: int, seed: int = 0):
+    """The request's prompt: ``prompt_tokens`` ids from numpy default_rng([seed, request_id])."""
+    import numpy as np
+
+    return np.random.default_rng([seed, request.request_id]).integers(0, vocab, request.prompt_tokens, dtype=np.int64)
+
+
+def serve(
+    requests: list[Request],
+    executor,
+    config: SchedulerConfig,
+    *,
+    clock=time.perf_counter,
+    sleep=time.sleep,
+    deadline_s: float | None = None,
+    seed: int = 0,
+    progress=None,
+) -> ServeResult:
+    """Serve ``requests`` with ``executor`` under ``config.policy`` (the module docstring).
+
+    ``executor`` runs the passes (ModelExecutor on a device, CostExecutor on a virtual clock):
+    ``prefill(items)`` with items [(slot, ids, start)] (start > 0: a chunk after ``start``
+    cached tokens; the next token of each item comes back), ``decode(tokens, positions)`` for
+    slots 0..n-1, ``mixed(tokens, positions, items)`` (a decode step, then a prefill pass, one
+    sync: policy ``chunked``), each returning the tokens and the device seconds;
+    ``move(src, dst, kv_tokens)``; ``buckets`` (the capture sizes); ``vocab``. ``deadline_s``:
+    no admission from then on (the running sequences still finish; requests never admitted are
+    reported unserved).
+    """
+    config.check(requests)
+    return _Server(requests, executor, config, clock, sleep, deadline_s, seed, progress).run()
+
+
+class _Server:
+    """One run's state; ``run`` loops over iterations of the configured policy."""
+
+    def __init__(self, requests, executor, config, clock, sleep, deadline_s, seed, progress):
+        self.requests, self.ex, self.cfg = requests, executor, config
+        self.clock, self.sleep, self.deadline_s, self.progress = clock, sleep, deadline_s, progress
+        order = sorted(requests, key=lambda r: (r.arrival_s, r.request_id))
+        self.seqs = {r.request_id: _Seq(r, prompt_ids_for(r, executor.vocab, seed)) for r in order}
+        self.waiting: deque[_Seq] = deque(self.seqs[r.request_id] for r in order)
+        self.running: list[_Seq] = []  # admission order
+        self.slots: list[_Seq] = []  # slots[i] is the sequence in slot i (compact)
+        self.free = config.num_blocks
+        self.iterations: list[dict] = []
+        self.preemptions = 0
+        self.max_running = 0
+        self.stopped = False
+        self.t0 = 0.0
+
+    def _now(self) -> float:
+        return self.clock() - self.t0
+
+    # -- shared pieces
+    def _leave(self, seq: _Seq) -> None:
+        """Free the sequence's blocks and slot; the last slot's sequence moves into the hole."""
+        self.free += seq.blocks
+        seq.blocks = 0
+        hole, last = seq.slot, len(self.slots) - 1
+        if hole != last:
+            moved = self.slots[last]
+            self.ex.move(last, hole, moved.kv_tokens)
+            moved.slot = hole
+            self.slots[hole] = moved
+        self.slots.pop()
+        seq.slot = -1
+        self.running.remove(seq)
+
+    def _preempt_latest(self, record: dict) -> _Seq:
+        """Recompute preemption of the most recently admitted running sequence."""
+        victim = self.running[-1]
+        self._leave(victim)
+        victim.kv_tokens = 0
+        victim.decoding = False
+        victim.preemptions += 1
+        self.waiting.appendleft(victim)
+        record["preempted"] += 1
+        self.preemptions += 1
+        return victim
+
+    def _admit(self, seq: _Seq, now: float, blocks: int) -> None:
+        self.waiting.popleft()
+        seq.blocks = blocks
+        self.free -= blocks
+        seq.slot = len(self.slots)
+        self.slots.append(seq)
+        self.running.append(seq)
+        if seq.first_scheduled_s is None:
+            seq.first_scheduled_s = now
+
+    def _head_arrived(self, now: float) -> bool:
+        return bool(self.waiting) and self.waiting[0].req.arrival_s <= now
+
+    @staticmethod
+    def _token(seq: _Seq, token: int, t_end: float) -> None:
+        seq.generated.append(int(token))
+        seq.decoding = True
+        if seq.first_token_s is None:
+            seq.first_token_s = t_end
+
+    # -- the loop
+    def run(self) -> ServeResult:
+        step = {"prefill-first": self._prefill_first, "chunked": self._chunked}[self.cfg.policy]
+        self.t0 = self.clock()
+        while self.waiting or self.running:
+            now = self._now()
+            if self.deadline_s is not None and now >= self.deadline_s and not self.stopped:
+                self.stopped = True
+                if self.progress:
+                    self.progress(f"deadline {self.deadline_s:.1f} s reached: {len(self.waiting)} request(s) "
+                                  "not admitted")
+            if not self.running and (self.stopped or not self._head_arrived(now)):
+                if self.stopped or not self.waiting:
+                    break
+                target = self.t0 + self.waiting[0].req.arrival_s  # idle: wait for the next arrival
+                while (left := target - self.clock()) > 0:
+                    self.sleep(left)
+                continue
+            record = {"iteration": len(self.iterations), "t_start_s": now, "preempted": 0}
+            in_pass, t_end = step(now, record)
+            self.max_running = max(self.max_running, len(self.running))
+            finished = sorted((seq for seq in in_pass if seq.done), key=lambda q: -q.slot)
+            for seq in finished:  # highest slot first: a moved sequence is never one that leaves
+                seq.finish_s = t_end
+                self._leave(seq)
+            record.update(t_end_s=t_end, finished=len(finished), running=len(self.running),
+                          used_blocks=self.cfg.num_blocks - self.free)
+            self.iterations.append(record)
+        wall_s = self._now()
+        records = [_request_record(self.seqs[r.request_id]) for r in sorted(self.requests, key=lambda r: r.request_id)]
+        return ServeResult(records, self.iterations, self.t0, wall_s, self.deadline_s, self.stopped,
+                           self.preemptions, self.max_running)
+
+    def _decode_blocks(self, record: dict) -> None:
+        """Every running sequence whose KV grows into a new block takes one; while more are needed
+        than are free, preempt the most recently admitted (prefill-first, step 3)."""
+        bs = self.cfg.block_size
+        needy = [seq for seq in self.running if blocks_for(seq.kv_tokens + 1, bs) > seq.blocks]
+        while len(needy) > self.free:
+            victim = self._preempt_latest(record)
+            if victim in needy:
+                needy.remove(victim)
+        for seq in needy:
+            seq.blocks += 1
+            self.free -= 1
+
+    def _prefill_first(self, now: float, record: dict):
+        cfg, bs = self.cfg, self.cfg.block_size
+        admitted = []
+        if not self.stopped:
+            tokens = taken = 0
+            for head in self.waiting:  # FIFO from the head, no skipping
+                if head.req.arrival_s > now or len(self.running) + len(admitted) >= cfg.max_num_seqs:
+                    break
+                n, need = head.prefill_tokens, blocks_for(head.prefill_tokens, bs)
+                if need > self.free - taken or tokens + n > cfg.batched_tokens:
+                    break
+                admitted.append(head)
+                tokens += n
+                taken += need
+        if admitted:
+            for seq in admitted:
+                self._admit(seq, now, blocks_for(seq.prefill_tokens, bs))
+            items = [(seq.slot, seq.prefill_ids(), 0) for seq in admitted]
+            out, device_s = self.ex.prefill(items)
+            t_end = self._now()
+            for seq, tok in zip(admitted, out):
+                seq.kv_tokens = seq.prefill_tokens
+                seq.prefilled_tokens += seq.prefill_tokens
+                self._token(seq, tok, t_end)
+            lens = [len(ids) for _, ids, _ in items]
+            record.update(kind="prefill", decode_seqs=0, prefill_seqs=len(items), prefill_tokens=sum(lens),
+                          prefill_pairs=sum(p * (p + 1) // 2 for p in lens), kv_tokens=sum(lens), bucket="",
+                          device_s=device_s)
+            return admitted, t_end
+        self._decode_blocks(record)
+        n = len(self.slots)
+        if n == 0:  # cannot happen: the last sequence alone always fits (config.check)
+            raise RuntimeError("preemption emptied the server")
+        positions = [seq.kv_tokens for seq in self.slots]
+        out, device_s = self.ex.decode([seq.generated[-1] for seq in self.slots], positions)
+        t_end = self._now()
+        for seq, tok in zip(self.slots, out):
+            seq.kv_tokens += 1
+            self._token(seq, tok, t_end)
+        record.update(kind="decode", decode_seqs=n, prefill_seqs=0, prefill_tokens=0, prefill_pairs=0,
+                      kv_tokens=sum(positions) + n, bucket=bucket_for(n, self.ex.buckets), device_s=device_s)
+        return list(self.slots), t_end
+
+    def _chunked(self, now: float, record: dict):
+        cfg, bs = self.cfg, self.cfg.block_size
+        budget = cfg.batched_tokens
+        scheduled: list[tuple[_Seq, int]] = []
+        for seq in list(self.running):  # running first, in admission order
+            if seq.slot < 0:  # preempted in this iteration: so is every later one
+                break
+            t = 1 if seq.decoding else min(seq.prefill_tokens - seq.kv_tokens, budget)
+            if t == 0:
+                continue
+            need = blocks_for(seq.kv_tokens + t, bs) - seq.blocks
+            while need > self.free and seq.slot >= 0:
+                self._preempt_latest(record)
+            if seq.slot < 0:
+                break
+            seq.blocks += need
+            self.free -= need
+            scheduled.append((seq, t))
+            budget -= t
+        graph_slots = len(self.slots)  # the decode step runs over these (a partial prefill's slot too)
+        if not record["preempted"] and not self.stopped:  # then waiting requests, FIFO, chunked
+            while self._head_arrived(now) and len(self.running) < cfg.max_num_seqs and budget > 0:
+                head = self.waiting[0]
+                t = min(head.prefill_tokens, budget)
+                if blocks_for(t, bs) > self.free:
+                    break
+                self._admit(head, now, blocks_for(t, bs))
+                scheduled.append((head, t))
+                budget -= t
+        if not scheduled:  # cannot happen: one running sequence alone always fits (config.check)
+            raise RuntimeError("nothing to schedule")
+        decoding = [seq for seq, _ in scheduled if seq.decoding]
+        chunks = [(seq, t) for seq, t in scheduled if not seq.decoding]
+        tokens, positions = [], []
+        if decoding:
+            view = self.slots[:graph_slots]
+            tokens = [seq.generated[-1] if seq.decoding else 0 for seq in view]
+            positions = [seq.kv_tokens for seq in view]
+        items = [(seq.slot, seq.prefill_ids()[seq.kv_tokens:seq.kv_tokens + t], seq.kv_tokens) for seq, t in chunks]
+        decode_context = sum(seq.kv_tokens + 1 for seq in decoding)
+        dec_out, chunk_out, device_s = self.ex.mixed(tokens, positions, items)
+        t_end = self._now()
+        for seq in decoding:
+            seq.kv_tokens += 1
+            self._token(seq, dec_out[seq.slot], t_end)
+        in_pass = list(decoding)
+        for (seq, t), tok in zip(chunks, chunk_out):
+            seq.kv_tokens += t
+            seq.prefilled_tokens += t
+            if seq.kv_tokens == seq.prefill_tokens:  # the prefill is complete: its next token
+                self._token(seq, tok, t_end)
+                in_pass.append(seq)
+        starts = [start for _, _, start in items]
+        lens = [t for _, t in chunks]
+        record.update(
+            kind="mixed" if decoding and chunks else ("decode" if decoding else "prefill"),
+            decode_seqs=len(decoding), prefill_seqs=len(chunks), prefill_tokens=sum(lens),
+            prefill_pairs=sum(t * s + t * (t + 1) // 2 for t, s in zip(lens, starts)),
+            kv_tokens=decode_context + sum(s + t for t, s in zip(lens, starts)),
+            bucket=bucket_for(graph_slots, self.ex.buckets) if decoding else "", device_s=device_s)
+        return in_pass, t_end
+
+
+def _request_record(seq: _Seq) -> dict:
+    r = seq.req
+    done = seq.finish_s is not None
+    tpot = None
+    if done and r.gen_tokens > 1:
+        tpot = (seq.finish_s - seq.first_token_s) / (r.gen_tokens - 1)
+    return {
+        "request_id": r.request_id, "arrival_s": r.arrival_s, "prompt_tokens": r.prompt_tokens,
+        "gen_tokens": r.gen_tokens, "first_token_s": seq.first_token_s, "finish_s": seq.finish_s,
+        "ttft_s": None if seq.first_token_s is None else seq.first_token_s - r.arrival_s,
+        "tpot_s": tpot, "e2e_s": seq.finish_s - r.arrival_s if done else None,
+        "preemptions": seq.preemptions, "first_scheduled_s": seq.first_scheduled_s,
+        "prefilled_tokens": seq.prefilled_tokens, "tokens": list(seq.generated),
+    }
+
+
+# ---- a virtual clock: the policy without a model ------------------------------------------
+class VirtualClock:
+    """A clock that moves only when told: ``advance`` (a pass) or ``sleep`` (waiting)."""
+
+    def __init__(self, start: float = 0.0):
+        self.t = start
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+    sleep = advance
+
+
+class CostExecutor:
+    """Runs nothing: each pass advances a VirtualClock by a cost function's seconds.
+
+    ``prefill_s(lengths, starts)`` (tokens of each sequence in the pass, and the cached tokens
+    before them: 0 unless a chunk continues) and ``decode_s(n, bucket, context_tokens)`` (n slots
+    in the step, context = the tokens each slot attends to, its position + 1) give a pass's time;
+    ``mixed_s(decode args, prefill args)`` a chunked iteration's (default: the sum). Tokens are a
+    fixed function of the input (no model). With the simulator's step model as the cost
+    functions, ``serve`` gives the exact schedule the simulator must reproduce.
+    """
+
+    def __init__(self, clock: VirtualClock, prefill_s, decode_s, max_num_seqs: int, vocab: int = 1000,
+                 mixed_s=None):
+        self.clock, self.prefill_s, self.decode_s, self.mixed_s = clock, prefill_s, decode_s, mixed_s
+        self.buckets = capture_sizes(max_num_seqs)
+        self.vocab = vocab
+        self.moves: list[tuple[int, int, int]] = []
+
+    def _prefill_args(self, items):
+        return [len(ids) for _, ids, _ in items], [start for _, _, start in items]
+
+    def _decode_args(self, tokens, positions):
+        n = len(tokens)
+        return n, bucket_for(n, self.buckets), [p + 1 for p in positions]
+
+    def _tokens(self, items):
+        return [int(ids[-1]) * 7 % self.vocab for _, ids, _ in items]
+
+    def prefill(self, items):
+        seconds = self.prefill_s(*self._prefill_args(items))
+        self.clock.advance(seconds)
+        return self._tokens(items), seconds
+
+    def decode(self, tokens, positions):
+        seconds = self.decode_s(*self._decode_args(tokens, positions))
+        self.clock.advance(seconds)
+        return [(t * 7 + 1) % self.vocab for t in tokens], seconds
+
+    def mixed(self, tokens, positions, items):
+        if self.mixed_s is not None:
+            seconds = self.mixed_s(self._decode_args(tokens, positions) if tokens else None,
+                                   self._prefill_args(items) if items else None)
+        else:
+            seconds = (self.decode_s(*self._decode_args(tokens, positions)) if tokens else 0.0) + (
+                self.prefill_s(*self._prefill_args(items)) if items else 0.0)
+        self.clock.advance(seconds)
+        return [(t * 7 + 1) % self.vocab for t in tokens], self._tokens(items), seconds
+
+    def move(self, src: int, dst: int, kv_tokens: int) -> None:
+        self.moves.append((src, dst, kv_tokens))
+
+
+# ---- the model on a device ----------------------------------------------------------------
+def _rope(x, cos, sin):
+    """x * cos + rotate_half(x) * sin (the graph engine's RoPE, half-split layout)."""
+    import torch
+
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
+    """One decode step of slots 0..batch-1, each at its own position; writes next tokens to bufs.out.
+
+    As graph_engine.decode_step, with per-slot positions: RoPE as one (hd x hd) matrix per slot,
+    the K/V of each slot written at its position (scatter), and a validity mask per slot over
+    all T cache positions.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from calibrate.graph_engine import _mlp, _rms, rope_matrix
+
+    total = bufs.key_pos.shape[0]
+    group = s.heads // s.kv_heads
+    tok, pos = bufs.inp[0, :batch], bufs.inp[1, :batch]
+    x = F.embedding(tok, w.embed)  # (B, H)
+    cos = bufs.cos.index_select(0, pos).unsqueeze(1)  # (B, 1, hd)
+    sin = bufs.sin.index_select(0, pos).unsqueeze(1)
+    rot = rope_matrix(cos, sin, bufs.eye, bufs.swap)  # (B, hd, hd)
+    neg_inf = torch.full((), float("-inf"), device=x.device, dtype=x.dtype)
+    zero = torch.zeros((), device=x.device, dtype=x.dtype)
+    bias = torch.where(bufs.key_pos.unsqueeze(0) <= pos.unsqueeze(1), zero, neg_inf)  # (B, T)
+    bias = bias.view(batch, 1, 1, total).expand(batch, s.kv_heads, 1, total).reshape(batch * s.kv_heads, 1, total)
+    where = pos.view(batch, 1, 1, 1).expand(batch, s.kv_heads, 1, s.head_dim)
+    scale = s.head_dim ** -0.5
+    for i, lw in enumerate(w.layers):
+        qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)  # (B, q+2kv)
+        qk = torch.bmm(qkv[:, : s.q_dim + s.kv_dim].reshape(batch, s.heads + s.kv_heads, s.head_dim), rot)
+        q = qk[:, : s.heads].reshape(batch * s.kv_heads, group, s.head_dim)
+        k = qk[:, s.heads:].unsqueeze(2)  # (B, kv, 1, hd)
+        v = qkv[:, s.q_dim + s.kv_dim:].reshape(batch, s.kv_heads, 1, s.head_dim)
+        ck, cv = bufs.cache_k[i, :batch], bufs.cache_v[i, :batch]  # (B, kv, T, hd)
+        ck.scatter_(2, where, k)
+        cv.scatter_(2, where, v)
+        scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2), alpha=scale)
+        probs = torch.softmax(scores, dim=-1)
+        attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
+        x = x + F.linear(attn.view(batch, s.q_dim), lw.wo)
+        x = _mlp(x, lw, s)
+    logits = F.linear(_rms(x, w.final_norm, s.eps), w.lm_head)
+    bufs.out[:batch].copy_(logits.argmax(dim=-1))
+
+
+@dataclass
+class _Packed:
+    """A prefill pass's sequences packed one after another (device tensors, host lists)."""
+
+    ids: object  # (N,) token ids
+    positions: object  # (N,) position of each token in its sequence
+    slot_of: object  # (N,) the slot of each token's sequence
+    cu: object  # (k + 1,) int64: cumulated lengths, 0 first
+    lens: list
+    starts: list  # where each sequence starts in the packed tensors
+    max_len: int
+    cu32: object = None  # cu as int32 (varlen attention)
+    offsets: list = field(default_factory=list)  # cached tokens before each chunk (0: a whole prefill)
+    slots: list = field(default_factory=list)
+
+
+@dataclass
+class _Buffers:
+    cache_k: object  # (L, S, kv_heads, T, hd)
+    cache_v: object
+    cos: object  # (T, hd)
+    sin: object
+    eye: object
+    swap: object
+    key_pos: object  # (T,)
+    inp: object  # (2, S) int64 on the device: row 0 input tokens, row 1 positions
+    out: object  # (S,) int64: next tokens
+    host_inp: object  # (2, S) int64 on the host (pinned on CUDA)
+
+
+class ModelExecutor:
+    """The dense decoder with a static KV cache of ``max_num_seqs`` slots x ``max_model_len``.
+
+    Random weights from graph_engine.random_weights(seed), or ``weights`` given (tests).
+    """
+
+    def __init__(self, config: dict, device: str = "cuda", max_num_seqs: int = 64, max_model_len: int = 2048,
+                 seed: int = 0, dtype: str = "bfloat16", use_graph: bool | None = None, weights=None):
+        import torch
+
+        from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
+
+        self.device = torch.device(device)
+        if self.device.type == "cuda":
+            # cuDNN SDPA builds a plan per new sequence length (35-70 ms of host time each on the
+            # H200, docs/calibration-runs.md); prompts of every length would pay it over and over
+            torch.backends.cuda.enable_cudnn_sdp(False)
+        self.dtype = getattr(torch, dtype)
+        self.shapes = s = Shapes.from_config(config)
+        self.vocab = s.vocab
+        self.max_num_seqs, self.max_model_len = max_num_seqs, max_model_len
+        self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
+        self.buckets = capture_sizes(max_num_seqs)
+        self.weights = weights if weights is not None else random_weights(s, self.device, self.dtype, seed)
+        dev, dt = self.device, self.dtype
+        shape = (s.layers, max_num_seqs, s.kv_heads, max_model_len, s.head_dim)
+        cos, sin = rope_tables(s, max_model_len, dev, dt)
+        cuda = self.device.type == "cuda"
+        self.bufs = _Buffers(
+            cache_k=torch.zeros(shape, dtype=dt, device=dev), cache_v=torch.zeros(shape, dtype=dt, device=dev),
+            cos=cos, sin=sin, eye=torch.eye(s.head_dim, device=dev, dtype=dt), swap=rope_swap(s.head_dim, dev, dt),
+            key_pos=torch.arange(max_model_len, device=dev),
+            inp=torch.zeros(2, max_num_seqs, dtype=torch.long, device=dev),
+            out=torch.zeros(max_num_seqs, dtype=torch.long, device=dev),
+            host_inp=torch.zeros(2, max_num_seqs, dtype=torch.long, pin_memory=cuda),
+        )
+        self.graphs: dict[int, object] = {}
+        self.prefill_attention_note = ""
+        self.prefill_attention = self._choose_prefill_attention()
+        self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if cuda else None
+
+    # -- sizes
+    @property
+    def kv_bytes_per_token(self) -> int:
+        s = self.shapes
+        return 2 * s.layers * s.kv_dim * self.bufs.cache_k.element_size()
+
+    @property
+    def static_kv_bytes(self) -> int:
+        return 2 * self.bufs.cache_k.numel() * self.bufs.cache_k.element_size()
+
+    @property
+    def weight_bytes(self) -> int:
+        seen, total = set(), 0
+        w = self.weights
+        tensors = [w.embed, w.final_norm, w.lm_head]
+        for lw in w.layers:
+            tensors += [lw.in_norm, lw.wqkv, lw.bqkv, lw.wo, lw.post_norm, lw.wgu, lw.wdown]
+        for t in tensors:
+            if t is not None and id(t) not in seen:
+                seen.add(id(t))
+                total += t.numel() * t.element_size()
+        return total
+
+    # -- passes
+    def _timed(self, fn):
+        if self._events is None:
+            t0 = time.perf_counter()
+            result = fn()
+            return result, time.perf_counter() - t0
+        start, end = self._events
+        start.record()
+        result = fn()
+        end.record()
+        return result, end
+
+    def _pack(self, items) -> "_Packed":
+        """[(slot, ids, start)] -> the packed device tensors of one prefill pass (token j of an
+        item sits at position start + j of its slot)."""
+        import numpy as np
+        import torch
+
+        lens = [len(ids) for _, ids, _ in items]
+        offsets = [int(start) for _, _, start in items]
+        ids = torch.from_numpy(np.concatenate([np.asarray(x, dtype=np.int64) for _, x, _ in items]))
+        positions = torch.from_numpy(np.concatenate([np.arange(o, o + n, dtype=np.int64) for o, n in zip(offsets, lens)]))
+        slots = [int(slot) for slot, _, _ in items]
+        slot_of = torch.from_numpy(np.repeat(np.array(slots, dtype=np.int64), lens))
+        cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        host = torch.cat([ids, positions, slot_of, torch.from_numpy(cu)])
+        if self.device.type == "cuda":
+            host = host.pin_memory()
+        dev = host.to(self.device, non_blocking=True)
+        total = len(ids)
+        return _Packed(ids=dev[:total], positions=dev[total:2 * total], slot_of=dev[2 * total:3 * total],
+                       cu=dev[3 * total:], lens=lens, starts=cu[:-1].tolist(), max_len=max(lens),
+                       offsets=offsets, slots=slots)
+
+    def prefill(self, items):
+        """One packed prefill pass over [(slot, ids, start)]; returns (next token per item, device s)."""
+        import torch
+
+        seq = self._pack(items)
+        with torch.inference_mode():
+            out, marker = self._timed(lambda: self._prefill(seq))
+            tokens = out.tolist()  # the host sync
+        return tokens, self._seconds(marker)
+
+    def _prefill(self, seq: "_Packed"):
+        import torch.nn.functional as F
+
+        from calibrate.graph_engine import _mlp, _rms
+
+        s, w, b = self.shapes, self.weights, self.bufs
+        total, group = seq.ids.shape[0], s.heads // s.kv_heads
+        x = F.embedding(seq.ids, w.embed)  # (N, H)
+        cos, sin = b.cos[seq.positions].unsqueeze(1), b.sin[seq.positions].unsqueeze(1)  # (N, 1, hd)
+        for i, lw in enumerate(w.layers):
+            qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
+            q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
+            q = _rope(q.view(total, s.heads, s.head_dim), cos, sin)
+            k = _rope(k.view(total, s.kv_heads, s.head_dim), cos, sin)
+            v = v.view(total, s.kv_heads, s.head_dim)
+            b.cache_k[i][seq.slot_of, :, seq.positions] = k
+            b.cache_v[i][seq.slot_of, :, seq.positions] = v
+            if group > 1:  # GQA expanded here, so every attention backend takes it
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            attn = self._attend(q, k, v, seq, i)  # (N, heads, hd)
+            x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo)
+            x = _mlp(x, lw, s)
+        last = seq.cu[1:] - 1
+        logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
+        return logits.argmax(dim=-1)
+
+    def _attend(self, q, k, v, seq: "_Packed", layer: int = 0, mode: str | None = None):
+        """Causal attention of each packed sequence: q, k, v (N, heads, hd) -> (N, heads, hd).
+
+        ``varlen``: one flash call for all (torch.nn.attention.varlen, CUDA only, whole prefills
+        only); ``sdpa-loop``: one SDPA call per sequence. A chunk after ``offset`` cached tokens
+        attends to its slot's cache (positions 0..offset + n - 1, written already), masked
+        causally: always one SDPA call of its own."""
+        import torch
+        import torch.nn.functional as F
+
+        mode = mode or self.prefill_attention
+        if mode == "varlen" and not any(seq.offsets):
+            if seq.cu32 is None:
+                seq.cu32 = seq.cu.to(torch.int32)
+            return self._varlen(q, k, v, seq.cu32, seq.cu32, seq.max_len, seq.max_len, **self._varlen_kw)
+        group = self.shapes.heads // self.shapes.kv_heads
+        outs = []
+        for start, n, offset, slot in zip(seq.starts, seq.lens, seq.offsets or [0] * len(seq.lens),
+                                          seq.slots or [0] * len(seq.lens)):
+            qi = q[start:start + n].transpose(0, 1).unsqueeze(0)
+            if offset == 0:
+                ki, vi = (t[start:start + n].transpose(0, 1).unsqueeze(0) for t in (k, v))
+                outs.append(F.scaled_dot_product_attention(qi, ki, vi, is_causal=True)[0])
+                continue
+            length = offset + n
+            kc = self.bufs.cache_k[layer, slot, :, :length].repeat_interleave(group, dim=0).unsqueeze(0)
+            vc = self.bufs.cache_v[layer, slot, :, :length].repeat_interleave(group, dim=0).unsqueeze(0)
+            mask = self.bufs.key_pos[:length].unsqueeze(0) <= seq.positions[start:start + n].unsqueeze(1)
+            outs.append(F.scaled_dot_product_attention(qi, kc, vc, attn_mask=mask)[0])
+        return torch.cat(outs, dim=1).transpose(0, 1)
+
+    def _choose_prefill_attention(self) -> str:
+        """``varlen`` on CUDA when torch has it and it agrees with the SDPA loop on a test batch
+        (checked once, before the clock); ``sdpa-loop`` otherwise."""
+        import inspect
+
+        import torch
+
+        if self.device.type != "cuda":
+            return "sdpa-loop"
+        try:
+            from torch.nn.attention.varlen import varlen_attn
+
+            params = inspect.signature(varlen_attn).parameters
+            if "is_causal" in params:  # torch 2.10-2.11
+                self._varlen_kw = {"is_causal": True}
+            elif "window_size" in params:  # later: (-1, 0) is causal
+                self._varlen_kw = {"window_size": (-1, 0)}
+            else:
+                return "sdpa-loop"
+            self._varlen = varlen_attn
+            s = self.shapes
+            lens = [37, 300, 1]
+            total = sum(lens)
+            gen = torch.Generator(device=self.device).manual_seed(0)
+            q, k, v = (torch.randn(total, s.heads, s.head_dim, device=self.device, dtype=self.dtype, generator=gen)
+                       for _ in range(3))
+            cu_host = [0, 37, 337, 338]
+            seq = _Packed(ids=None, positions=None, slot_of=None, lens=lens, starts=cu_host[:-1], max_len=max(lens),
+                          cu=torch.tensor(cu_host, device=self.device))
+            with torch.inference_mode():
+                want = self._attend(q, k, v, seq, mode="sdpa-loop").float()
+                got = self._attend(q, k, v, seq, mode="varlen").float()
+            err = float((got - want).abs().max())
+            if err > 0.05:
+                self.prefill_attention_note = f"varlen disagrees with SDPA by {err:.3g}"
+                return "sdpa-loop"
+            return "varlen"
+        except Exception as exc:  # noqa: BLE001 - any failure: the loop is always there
+            self.prefill_attention_note = f"varlen unavailable: {type(exc).__name__}: {str(exc)[:200]}"
+            return "sdpa-loop"
+
+    def _launch_decode(self, tokens, positions) -> None:
+        """Queue one decode step of slots 0..n-1, padded to the bucket; tokens go to bufs.out."""
+        import torch
+
+        n = len(tokens)
+        bucket = bucket_for(n, self.buckets)
+        b = self.bufs
+        b.host_inp[0, :n] = torch.tensor(tokens, dtype=torch.long)
+        b.host_inp[1, :n] = torch.tensor(positions, dtype=torch.long)
+        b.host_inp[:, n:bucket] = 0
+        b.inp[:, :bucket].copy_(b.host_inp[:, :bucket], non_blocking=True)
+        graph = self.graphs.get(bucket)
+        if graph is not None:
+            graph.replay()
+        else:
+            decode_slots(self.weights, self.shapes, b, bucket)
+
+    def decode(self, tokens, positions):
+        """One decode step of slots 0..n-1 (padded to the bucket); returns (next tokens, device s)."""
+        import torch
+
+        with torch.inference_mode():
+            _, marker = self._timed(lambda: self._launch_decode(tokens, positions))
+            out = self.bufs.out[:len(tokens)].tolist()  # the host sync
+        return out, self._seconds(marker)
+
+    def mixed(self, tokens, positions, items):
+        """A decode step of slots 0..n-1 (if ``tokens``), then a prefill pass over ``items`` (if
+        any), one host sync: (decode tokens, prefill tokens, device s). Policy ``chunked``."""
+        import torch
+
+        seq = self._pack(items) if items else None
+
+        def both():
+            if tokens:
+                self._launch_decode(tokens, positions)
+            return self._prefill(seq) if items else None
+
+        with torch.inference_mode():
+            out, marker = self._timed(both)
+            dec = self.bufs.out[:len(tokens)].tolist() if tokens else []  # the host sync
+            chunk = out.tolist() if items else []
+        return dec, chunk, self._seconds(marker)
+
+    def _seconds(self, marker) -> float:
+        if isinstance(marker, float):
+            return marker
+        return self._events[0].elapsed_time(marker) * 1e-3  # synchronised by the .tolist() before
+
+    def move(self, src: int, dst: int, kv_tokens: int) -> None:
+        """Copy slot ``src``'s valid KV prefix into slot ``dst`` (compaction)."""
+        import torch
+
+        b = self.bufs
+        with torch.inference_mode():
+            b.cache_k[:, dst, :, :kv_tokens].copy_(b.cache_k[:, src, :, :kv_tokens])
+            b.cache_v[:, dst, :, :kv_tokens].copy_(b.cache_v[:, src, :, :kv_tokens])
+
+    # -- before the clock
+    def warm_up(self, max_num_batched_tokens: int) -> None:
+        """Prefill passes of a few shapes (up to the batched-token budget) and every decode bucket,
+        eagerly: kernels chosen and loaded, the allocator's peak reached. Writes only garbage
+        into free slots."""
+        import numpy as np
+
+        longest = min(self.max_model_len, max_num_batched_tokens)
+        full = [longest] * (max_num_batched_tokens // longest)
+        if max_num_batched_tokens % longest:
+            full.append(max_num_batched_tokens % longest)
+        for lens in ([16], [longest], full[: self.max_num_seqs], [16] * min(8, self.max_num_seqs)):
+            self.prefill([(slot, np.zeros(n, dtype=np.int64), 0) for slot, n in enumerate(lens)])
+        for bucket in self.buckets:
+            self.decode([0] * bucket, [0] * bucket)
+
+    def capture(self) -> None:
+        """One CUDA graph per bucket, largest first, sharing one memory pool (CUDA only)."""
+        import torch
+
+        if not self.use_graph:
+            return
+        pool = torch.cuda.graph_pool_handle()
+        b = self.bufs
+        b.inp.zero_()
+        with torch.inference_mode():
+            for bucket in reversed(self.buckets):
+                side = torch.cuda.Stream(self.device)
+                side.wait_stream(torch.cuda.current_stream(self.device))
+                with torch.cuda.stream(side):
+                    for _ in range(2):
+                        decode_slots(self.weights, self.shapes, b, bucket)
+                torch.cuda.current_stream(self.device).wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=pool):
+                    decode_slots(self.weights, self.shapes, b, bucket)
+                self.graphs[bucket] = graph
+        torch.cuda.synchronize(self.device)
+
+    def close(self) -> None:
+        self.graphs.clear()
+        self.weights = None
+        self.bufs = None
+
+
+def kv_pool_blocks(total_memory_bytes: int, gpu_memory_utilization: float, weight_bytes: int,
+                   workspace_bytes: int, kv_bytes_per_token: int, block_size: int) -> int:
+    """vLLM's sizing: (utilization x total - weights - workspace) / (block_size x KV bytes per token)."""
+    usable = gpu_memory_utilization * total_memory_bytes - weight_bytes - workspace_bytes
+    return max(0, int(usable // (block_size * kv_bytes_per_token)))

@@ -1,0 +1,508 @@
+"""The serving loop (calibrate/serving_loop.py) on the CPU: tokens, policy, arrivals, files.
+
+Tokens: every request's greedy tokens equal the plain graph engine's for it alone (same weights),
+also after compaction copies and after preemption + recompute. The policy tests run the
+scheduler on a virtual clock (CostExecutor), so their schedules are exact.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from calibrate import serving_loop as sl
+from roofline import serving_runs as sr
+from roofline.errors import RooflineError
+
+
+def _cfg(num_blocks=1000, max_num_seqs=4, block_size=4, max_model_len=64, batched=None):
+    return sl.SchedulerConfig(max_num_seqs=max_num_seqs, max_model_len=max_model_len, num_blocks=num_blocks,
+                              block_size=block_size, max_num_batched_tokens=batched)
+
+
+def _reqs(lengths, arrivals=None):
+    arrivals = arrivals or [0.0] * len(lengths)
+    return [sl.Request(i, a, p, g) for i, ((p, g), a) in enumerate(zip(lengths, arrivals))]
+
+
+def _virtual(requests, config, prefill_s=1.0, decode_s=0.1, **kw):
+    """serve on a virtual clock: a prefill pass costs prefill_s, a decode step decode_s."""
+    clock = sl.VirtualClock()
+    ex = sl.CostExecutor(clock, lambda lengths, starts: prefill_s, lambda n, bucket, ctx: decode_s, config.max_num_seqs)
+    return sl.serve(requests, ex, config, clock=clock, sleep=clock.sleep, **kw), ex
+
+
+# ---- small pieces ---------------------------------------------------------------------------
+def test_capture_sizes_follow_the_documented_ladder():
+    assert sl.capture_sizes(64) == [1, 2, 4, 8, 16, 24, 32, 48, 64]
+    assert sl.capture_sizes(256) == [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
+    assert sl.capture_sizes(100) == [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 100]
+    assert sl.capture_sizes(3) == [1, 2, 3]
+    assert sl.capture_sizes(1) == [1]
+    sizes = sl.capture_sizes(64)
+    assert [sl.bucket_for(n, sizes) for n in (1, 3, 5, 9, 17, 25, 33, 49, 64)] == [1, 4, 8, 16, 24, 32, 48, 64, 64]
+
+
+def test_config_refuses_what_could_never_be_served():
+    with pytest.raises(RooflineError, match="max_model_len"):
+        _cfg().check(_reqs([(60, 6)]))  # 65 KV tokens > 64
+    _cfg().check(_reqs([(60, 5)]))  # 64 KV tokens fit exactly
+    with pytest.raises(RooflineError, match="blocks"):
+        _cfg(num_blocks=3).check(_reqs([(10, 4)]))  # 13 tokens = 4 blocks of 4
+    with pytest.raises(RooflineError, match="max_num_batched_tokens"):
+        _cfg(batched=16).check(_reqs([(10, 8)]))  # a recompute could prefill 17 tokens
+    with pytest.raises(RooflineError, match="policy"):
+        sl.SchedulerConfig(max_num_seqs=1, max_model_len=8, num_blocks=4, policy="v1").check([])
+    chunked = sl.SchedulerConfig(max_num_seqs=4, max_model_len=64, num_blocks=100, block_size=4,
+                                 max_num_batched_tokens=16, policy="chunked")
+    chunked.check(_reqs([(40, 8)]))  # chunked prefill: a prompt longer than the budget is fine
+    with pytest.raises(RooflineError, match=">= max_num_seqs"):
+        sl.SchedulerConfig(max_num_seqs=8, max_model_len=64, num_blocks=100, max_num_batched_tokens=4,
+                           policy="chunked").check([])
+    assert _cfg(max_model_len=100).batched_tokens == 2048 and _cfg(max_model_len=4096).batched_tokens == 4096
+
+
+# ---- the policy on a virtual clock ------------------------------------------------------------
+def test_a_hand_computed_schedule():
+    # prefill 1 s, decode 0.1 s. A (p4, g3) and B (p4, g2) at 0, C (p4, g1) at 1.05.
+    res, _ = _virtual(_reqs([(4, 3), (4, 2), (4, 1)], [0.0, 0.0, 1.05]), _cfg())
+    its = res.iterations
+    assert [(it["kind"], it["decode_seqs"] or it["prefill_seqs"]) for it in its] == [
+        ("prefill", 2), ("decode", 2), ("prefill", 1), ("decode", 1)]
+    assert [t for it in its for t in (it["t_start_s"], it["t_end_s"])] == pytest.approx(
+        [0.0, 1.0, 1.0, 1.1, 1.1, 2.1, 2.1, 2.2])
+    a, b, c = res.requests
+    assert (a["first_token_s"], a["finish_s"], a["tpot_s"]) == pytest.approx((1.0, 2.2, 0.6))
+    assert (b["first_token_s"], b["finish_s"], b["tpot_s"]) == pytest.approx((1.0, 1.1, 0.1))
+    assert c["tpot_s"] is None and (c["ttft_s"], c["e2e_s"]) == pytest.approx((2.1 - 1.05, 2.1 - 1.05))
+    # C arrived during the decode step at 1.0-1.1: admitted at the next iteration's start
+    assert c["first_scheduled_s"] == pytest.approx(1.1)
+
+
+def test_admission_respects_slots():
+    res, _ = _virtual(_reqs([(4, 3)] * 10), _cfg(max_num_seqs=3))
+    first = res.iterations[0]
+    assert (first["kind"], first["prefill_seqs"]) == ("prefill", 3)
+    assert res.max_running == 3
+    assert max(it["running"] + it["finished"] for it in res.iterations) == 3
+    assert all(r["finish_s"] is not None for r in res.requests)
+
+
+def test_admission_respects_blocks_fifo_without_skipping():
+    # block 4: A needs 3 blocks, B 3, C 1: exactly 7 fit together, 6 do not
+    res, _ = _virtual(_reqs([(12, 2), (12, 2), (4, 2)]), _cfg(num_blocks=7))
+    assert (res.iterations[0]["prefill_seqs"], res.iterations[0]["used_blocks"]) == (3, 7)
+    res, _ = _virtual(_reqs([(12, 2), (12, 2), (4, 2)]), _cfg(num_blocks=6))
+    assert (res.iterations[0]["prefill_seqs"], res.iterations[0]["used_blocks"]) == (2, 6)
+    # B needs 5 blocks, 4 are free after A: C (1 block) would fit, but FIFO stops at B
+    res, _ = _virtual(_reqs([(12, 2), (20, 2), (4, 2)]), _cfg(num_blocks=7))
+    first = res.iterations[0]
+    assert (first["prefill_seqs"], first["prefill_tokens"], first["used_blocks"]) == (1, 12, 3)
+    assert res.iterations[1]["kind"] == "decode"  # C (1 block) is not admitted ahead of B
+    assert res.requests[2]["first_scheduled_s"] >= res.requests[1]["first_scheduled_s"]
+
+
+def test_admission_respects_the_batched_token_budget():
+    res, _ = _virtual(_reqs([(30, 2), (30, 2), (30, 2), (30, 2)]), _cfg(batched=64, max_model_len=64))
+    prefills = [it["prefill_tokens"] for it in res.iterations if it["kind"] == "prefill"]
+    assert prefills == [60, 60]
+    assert max(prefills) <= 64
+
+
+def test_requests_are_not_admitted_before_they_arrive():
+    arrivals = [0.5, 0.5, 3.0, 10.0, 10.01]
+    res, _ = _virtual(_reqs([(4, 4)] * 5, arrivals), _cfg())
+    for r in res.requests:
+        assert r["first_scheduled_s"] >= r["arrival_s"]
+    # an idle server waits for the next arrival exactly and starts it then
+    assert [r["first_scheduled_s"] for r in res.requests[:4]] == pytest.approx([0.5, 0.5, 3.0, 10.0])
+    assert res.requests[4]["first_scheduled_s"] == pytest.approx(11.0)  # after 10.0's prefill pass
+
+
+def test_preemption_only_when_the_pool_is_too_small():
+    lengths = [(9, 12)] * 6  # each ends with 20 KV tokens = 5 blocks of 4
+    ample, _ = _virtual(_reqs(lengths), _cfg(num_blocks=4 * 5))  # every running sequence's last block fits
+    assert ample.preemptions == 0 and all(r["preemptions"] == 0 for r in ample.requests)
+    tight, ex = _virtual(_reqs(lengths), _cfg(num_blocks=12))
+    assert tight.preemptions > 0
+    assert sum(r["preemptions"] for r in tight.requests) == tight.preemptions
+    assert all(r["finish_s"] is not None for r in tight.requests)
+    assert max(it["used_blocks"] for it in tight.iterations) <= 12
+    for r in tight.requests:
+        # a recompute prefills prompt + the tokens produced so far: more than the prompt alone
+        assert (r["prefilled_tokens"] > r["prompt_tokens"]) == (r["preemptions"] > 0)
+        assert len(r["tokens"]) == r["gen_tokens"]
+
+
+def test_the_victim_is_the_most_recently_admitted():
+    # 3 at t=0 admitted together (slots 0,1,2 = A,B,C); the pool runs out: C (latest) goes first
+    res, _ = _virtual(_reqs([(8, 10), (8, 10), (8, 10)]), _cfg(num_blocks=7, block_size=4))
+    first = next(i for i, it in enumerate(res.iterations) if it["preempted"])
+    assert res.iterations[first]["preempted"] == 1
+    a, b, c = res.requests
+    assert c["preemptions"] >= 1 and a["preemptions"] == 0
+    # the preempted request keeps its first first token: TTFT from the first prefill
+    assert c["first_token_s"] == pytest.approx(1.0)
+
+
+def test_a_stream_of_single_token_requests():
+    res, _ = _virtual(_reqs([(5, 1)] * 7), _cfg(max_num_seqs=3))
+    assert [it["kind"] for it in res.iterations] == ["prefill"] * 3
+    assert all(r["tpot_s"] is None and r["e2e_s"] == r["ttft_s"] for r in res.requests)
+    s = sr.summarize(res.requests, res.iterations)
+    assert s["tpot_p50_s"] is None and s["finished"] == 7 and s["generated_tokens"] == 7
+
+
+def test_the_deadline_stops_admission_and_reports_the_rest():
+    res, _ = _virtual(_reqs([(4, 5)] * 6, [0.0, 0.0, 0.1, 5.0, 6.0, 7.0]), _cfg(), deadline_s=2.0)
+    assert res.deadline_hit
+    served = [r["finish_s"] is not None for r in res.requests]
+    assert served == [True, True, True, False, False, False]
+    s = sr.summarize(res.requests, res.iterations)
+    assert (s["finished"], s["unserved"]) == (3, 3)
+
+
+def test_compaction_moves_the_last_slot_into_the_hole():
+    # B (slot 1 of 3) finishes first: C moves from slot 2 to slot 1 with its valid KV prefix
+    res, ex = _virtual(_reqs([(4, 5), (4, 2), (6, 5)]), _cfg())
+    assert ex.moves[0] == (2, 1, 7)  # C: prompt 6 + 1 decode step written
+
+
+# ---- the real model on the CPU ----------------------------------------------------------------
+torch = pytest.importorskip("torch")
+from calibrate import graph_engine as ge  # noqa: E402
+from calibrate.configs import load_model_config  # noqa: E402
+
+
+def _executor(name, max_num_seqs=4, max_model_len=64):
+    """float32 weights with a large std, so tokens depend on the context (std 0.02 makes tied
+    models repeat their input token)."""
+    config = load_model_config(name)
+    w = ge.random_weights(ge.Shapes.from_config(config), torch.device("cpu"), torch.float32, seed=3, std=0.2)
+    return sl.ModelExecutor(config, device="cpu", max_num_seqs=max_num_seqs, max_model_len=max_model_len,
+                            dtype="float32", weights=w)
+
+
+def _alone(ex, req, seed=0):
+    """The plain graph engine's greedy tokens for ``req`` alone: ge.prefill then ge.decode_step."""
+    s, w = ex.shapes, ex.weights
+    ids = torch.from_numpy(sl.prompt_ids_for(req, s.vocab, seed))[None]
+    total = req.prompt_tokens + req.gen_tokens
+    shape = (s.layers, 1, s.kv_heads, total, s.head_dim)
+    cos, sin = ge.rope_tables(s, total, torch.device("cpu"), torch.float32)
+    st = ge.StepState(tok=torch.zeros(1, dtype=torch.long), pos=torch.zeros(1, dtype=torch.long),
+                      key_pos=torch.arange(total), cache_k=torch.zeros(shape), cache_v=torch.zeros(shape),
+                      cos=cos, sin=sin)
+    with torch.inference_mode():
+        st.tok.copy_(ge.prefill(w, s, ids, st.cache_k, st.cache_v, cos, sin).argmax(-1))
+        out = [int(st.tok[0])]
+        for j in range(req.gen_tokens - 1):
+            st.pos.fill_(req.prompt_tokens + j)
+            ge.decode_step(w, s, st)
+            out.append(int(st.tok[0]))
+    return out
+
+
+LENGTHS = [(5, 9), (11, 3), (3, 1), (14, 10), (7, 6), (4, 12), (9, 2), (6, 7)]
+
+
+class _Counting:
+    def __init__(self, ex, skip_copies=False):
+        self.ex, self.skip = ex, skip_copies
+        self.moves = []
+        self.buckets, self.vocab = ex.buckets, ex.vocab
+
+    def prefill(self, items):
+        return self.ex.prefill(items)
+
+    def decode(self, tokens, positions):
+        return self.ex.decode(tokens, positions)
+
+    def mixed(self, tokens, positions, items):
+        return self.ex.mixed(tokens, positions, items)
+
+    def move(self, src, dst, kv_tokens):
+        self.moves.append((src, dst, kv_tokens))
+        if not self.skip:
+            self.ex.move(src, dst, kv_tokens)
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
+def test_tokens_equal_the_graph_engine_alone_through_compaction_and_preemption(name):
+    ex = _executor(name)
+    requests = _reqs(LENGTHS)
+    counting = _Counting(ex)
+    res = sl.serve(requests, counting, _cfg(num_blocks=9, max_num_seqs=4, block_size=4))
+    assert res.preemptions > 0  # the small pool forced recomputes
+    assert any(kv > 0 for _, _, kv in counting.moves)  # and compaction copied real KV
+    buckets = {it["bucket"] for it in res.iterations if it["kind"] == "decode"}
+    assert buckets & {4}  # 3 sequences run in the padded bucket of 4
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
+    # the same stream with an ample pool and more slots: no preemption, same tokens
+    res2 = sl.serve(requests, _executor(name, max_num_seqs=8), _cfg(max_num_seqs=8))
+    assert res2.preemptions == 0
+    assert [r["tokens"] for r in res2.requests] == [r["tokens"] for r in res.requests]
+
+
+def test_the_token_check_catches_a_missing_compaction_copy():
+    ex = _executor("tiny-llama")
+    requests = _reqs(LENGTHS)
+    res = sl.serve(requests, _Counting(ex, skip_copies=True), _cfg(num_blocks=1000, max_num_seqs=4, block_size=4))
+    assert any(rec["tokens"] != _alone(ex, req) for req, rec in zip(requests, res.requests))
+
+
+def test_real_clock_respects_arrivals():
+    ex = _executor("tiny-qwen2")
+    arrivals = [0.0, 0.03, 0.06, 0.2]
+    res = sl.serve(_reqs([(6, 4)] * 4, arrivals), ex, _cfg())
+    for r in res.requests:
+        assert r["first_scheduled_s"] >= r["arrival_s"]
+        assert r["ttft_s"] > 0 and r["e2e_s"] >= r["ttft_s"]
+    # slots and blocks are ample: the first iteration that starts after an arrival admits it
+    for r in res.requests:
+        assert not [it for it in res.iterations if r["arrival_s"] <= it["t_start_s"] < r["first_scheduled_s"]]
+    assert res.iterations[-1]["t_end_s"] < 5.0  # the idle wait ended (a slow shared CPU allowed for)
+    for it in res.iterations:
+        assert it["t_end_s"] >= it["t_start_s"] and it["device_s"] > 0
+
+
+# ---- files ------------------------------------------------------------------------------------
+def test_run_serving_writes_files_that_serving_runs_reads(tmp_path):
+    from calibrate import serving_job as sj
+
+    path = tmp_path / "reqs.csv"
+    path.write_text("prompt_tokens,gen_tokens,arrival_s\n12,5,0\n30,1,0.01\n8,9,0.02\n20,4,0.02\n")
+    out = tmp_path / "out"
+    run_path = sj.run_serving("cpu-test", "tiny-qwen2", path, out, device="cpu", max_num_seqs=2,
+                              kv_capacity_tokens=48, block_size=8, progress=lambda m: None)
+    assert run_path == out / "run-tiny-qwen2-reqs.json"
+    names = sr.run_names(out)
+    assert names == ["tiny-qwen2-reqs"]
+    run = sr.read_run(out, names[0])
+    assert [r["request_id"] for r in run.requests] == [0, 1, 2, 3]
+    assert [(r["prompt_tokens"], r["gen_tokens"]) for r in run.requests] == [(12, 5), (30, 1), (8, 9), (20, 4)]
+    assert run.requests[1]["tpot_s"] is None and run.requests[0]["tpot_s"] > 0
+    assert all(r["ttft_s"] == pytest.approx(r["first_token_s"] - r["arrival_s"]) for r in run.requests)
+    c = run.config
+    assert (c["model"], c["card"], c["max_num_seqs"], c["block_size"], c["num_blocks"], c["kv_capacity_tokens"]) == (
+        "tiny-qwen2", "cpu-test", 2, 8, 6, 48)
+    assert c["max_model_len"] == 256 and c["policy"] == "prefill-first" and c["kv_pool_source"] == "kv_capacity_tokens"
+    assert run.summary == pytest.approx({**sr.summarize(run.requests, run.iterations), "deadline_hit": False})
+    assert run.summary["max_running"] <= 2
+    assert {it["kind"] for it in run.iterations} <= {"prefill", "decode"}
+    assert sum(it["prefill_seqs"] for it in run.iterations) == 4 + run.summary["preemptions"]
+    for key in ("build_s", "warmup_s", "capture_s", "serve_wall_s"):
+        assert run.run["times"][key] >= 0
+    assert run.run["environment"]["torch"] == torch.__version__
+    stream = sr.read_request_file(out / "stream-tiny-qwen2-reqs.csv")
+    assert stream == sr.read_request_file(path)
+
+
+def test_the_job_runs_canned_streams_on_the_cpu(tmp_path):
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-llama", "--device", "cpu", "--streams", "short",
+                  "--rates", "0,200", "--count", "12", "--max-num-seqs", "4", "--max-model-len", "320",
+                  "--budget-s", "120"])
+    assert rc == 0
+    assert sr.run_names(tmp_path) == ["tiny-llama-short-r0-n12-s1", "tiny-llama-short-r200-n12-s1"]
+    run = sr.read_run(tmp_path, "tiny-llama-short-r200-n12-s1")
+    assert run.run["stream"]["rate_per_s"] == 200.0 and run.summary["finished"] == 12
+    assert run.config["kv_pool_source"] == "static_cache" and run.config["num_blocks"] == 4 * 20
+
+
+def test_a_budget_too_small_skips_runs(tmp_path):
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-qwen2", "--device", "cpu", "--streams", "fixed",
+                  "--rates", "1", "--count", "3", "--max-model-len", "384", "--budget-s", "1"])
+    assert rc == 0 and sr.run_names(tmp_path) == []
+
+
+# ---- streams and the reader -------------------------------------------------------------------
+def test_canned_streams_are_seeded_in_range_and_share_the_simulators_arrivals():
+    from calibrate import serving_job as sj
+
+    a = sj.stream_requests("mixed", 300, 8.0, seed=5)
+    assert a == sj.stream_requests("mixed", 300, 8.0, seed=5)
+    assert a != sj.stream_requests("mixed", 300, 8.0, seed=6)
+    p = np.array([r.prompt_tokens for r in a])
+    g = np.array([r.gen_tokens for r in a])
+    assert p.min() >= 64 and p.max() <= 1024 and g.min() >= 16 and g.max() <= 256
+    assert np.median(p) < 400 and np.median(g) < 100  # log-uniform: the median is near the geometric mean
+    assert abs(np.corrcoef(p, np.diff([0.0] + [r.arrival_s for r in a]))[0, 1]) < 0.2
+    pytest.importorskip("pydantic")
+    from roofline.batching import Requests
+
+    expected = Requests(p, g).with_poisson_arrivals(8.0, seed=5).arrival_s
+    assert [r.arrival_s for r in a] == pytest.approx(expected.tolist(), rel=0, abs=0)
+    assert all(r.arrival_s == 0 for r in sj.stream_requests("fixed", 5, None))
+
+
+def test_percentile_is_numpys():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 100):
+        values = rng.exponential(1.0, n).tolist()
+        for q in (0, 50, 90, 99, 100):
+            assert sr.percentile(values, q) == pytest.approx(float(np.percentile(values, q)), rel=1e-12)
+
+
+def test_the_request_file_reader_matches_roofline_batching(tmp_path):
+    pytest.importorskip("pydantic")
+    from roofline.batching import read_requests
+
+    csv_path = tmp_path / "a.csv"
+    csv_path.write_text("prompt_tokens,gen_tokens,arrival_s\n100,20,0.5\n8,1,0\n")
+    jsonl = tmp_path / "b.jsonl"
+    jsonl.write_text('{"prompt_tokens": 100, "gen_tokens": 20}\n\n{"prompt_tokens": 8, "gen_tokens": 1}\n')
+    for path in (csv_path, jsonl):
+        mine = sr.read_request_file(path)
+        theirs = read_requests(path)
+        assert [r["prompt_tokens"] for r in mine] == theirs.prompt_tokens.tolist()
+        assert [r["gen_tokens"] for r in mine] == theirs.gen_tokens.tolist()
+        arrivals = [r["arrival_s"] for r in mine]
+        assert arrivals == ([None, None] if theirs.arrival_s is None else theirs.arrival_s.tolist())
+    bad = tmp_path / "bad.csv"
+    for text, what in [("prompt_tokens,gen_tokens\n0,4\n", "at least 1"), ("prompt_tokens,gen\n4,4\n", "unknown"),
+                       ("prompt_tokens,gen_tokens,arrival_s\n4,4,1\n4,4,\n", "every line"),
+                       ("prompt_tokens,gen_tokens\n4,4,5\n", "fields"), ("", "empty")]:
+        bad.write_text(text)
+        with pytest.raises(RooflineError, match=what):
+            sr.read_request_file(bad)
+
+
+def test_reading_a_broken_run_names_the_file(tmp_path):
+    (tmp_path / "run-x.json").write_text("{")
+    with pytest.raises(RooflineError, match="run-x.json"):
+        sr.read_run(tmp_path, "x")
+    assert sr.run_names(tmp_path) == []  # no CSVs beside it: not a complete run
+    (tmp_path / "run-x.json").write_text(json.dumps({"config": {}, "summary": {}}))
+    (tmp_path / "requests-x.csv").write_text(",".join(sr.REQUEST_COLUMNS) + "\n")
+    (tmp_path / "iterations-x.csv").write_text("iteration,t_start_s\n")
+    with pytest.raises(RooflineError, match="missing column 't_end_s'"):
+        sr.read_run(tmp_path, "x")
+
+
+def test_run_specs_parse_and_refuse():
+    from calibrate import serving_job as sj
+
+    assert sj.parse_run("mixed@10", 400, 1) == ("mixed", 10.0, 400, 1)
+    assert sj.parse_run("long-gen@2.5:300:7", 400, 1) == ("long-gen", 2.5, 300, 7)
+    assert sj._rate_label(2.5) == "r2p5" and sj._rate_label(0) == "r0"
+    for bad, what in [("mixed", "STREAM@RATE"), ("mixed@x", "STREAM@RATE"), ("nope@3", "unknown stream"),
+                      ("mixed@-1", "rate"), ("mixed@1:0", "count"), ("mixed@1:2:3:4", "STREAM@RATE")]:
+        with pytest.raises(RooflineError, match=what):
+            sj.parse_run(bad, 400, 1)
+
+
+def test_the_job_takes_run_specs(tmp_path):
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-qwen2", "--device", "cpu", "--max-num-seqs", "4",
+                  "--max-model-len", "320", "--runs", "short@0:5:2,short@300:6"])
+    assert rc == 0
+    assert sr.run_names(tmp_path) == ["tiny-qwen2-short-r0-n5-s2", "tiny-qwen2-short-r300-n6-s1"]
+    run = sr.read_run(tmp_path, "tiny-qwen2-short-r0-n5-s2")
+    assert run.run["stream"]["seed"] == 2 and len(run.requests) == 5
+    assert sr.read_request_file(tmp_path / "stream-tiny-qwen2-short-r0-n5-s2.csv") == [
+        {"prompt_tokens": r.prompt_tokens, "gen_tokens": r.gen_tokens, "arrival_s": 0.0}
+        for r in sj.stream_requests("short", 5, None, 2)]
+
+
+# ---- policy chunked ---------------------------------------------------------------------------
+def _chunked(num_blocks=1000, max_num_seqs=4, block_size=4, max_model_len=64, batched=8):
+    return sl.SchedulerConfig(max_num_seqs=max_num_seqs, max_model_len=max_model_len, num_blocks=num_blocks,
+                              block_size=block_size, max_num_batched_tokens=batched, policy="chunked")
+
+
+def test_chunked_hand_computed_schedule():
+    # budget 8 tokens; a prefill or a decode costs 1 s (a mixed pass 2 s). A (p10, g3), B (p3, g2) at 0.
+    res, _ = _virtual(_reqs([(10, 3), (3, 2)]), _chunked(), prefill_s=1.0, decode_s=1.0)
+    its = [(it["kind"], it["decode_seqs"], it["prefill_seqs"], it["prefill_tokens"]) for it in res.iterations]
+    # 1: A's first 8 tokens. 2: A's last 2 (A's first token) + B's 3 (B's first token).
+    # 3: A and B decode (B done). 4: A decodes (done).
+    assert its == [("prefill", 0, 1, 8), ("prefill", 0, 2, 5), ("decode", 2, 0, 0), ("decode", 1, 0, 0)]
+    assert res.iterations[1]["prefill_pairs"] == (2 * 8 + 3) + 6  # A's chunk after 8 cached, B whole
+    a, b = res.requests
+    assert (a["first_token_s"], a["finish_s"], b["first_token_s"], b["finish_s"]) == pytest.approx((2, 4, 2, 3))
+    assert a["prefilled_tokens"] == 10
+
+
+def test_chunked_mixes_decodes_and_chunks_within_the_budget():
+    lengths = [(30, 6), (5, 12), (20, 3), (9, 9), (14, 4), (7, 7)]
+    res, _ = _virtual(_reqs(lengths, [0.0, 0.0, 0.5, 0.5, 1.0, 3.0]), _chunked(batched=10), prefill_s=0.3,
+                      decode_s=0.1)
+    assert {"mixed", "decode", "prefill"} <= {it["kind"] for it in res.iterations}
+    for it in res.iterations:
+        assert it["decode_seqs"] + it["prefill_tokens"] <= 10
+    for r, (p, g) in zip(res.requests, lengths):
+        assert r["prefilled_tokens"] == p and len(r["tokens"]) == g and r["finish_s"] is not None
+        assert r["first_scheduled_s"] >= r["arrival_s"]
+
+
+def test_chunked_preempts_when_the_pool_is_too_small():
+    lengths = [(9, 12)] * 6
+    ample, _ = _virtual(_reqs(lengths), _chunked(num_blocks=4 * 5))
+    assert ample.preemptions == 0
+    tight, _ = _virtual(_reqs(lengths), _chunked(num_blocks=12))
+    assert tight.preemptions > 0 and all(r["finish_s"] is not None for r in tight.requests)
+    assert max(it["used_blocks"] for it in tight.iterations) <= 12
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
+def test_chunked_tokens_equal_the_graph_engine_alone(name):
+    ex = _executor(name)
+    requests = _reqs(LENGTHS, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    counting = _Counting(ex)
+    res = sl.serve(requests, counting, _chunked(num_blocks=12, batched=6))
+    assert res.preemptions > 0 and any(kv > 0 for _, _, kv in counting.moves)
+    assert "mixed" in {it["kind"] for it in res.iterations}
+    assert any(r["prefilled_tokens"] > r["prompt_tokens"] for r in res.requests)  # a chunked recompute
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
+
+
+def test_the_job_runs_policy_chunked(tmp_path):
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-qwen2", "--device", "cpu", "--max-num-seqs", "4",
+                  "--max-model-len", "320", "--runs", "short@0:6:2", "--policy", "chunked",
+                  "--max-num-batched-tokens", "64"])
+    assert rc == 0
+    run = sr.read_run(tmp_path, "tiny-qwen2-short-r0-n6-s2")
+    assert run.config["policy"] == "chunked" and run.config["max_num_batched_tokens"] == 64
+    assert "mixed" in {it["kind"] for it in run.iterations} and run.summary["finished"] == 6
+
+
+def test_the_job_runs_without_pydantic(tmp_path):
+    """The GPU image has no pydantic: the job's own path must do without it. (roofline/__init__.py
+    imports the API, hence pydantic, eagerly: the package is stubbed here so that only the
+    modules the job imports are tested.)"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import roofline
+
+    code = (
+        "import sys, types\n"
+        "pkg = types.ModuleType('roofline')\n"
+        f"pkg.__path__ = [{str(Path(roofline.__file__).parent)!r}]\n"
+        "sys.modules['roofline'] = pkg\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pydantic':\n"
+        "            raise ImportError('no pydantic here')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from calibrate import serving_job\n"
+        f"rc = serving_job.main(['--out', {str(tmp_path)!r}, '--model', 'tiny-llama', '--device', 'cpu',\n"
+        "    '--max-num-seqs', '2', '--max-model-len', '320', '--runs', 'short@0:3'])\n"
+        "assert 'pydantic' not in sys.modules\n"
+        "sys.exit(rc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sr.run_names(tmp_path) == ["tiny-llama-short-r0-n3-s1"]
