@@ -10,11 +10,31 @@ The public API (the CLI calls exactly these):
     roofline.waste(mix="8x32,8x256"), roofline.simulate(...), roofline.chart(...)
     roofline.fit(...), roofline.compare(...), roofline.calibrate(...)
 
-Importing this package never imports torch, transformers or plotly.
+Importing this package never imports torch, transformers or plotly; the API (and pydantic with
+it) loads on first use, so the stdlib-only modules the GPU harness needs (roofline.errors,
+units, atomic, measurements) import on a machine without pydantic.
 """
 
-from roofline.api import bend, calibrate, chart, choose, compare, fit, predict, simulate, waste  # noqa: F401
-from roofline.errors import RooflineError, RooflineWarning  # noqa: F401
-from roofline.scenario import Scenario, make_scenario  # noqa: F401
-
 __version__ = "0.2.0"
+
+_API = ("predict", "bend", "choose", "waste", "simulate", "chart", "fit", "compare", "calibrate")
+_ELSEWHERE = {"RooflineError": "roofline.errors", "RooflineWarning": "roofline.errors",
+              "Scenario": "roofline.scenario", "make_scenario": "roofline.scenario"}
+__all__ = [*_API, *_ELSEWHERE]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _API:
+        value = getattr(importlib.import_module("roofline.api"), name)
+    elif name in _ELSEWHERE:
+        value = getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    else:
+        raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

@@ -243,7 +243,7 @@ def test_cli_writes_the_acceptance_page(tmp_path):
     out = tmp_path / "x.html"
     r = CliRunner().invoke(main, ["chart", "--card", "rtx3060", "--model", "qwen2.5-1.5b", "-o", str(out)])
     assert r.exit_code == 0, r.output
-    assert r.output.startswith(f"wrote {out} (4.")
+    assert r.output.startswith(f"wrote {out} (")
     with Browser() as b:
         b.open(out.resolve().as_uri())
         b.wait_for("window.rooflineReady === true", timeout_s=60)
@@ -253,4 +253,4 @@ def test_cli_writes_the_acceptance_page(tmp_path):
         )
         assert drawn >= 4
         assert all(u.startswith("file://") for u in b.requested_urls())
-    assert np.isclose(out.stat().st_size / 1e6, 4.9, atol=0.5)
+    assert 4.5e6 < out.stat().st_size < 10e6  # plotly.js (4.6 MB) and the data, under the 10 MB target
