@@ -62,6 +62,15 @@ TERMS: dict[str, Term] = {
                               log=True),
     "overhead_exponent": Term(1.0, 1.0, MAX_EXPONENT, "q combining overhead with the roofline; 1 adds, large overlaps",
                               log=True),
+    "attention_score_bytes": Term(
+        0.0, 0.0, 64.0, "bytes moved per attention score element (query head x cached token x layer) in decode"),
+    "attention_sequence_overhead_s": Term(
+        0.0, 0.0, INF, "decode attention's cost per sequence per layer, s", fit_upper=1e-4),
+    "moe_layer_overhead_s": Term(0.0, 0.0, INF, "extra cost per mixture-of-experts layer per pass (routing), s",
+                                 fit_upper=1e-3),
+    "expert_traffic_factor": Term(
+        1.0, 1.0, 16.0, "time per routed-expert byte relative to a dense weight byte (grouped GEMM efficiency)"),
+
     # prefill
     "prefill_overhead_s": Term(0.0, 0.0, INF, "fixed cost of a prefill, s", fit_upper=10.0),
     "prefill_compute_efficiency": Term(1.0, 0.0, 1.0, "fraction of peak reached by prefill", lower_open=True,
@@ -76,6 +85,10 @@ TERMS: dict[str, Term] = {
 DECODE_TERMS = ("step_overhead_s", "layer_overhead_s", "bandwidth_efficiency", "compute_efficiency",
                 "attention_efficiency", "kv_traffic_factor", "activation_traffic_coeff", "roofline_exponent",
                 "overhead_exponent")
+#: Decode terms a fit only frees when its measurements can tell them apart (several contexts;
+#: MoE models; tensor-parallel runs): see roofline.fitting.
+CONTEXT_TERMS = ("attention_score_bytes", "attention_sequence_overhead_s")
+MOE_TERMS = ("moe_layer_overhead_s", "expert_traffic_factor")
 PREFILL_TERMS = ("prefill_overhead_s", "prefill_compute_efficiency", "prefill_activation_traffic_coeff")
 MEMORY_TERMS = ("activation_coeff", "workspace_bytes")
 
@@ -104,6 +117,15 @@ class Calibration(BaseModel):
     activation_traffic_coeff: float = _field("activation_traffic_coeff")
     roofline_exponent: float = _field("roofline_exponent")
     overhead_exponent: float = _field("overhead_exponent")
+    attention_score_bytes: float = _field("attention_score_bytes")
+    attention_sequence_overhead_s: float = _field("attention_sequence_overhead_s")
+    moe_layer_overhead_s: float = _field("moe_layer_overhead_s")
+    expert_traffic_factor: float = _field("expert_traffic_factor")
+    # tensor parallelism: the link as measured with the runs (roofline.collectives); default the card's
+    allreduce_latency_s: float | None = Field(None, ge=0, description="fixed time of one all-reduce, s")
+    allgather_latency_s: float | None = Field(None, ge=0, description="fixed time of the logits all-gather, s")
+    allreduce_bandwidth_bytes_per_s: float | None = Field(
+        None, gt=0, description="bandwidth an all-reduce moves at, per direction per GPU")
     # prefill
     prefill_overhead_s: float = _field("prefill_overhead_s")
     prefill_compute_efficiency: float = _field("prefill_compute_efficiency")
@@ -111,6 +133,8 @@ class Calibration(BaseModel):
     # memory
     activation_coeff: float = _field("activation_coeff")
     workspace_bytes: float = _field("workspace_bytes")
+    prefill_chunk_tokens: int | None = Field(
+        None, gt=0, description="the engine prefills at most this many tokens per forward (whole sequences); None: all at once")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)

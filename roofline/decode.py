@@ -35,10 +35,13 @@ def decode_contexts(prompt_tokens, gen_tokens, kv_cache: str, samples: int = 16)
 
 
 def decode_step(model: StepModel, batch, context_tokens) -> dict:
-    """One decode step of ``batch`` sequences each attending to ``context_tokens`` tokens: its
-    time and where it goes, and the lesson's counts (bytes counted, matmul and attention FLOPs)."""
+    """One decode step of ``batch`` sequences each attending to ``context_tokens`` tokens (each
+    windowed layer to at most its window): its time and where it goes, and the lesson's counts
+    (bytes counted, matmul and attention FLOPs)."""
     batch = np.asarray(batch, dtype=float)
-    work = decode_work(batch, batch * np.asarray(context_tokens, dtype=float))
+    context = np.asarray(context_tokens, dtype=float)
+    windowed = None if model.window is None else batch * np.minimum(context, model.window)
+    work = decode_work(batch, batch * context, windowed)
     out = model.pass_breakdown(work)
     shape = out["step_s"].shape
     out["bytes_counted"] = np.broadcast_to(model.bytes_counted(work), shape)

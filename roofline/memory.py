@@ -2,20 +2,32 @@
 
 Two moments compete for the peak:
 - the end of the prefill: the prompt's KV cache (the whole preallocated cache with a static
-  one), the transient activations of the widest layer (the MLP: ``activation_coeff`` tensors of
-  tokens x intermediate_size), and the kept logits;
+  one), the transient activations of the widest layer of one prefill forward (the MLP:
+  ``activation_coeff`` tensors of tokens x widest active intermediate; a chunked prefill's
+  forward holds at most a chunk of sequences), and that forward's kept logits;
 - the end of the generation: the full KV cache of prompt + gen tokens per sequence and one
   step's logits.
-The reported breakdown is the one at the larger moment.
+The reported breakdown is the one at the larger moment. A windowed layer holds at most its
+window of each sequence's KV. With tensor parallelism every figure is one GPU's (the weights and
+KV heads split, KV heads replicated where the GPUs outnumber them, the logits gathered whole).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from roofline.prefill import chunk_sequences, logit_positions
 from roofline.step import StepModel
-from roofline.prefill import logit_positions
 from roofline.units import dtype_bytes
+
+
+def kv_held_bytes(model: StepModel, sequences, context_tokens):
+    """KV-cache bytes ``sequences`` sequences of ``context_tokens`` each hold, one GPU's share."""
+    sequences = np.asarray(sequences, dtype=float)
+    c = np.asarray(context_tokens, dtype=float)
+    full = model.kv_bytes_per_token - model.kv_window_bytes_per_token
+    windowed = c if model.window is None else np.minimum(c, model.window)
+    return sequences * (c * full + windowed * model.kv_window_bytes_per_token)
 
 
 def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: str, logits: str = "last"):
@@ -24,12 +36,12 @@ def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: st
     prompt = np.asarray(prompt_tokens, dtype=float)
     gen = np.asarray(gen_tokens, dtype=float)
     act_bytes = dtype_bytes(model.act_dtype)
-    weights = spec.weight_bytes(model.weight_dtype, model.act_dtype)
-    kv_full = batch * (prompt + gen) * model.kv_bytes_per_token
-    kv_prompt = kv_full if kv_cache == "static" else batch * prompt * model.kv_bytes_per_token
-    tokens = batch * prompt
-    act_prefill = cal.activation_coeff * tokens * spec.intermediate_size * act_bytes
-    logits_prefill = logit_positions(batch, prompt, logits) * spec.logits_bytes_per_position(model.act_dtype)
+    weights = spec.weight_bytes(model.weight_dtype, model.act_dtype) / model.tp
+    kv_full = kv_held_bytes(model, batch, prompt + gen)
+    kv_prompt = kv_full if kv_cache == "static" else kv_held_bytes(model, batch, prompt)
+    forward = chunk_sequences(model, batch, prompt)  # sequences in the largest prefill forward
+    act_prefill = cal.activation_coeff * forward * prompt * spec.widest_intermediate / model.tp * act_bytes
+    logits_prefill = logit_positions(forward, prompt, logits) * spec.logits_bytes_per_position(model.act_dtype)
     logits_decode = batch * spec.logits_bytes_per_position(model.act_dtype)
     at_prefill = kv_prompt + act_prefill + logits_prefill
     at_end = kv_full + logits_decode

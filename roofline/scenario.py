@@ -24,6 +24,8 @@ DTYPES = tuple(DTYPE_BYTES)
 DEFAULT_ENGINE = "hf-eager"
 #: Longest prompt or generation accepted (tokens): beyond any model's context and still exact.
 MAX_TOKENS = 2**31
+#: The most GPUs a model is split over.
+MAX_TP = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,11 +42,14 @@ class Scenario:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     logits: str = "last"
+    tp: int = 1
+    routing_skew: float = 0.0
 
     @cached_property
     def step(self) -> StepModel:
-        """The pass cost model (roofline.step) of this model, card, calibration and dtypes."""
-        return StepModel(self.model, self.card, self.calibration, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype)
+        """The pass cost model (roofline.step) of this model, card, calibration, dtypes and split."""
+        return StepModel(self.model, self.card, self.calibration, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype,
+                         tp=self.tp, routing_skew=self.routing_skew)
 
     def replace(self, **changes) -> "Scenario":
         """A copy with some fields changed (validated as make_scenario validates them)."""
@@ -70,6 +75,8 @@ class Scenario:
             "peak_flop_per_s": step.peak_flop_per_s,
             "balance_point_flop_per_byte": step.balance_point_flop_per_byte,
             "memory_bytes": self.card.memory_bytes,
+            "tp": self.tp,
+            "routing_skew": self.routing_skew,
         }
 
 
@@ -97,6 +104,8 @@ def make_scenario(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     logits: str = "last",
+    tp: int = 1,
+    routing_skew: float = 0.0,
 ) -> Scenario:
     """Resolve names and validate: the one way a Scenario is made."""
     card_p = card if isinstance(card, CardProfile) else load_card(card)
@@ -113,4 +122,6 @@ def make_scenario(
         weight_dtype=dtype_name(weight_dtype, "weight_dtype"),
         kv_dtype=dtype_name(kv_dtype, "kv_dtype"),
         logits=validate.choice(logits, "logits", LOGITS),
+        tp=validate.whole(tp, "tp", maximum=MAX_TP),
+        routing_skew=validate.non_negative(routing_skew, "routing_skew", maximum=8.0),
     )

@@ -180,7 +180,7 @@ def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slo
         if k:
             j = nxt + k
             # a PassWork is a tuple: the hot loop builds its five counts as a plain tuple, in its order
-            t += pass_s((float(running), kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], float(k)))
+            t += pass_s((float(running), kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], float(k), None, None))
             it += 1
             kv += running + cum_p1[j] - cum_p1[nxt]
             for r in range(nxt, j):
@@ -189,7 +189,7 @@ def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slo
             running += k
             nxt = j
         else:
-            t += pass_s((float(running), kv, 0.0, 0.0, 0.0))
+            t += pass_s((float(running), kv, 0.0, 0.0, 0.0, None, None))
             it += 1
             kv += running
         useful += running

@@ -6,27 +6,34 @@ many cached tokens they attend to, how many prompt tokens are prefilled, ...) an
 servers, waste, choose, the fit -- goes through it; the chart page's JavaScript is a port of
 this module (roofline/chart_assets/model.js, held equal by tests/test_model_js.py under node).
 
-A pass runs three families of kernels one after another, each on its own roofline, and
-overlaps their sum with a fixed overhead (launches, Python):
+A pass runs four families of kernels one after another, each on its own roofline, and overlaps
+their sum with a fixed overhead (launches, Python):
 
-    overhead (+)q [ matmuls + attention + elementwise ]
+    overhead (+)q [ matmuls + attention + elementwise + collectives ]
     matmuls     = weight bytes / BW'  (+)p  matmul FLOPs / peak'
-    attention   = KV bytes / BW'      (+)p  attention FLOPs / peak'
+    attention   = KV and score bytes / BW'  (+)p  attention FLOPs / peak'
     elementwise = activation bytes / BW'
+    collectives = tensor-parallel all-reduces and the logits all-gather (latency + bytes / link)
 
 where ``a (+)p b = (a^p + b^p)^(1/p)`` (``pnorm``): p = 1 adds the terms, a large p takes their
 max. BW' is the bandwidth ceiling times the calibration's bandwidth efficiency; peak' the compute
 ceiling times the efficiency of the kernel family (decode matmuls, decode attention, prefill).
 Uncalibrated, each family is a pure roofline max(bytes/BW, FLOPs/peak) and there is no overhead.
 
+The weights a pass reads: every dense weight, and of each mixture-of-experts layer only the
+experts its tokens were routed to (``experts_touched``). The KV it reads: full-attention layers
+see every cached token, windowed layers at most their window (``PassWork.kv_read_window_tokens``).
+With tensor parallelism (``tp``) every figure is one GPU's share (KV heads replicated where the
+GPUs outnumber them) and the collectives join the pass.
+
 Works on Python floats (the simulators' hot loops) and on numpy arrays (predict's sweeps) with
-the same code: only ``pnorm`` and the overhead's choice branch on the type.
+the same code: only ``pnorm``, ``experts_touched`` and the overhead's choice branch on the type.
 """
 
 from __future__ import annotations
 
-from math import exp, log1p
 from dataclasses import dataclass, field
+from math import exp, log1p
 from typing import NamedTuple
 
 import numpy as np
@@ -66,11 +73,14 @@ def pnorm(a, b, p):
 class PassWork(NamedTuple):
     """The work of one forward pass, in tokens (floats or broadcastable arrays).
 
-    decode_tokens   sequences that decode one token each (body and LM head on one row each)
-    kv_read_tokens  cached tokens the decoding sequences attend to, summed over them
-    prefill_tokens  prompt tokens processed (body only; their KV is written)
-    prefill_pairs   causal (query, key) pairs among the prompt tokens
-    logit_rows      prompt positions whose logits are computed (1 per newcomer with logits=last)
+    decode_tokens          sequences that decode one token each (body and LM head on one row each)
+    kv_read_tokens         cached tokens the decoding sequences attend to, summed over them
+    prefill_tokens         prompt tokens processed (body only; their KV is written)
+    prefill_pairs          causal (query, key) pairs among the prompt tokens
+    logit_rows             prompt positions whose logits are computed (1 per newcomer with logits=last)
+    kv_read_window_tokens  as kv_read_tokens for the windowed layers: each sequence's share capped at
+                           the window (None: no cap, as kv_read_tokens); only windowed models read it
+    prefill_window_pairs   as prefill_pairs with each query's keys capped at the window (None: no cap)
     """
 
     decode_tokens: float = 0.0
@@ -78,20 +88,32 @@ class PassWork(NamedTuple):
     prefill_tokens: float = 0.0
     prefill_pairs: float = 0.0
     logit_rows: float = 0.0
+    kv_read_window_tokens: float | None = None
+    prefill_window_pairs: float | None = None
 
 
-def decode_work(batch, kv_read_tokens) -> PassWork:
+def decode_work(batch, kv_read_tokens, kv_read_window_tokens=None) -> PassWork:
     """One decode step of ``batch`` sequences attending to ``kv_read_tokens`` cached tokens in all."""
-    return PassWork(decode_tokens=batch, kv_read_tokens=kv_read_tokens)
+    return PassWork(batch, kv_read_tokens, 0.0, 0.0, 0.0, kv_read_window_tokens, None)
 
 
-def prefill_work(prompt_tokens, prompt_pairs, logit_rows) -> PassWork:
+def prefill_work(prompt_tokens, prompt_pairs, logit_rows, prompt_window_pairs=None) -> PassWork:
     """A prefill of ``prompt_tokens`` tokens in all (``prompt_pairs`` causal pairs)."""
-    return PassWork(prefill_tokens=prompt_tokens, prefill_pairs=prompt_pairs, logit_rows=logit_rows)
+    return PassWork(0.0, 0.0, prompt_tokens, prompt_pairs, logit_rows, None, prompt_window_pairs)
+
+
+def causal_pairs(prompt_tokens, window=None):
+    """Causal (query, key) pairs of one prompt, each query seeing at most ``window`` keys (itself included)."""
+    p = np.asarray(prompt_tokens, dtype=float)
+    full = p * (p + 1.0) / 2.0
+    if window is None:
+        return full
+    w = float(window)
+    return np.where(p <= w, full, w * (w + 1.0) / 2.0 + (p - w) * w)
 
 
 class PassParts(NamedTuple):
-    """The times a pass is built from, seconds: the overhead and each kernel family's two sides."""
+    """The times a pass is built from, seconds: the overhead and each kernel family's parts."""
 
     overhead_s: object
     matmul_memory_s: object
@@ -99,11 +121,16 @@ class PassParts(NamedTuple):
     attention_memory_s: object
     attention_compute_s: object
     elementwise_s: object
+    collectives_s: object
 
 
 @dataclass(frozen=True)
 class StepModel:
-    """The cost model of one model on one card under one calibration; build once, price often."""
+    """The cost model of one model on one card under one calibration; build once, price often.
+
+    ``tp``: GPUs the model is split over (Megatron-style tensor parallelism); every figure is then
+    one GPU's. ``routing_skew``: 0 for uniformly routed experts, s > 0 for expert popularity
+    falling as 1/rank^s (a trained router's skew; see ``experts_touched``)."""
 
     spec: ModelSpec
     card: CardProfile
@@ -111,54 +138,155 @@ class StepModel:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     act_dtype: str = "bf16"
-    # derived scalars (base units)
+    tp: int = 1
+    routing_skew: float = 0.0
+    # derived scalars (base units, one GPU's share)
     weight_read_bytes: float = field(init=False)
+    dense_read_bytes: float = field(init=False)
+    expert_bytes: float = field(init=False)
     kv_bytes_per_token: float = field(init=False)
+    kv_window_bytes_per_token: float = field(init=False)
+    attention_flop_per_pair: float = field(init=False)
+    attention_window_flop_per_pair: float = field(init=False)
+    window: int | None = field(init=False)
     act_bytes_per_token: float = field(init=False)
     prefill_act_bytes_per_token: float = field(init=False)
     bandwidth_bytes_per_s: float = field(init=False)
     peak_flop_per_s: float = field(init=False)
     decode_overhead_s: float = field(init=False)
-    # seconds per unit of work (what pass_parts multiplies PassWork's counts by)
+    # seconds per unit of work (what _parts multiplies PassWork's counts by)
     _c: tuple = field(init=False, repr=False)
+    _touched_table: object = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
-        cal, spec = self.calibration, self.spec
+        cal, spec, tp = self.calibration, self.spec, self.tp
         set_ = object.__setattr__
-        set_(self, "weight_read_bytes", float(spec.decode_weight_bytes(self.weight_dtype, self.act_dtype)))
-        set_(self, "kv_bytes_per_token", float(spec.kv_bytes_per_token(self.kv_dtype)))
-        width_bytes = activation_width_bytes(spec, self.act_dtype)
+        wd, ad = self.weight_dtype, self.act_dtype
+        weight_read = float(spec.decode_weight_bytes(wd, ad))
+        all_experts = float(spec.all_routed_expert_bytes(wd, ad)) if spec.moe_layers else 0.0
+        set_(self, "weight_read_bytes", weight_read / tp)
+        set_(self, "dense_read_bytes", (weight_read - all_experts) / tp)
+        set_(self, "expert_bytes", float(spec.routed_expert_bytes(wd, ad)) / tp if spec.moe_layers else 0.0)
+        # the attention layout, one GPU's share: (layers, KV elements, FLOPs, score elements) per token or pair
+        kv_b = dtype_bytes(self.kv_dtype)
+        full_kv = win_kv = full_flop = win_flop = full_scores = win_scores = 0.0
+        windows = {g.window for g in spec.attention_groups if g.window is not None}
+        if len(windows) > 1:
+            from roofline.errors import RooflineError
+
+            raise RooflineError(f"{spec.name}: layers with several window sizes ({sorted(windows)}) are not supported")
+        for g in spec.attention_groups:
+            kv_share = g.kv_elements_per_token * kv_heads_share(g.kind, g.kv_heads, tp)
+            kv = g.layers * kv_share * kv_b
+            flop = g.layers * g.flop_per_pair / tp
+            scores = g.layers * g.q_heads / tp
+            if g.window is None:
+                full_kv, full_flop, full_scores = full_kv + kv, full_flop + flop, full_scores + scores
+            else:
+                win_kv, win_flop, win_scores = win_kv + kv, win_flop + flop, win_scores + scores
+        set_(self, "window", next(iter(windows)) if windows else None)
+        set_(self, "attention_flop_per_pair", full_flop)
+        set_(self, "attention_window_flop_per_pair", win_flop)
+        set_(self, "kv_bytes_per_token", full_kv + win_kv)
+        set_(self, "kv_window_bytes_per_token", win_kv)
+        width_bytes = activation_width_bytes(spec, ad) / tp
         set_(self, "act_bytes_per_token", cal.activation_traffic_coeff * width_bytes)
         set_(self, "prefill_act_bytes_per_token", cal.prefill_activation_traffic_coeff * width_bytes)
         set_(self, "bandwidth_bytes_per_s", float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s))
         set_(self, "peak_flop_per_s", float(cal.measured_peak_flop_per_s or self.card.peak_flop_per_s))
-        set_(self, "decode_overhead_s", cal.step_overhead_s + cal.layer_overhead_s * spec.num_hidden_layers)
+        set_(self, "decode_overhead_s", cal.step_overhead_s + cal.layer_overhead_s * spec.num_hidden_layers
+             + cal.moe_layer_overhead_s * spec.moe_layers)
         s_per_byte = 1.0 / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
         s_per_decode_flop = 1.0 / (cal.compute_efficiency * self.peak_flop_per_s)
         s_per_attention_flop = 1.0 / (cal.attention_efficiency * self.peak_flop_per_s)
         s_per_prefill_flop = 1.0 / (cal.prefill_compute_efficiency * self.peak_flop_per_s)
-        attn_flop = float(spec.attention_flop_per_context_token)
+        score_s = cal.attention_score_bytes * s_per_byte
+        # collectives per pass (tp > 1): 2 all-reduces a layer and the embedding's, of hidden x act
+        # bytes per token; the logits all-gathered (vocab x act bytes per logit row); ring algorithms
+        if tp > 1:
+            link_s = 1.0 / self.link_bytes_per_s
+            latency = self.link_latency_s
+            n_reduce = 2.0 * spec.num_hidden_layers + 1.0
+            gather_latency = latency if cal.allgather_latency_s is None else cal.allgather_latency_s
+            reduce_fixed = n_reduce * latency + gather_latency
+            reduce_per_token = n_reduce * spec.hidden_size * dtype_bytes(ad) * 2.0 * (tp - 1) / tp * link_s
+            gather_per_row = spec.vocab_size * dtype_bytes(ad) * (tp - 1) / tp * link_s
+        else:
+            reduce_fixed = reduce_per_token = gather_per_row = 0.0
         set_(self, "_c", (
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
-            self.weight_read_bytes * s_per_byte,                                  # 2 matmul memory
-            float(spec.linear_flop_per_token) * s_per_decode_flop,                # 3 per decode token
-            float(spec.body_linear_flop_per_token) * s_per_prefill_flop,          # 4 per prompt token
-            2.0 * float(spec.lm_head_params) * s_per_prefill_flop,                # 5 per prefill logit row
-            self.kv_bytes_per_token * s_per_byte,                                 # 6 per KV token moved
+            self.dense_read_bytes * s_per_byte,                                   # 2 matmul memory, dense weights
+            float(spec.linear_flop_per_token) / tp * s_per_decode_flop,           # 3 per decode token
+            float(spec.body_linear_flop_per_token) / tp * s_per_prefill_flop,     # 4 per prompt token
+            float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop,      # 5 per prefill logit row
+            full_kv * s_per_byte,                                                 # 6 per KV token moved, full layers
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
-            attn_flop * s_per_attention_flop,                                     # 8 per decode (query, key) pair
-            attn_flop * s_per_prefill_flop,                                       # 9 per prefill pair
+            full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers
+            full_flop * s_per_prefill_flop,                                       # 9 per prefill pair, full layers
             self.act_bytes_per_token * s_per_byte,                                # 10 per decode token
             self.prefill_act_bytes_per_token * s_per_byte,                        # 11 per prompt token
             float(cal.roofline_exponent),                                         # 12 p
             float(cal.overhead_exponent),                                         # 13 q
+            win_kv * s_per_byte,                                                  # 14 per KV token moved, windowed
+            win_flop * s_per_attention_flop,                                      # 15 per decode pair, windowed
+            win_flop * s_per_prefill_flop,                                        # 16 per prefill pair, windowed
+            full_scores * score_s,                                                # 17 score traffic per pair, full
+            win_scores * score_s,                                                 # 18 score traffic per pair, windowed
+            cal.attention_sequence_overhead_s * spec.num_hidden_layers,           # 19 per decoding sequence
+            spec.moe_layers * self.expert_bytes * cal.expert_traffic_factor * s_per_byte,  # 20 per touched expert
+            float(spec.num_experts),                                              # 21 E
+            1.0 - spec.experts_per_token / spec.num_experts if spec.num_experts else 1.0,  # 22 1 - k/E
+            reduce_fixed,                                                         # 23 collectives, fixed
+            reduce_per_token,                                                     # 24 per token in the pass
+            gather_per_row,                                                       # 25 per logit row gathered
         ))
+        if self.routing_skew > 0 and spec.num_experts:
+            set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         dtype_bytes(self.act_dtype)  # validate
+
+    @property
+    def link_bytes_per_s(self) -> float:
+        """The bandwidth an all-reduce moves at, per direction per GPU (calibrated, else the card's link)."""
+        cal = self.calibration
+        if cal.allreduce_bandwidth_bytes_per_s:
+            return cal.allreduce_bandwidth_bytes_per_s
+        link = self.card.tp_link_bytes_per_s(self.tp)
+        if not link:
+            from roofline.errors import RooflineError
+
+            raise RooflineError(f"{self.card.id} has no interconnect on record: tensor parallelism cannot be costed", "tp")
+        return link
+
+    @property
+    def link_latency_s(self) -> float:
+        """The fixed time of one all-reduce (calibrated, else the card's link figure, else 0)."""
+        cal = self.calibration
+        if cal.allreduce_latency_s is not None:
+            return cal.allreduce_latency_s
+        link = self.card.interconnect
+        return (link.allreduce_latency_s if link else None) or 0.0
 
     @property
     def balance_point_flop_per_byte(self) -> float:
         return self.peak_flop_per_s / self.bandwidth_bytes_per_s
+
+    # ---- experts ----
+    def experts_touched(self, tokens):
+        """Distinct routed experts per MoE layer that ``tokens`` tokens are routed to (each to top-k of
+        E): E·(1 − (1 − k/E)^tokens) under uniform routing; with ``routing_skew`` s, expert i is
+        chosen by a token with probability min(1, k·p_i), p_i ∝ 1/i^s, and the sum of
+        1 − (1 − that)^tokens is tabulated. 0 for a dense model."""
+        c = self._c
+        if not c[21]:
+            return 0.0 if type(tokens) is float else np.zeros_like(np.asarray(tokens, dtype=float))
+        if self._touched_table is None:
+            if type(tokens) is float:
+                return c[21] * (1.0 - c[22] ** tokens)
+            return c[21] * (1.0 - c[22] ** np.asarray(tokens, dtype=float))
+        grid, values = self._touched_table
+        out = np.interp(np.asarray(tokens, dtype=float), grid, values)
+        return float(out) if type(tokens) is float else out
 
     # ---- the cost of a pass ----
     def overhead_s(self, decode_tokens, prefill_tokens):
@@ -172,37 +300,47 @@ class StepModel:
         return np.where(p > 0, np.where(d > 0, c[1], c[0]), self.decode_overhead_s)
 
     def pass_parts(self, work: PassWork) -> PassParts:
-        """The overhead and each kernel family's memory and compute time (seconds)."""
+        """The overhead and each kernel family's times (seconds)."""
         return PassParts(*self._parts(work))
 
     def _parts(self, work) -> tuple:
         """pass_parts as a plain tuple: the formula, written once for floats and arrays alike."""
-        d, kv, p, pairs, rows = work
+        d, kv, p, pairs, rows, kvw, pairsw = work
         c = self._c
+        if kvw is None:
+            kvw = kv
+        if pairsw is None:
+            pairsw = pairs
+        matmul_memory = c[2]
+        if c[21]:
+            matmul_memory = matmul_memory + c[20] * self.experts_touched(d + p)
+        written = d + p
         return (
             self.overhead_s(d, p),
-            c[2],
+            matmul_memory,
             d * c[3] + p * c[4] + rows * c[5],
-            (c[7] * kv + d + p) * c[6],
-            kv * c[8] + pairs * c[9],
+            (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14] + kv * c[17] + kvw * c[18] + d * c[19],
+            kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11],
+            0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
         )
 
     def pass_s(self, work: PassWork):
-        """Seconds of one pass doing ``work`` (a PassWork, or any tuple of its five counts in its order)."""
-        o, mm, mc, am, ac, el = self._parts(work)
+        """Seconds of one pass doing ``work`` (a PassWork, or any tuple of its seven counts in its order)."""
+        o, mm, mc, am, ac, el, co = self._parts(work)
         p = self._c[12]
-        return pnorm(o, pnorm(mm, mc, p) + pnorm(am, ac, p) + el, self._c[13])
+        return pnorm(o, pnorm(mm, mc, p) + pnorm(am, ac, p) + el + co, self._c[13])
 
     def pass_breakdown(self, work: PassWork) -> dict:
         """``pass_s`` with where the time goes: total, overhead, memory (the families whose bytes
-        outweigh their FLOPs, and the elementwise kernels) and compute (the others); arrays."""
-        o, mm, mc, am, ac, el = (np.asarray(x, dtype=float) for x in self._parts(work))
+        outweigh their FLOPs, the elementwise kernels and the collectives) and compute (the
+        others); arrays."""
+        o, mm, mc, am, ac, el, co = (np.asarray(x, dtype=float) for x in self._parts(work))
         p = self._c[12]
         gemm, attn = pnorm(mm, mc, p), pnorm(am, ac, p)
-        total = pnorm(o, gemm + attn + el, self._c[13])
+        total = pnorm(o, gemm + attn + el + co, self._c[13])
         gemm_on_memory, attn_on_memory = mm >= mc, am >= ac
-        memory_s = np.where(gemm_on_memory, gemm, 0.0) + np.where(attn_on_memory, attn, 0.0) + el
+        memory_s = np.where(gemm_on_memory, gemm, 0.0) + np.where(attn_on_memory, attn, 0.0) + el + co
         compute_s = np.where(gemm_on_memory, 0.0, gemm) + np.where(attn_on_memory, 0.0, attn)
         shape = np.broadcast(total, memory_s, compute_s).shape
         return {
@@ -210,28 +348,61 @@ class StepModel:
             "overhead_s": np.broadcast_to(o, shape),
             "memory_s": np.broadcast_to(memory_s, shape),
             "compute_s": np.broadcast_to(compute_s, shape),
+            "collectives_s": np.broadcast_to(co, shape),
         }
 
     # ---- the work's plain counts (for the lesson's columns) ----
     def linear_flop(self, work: PassWork):
+        """Matmul FLOPs of the pass, one GPU's share."""
         spec = self.spec
-        d, _, p, _, rows = work
-        return d * float(spec.linear_flop_per_token) + p * float(spec.body_linear_flop_per_token) \
-            + rows * 2.0 * float(spec.lm_head_params)
+        d, _, p, _, rows, _, _ = work
+        return (d * float(spec.linear_flop_per_token) + p * float(spec.body_linear_flop_per_token)
+                + rows * float(spec.lm_head_flop_per_position)) / self.tp
 
     def attention_flop(self, work: PassWork):
-        return (work.kv_read_tokens + work.prefill_pairs) * float(self.spec.attention_flop_per_context_token)
+        """Attention FLOPs of the pass (windows applied), one GPU's share."""
+        d, kv, p, pairs, rows, kvw, pairsw = work
+        kvw = kv if kvw is None else kvw
+        pairsw = pairs if pairsw is None else pairsw
+        return (kv + pairs) * self.attention_flop_per_pair + (kvw + pairsw) * self.attention_window_flop_per_pair
+
+    def weight_bytes_read(self, work: PassWork):
+        """Weight bytes the pass reads (dense weights and the experts its tokens touch), one GPU's share."""
+        tokens = work[0] + work[2]
+        return self.dense_read_bytes + self.spec.moe_layers * self.expert_bytes * self.experts_touched(tokens)
 
     def bytes_counted(self, work: PassWork):
         """The lesson's count: weights once plus the KV cache read (or, for a prefill, written) once."""
-        return self.weight_read_bytes + (work.kv_read_tokens + work.prefill_tokens) * self.kv_bytes_per_token
+        d, kv, p, _, _, kvw, _ = work
+        kvw = kv if kvw is None else kvw
+        full = self.kv_bytes_per_token - self.kv_window_bytes_per_token
+        return self.weight_bytes_read(work) + (kv + p) * full + (kvw + p) * self.kv_window_bytes_per_token
+
+
+def kv_heads_share(kind: str, kv_heads: int, tp: int) -> float:
+    """Fraction of a layer's cached KV one GPU holds: 1/tp of the KV heads, but at least one head
+    (replicated where the GPUs outnumber them); an MLA latent is shared by every head, so each GPU
+    holds all of it."""
+    if kind == "mla" or tp == 1:
+        return 1.0
+    return max(1.0 / tp, 1.0 / kv_heads)
+
+
+def _touched_table(experts: int, top_k: int, skew: float, max_tokens: int = 1 << 16):
+    """(tokens grid, experts touched) for skewed routing: expert i (popularity ∝ 1/i^skew) is chosen by
+    a token with probability min(1, k·p_i); touched(N) = Σ_i 1 − (1 − that)^N."""
+    p = 1.0 / np.arange(1, experts + 1, dtype=float) ** skew
+    r = np.minimum(1.0, top_k * p / p.sum())
+    grid = np.unique(np.concatenate([np.arange(0, 1025, dtype=float), np.geomspace(1024, max_tokens, 400)]))
+    log_miss = np.log1p(-np.minimum(r, 1.0 - 1e-15))
+    values = experts - np.exp(np.outer(grid, log_miss)).sum(axis=1)
+    return grid, values
 
 
 def activation_width_bytes(spec: ModelSpec, act_dtype: str = "bf16") -> float:
     """Bytes of one token's activations across every layer's elementwise kernels, per unit of the
-    calibration's activation-traffic coefficient: layers x (hidden + intermediate) x act bytes."""
-    width = spec.num_hidden_layers * (spec.hidden_size + spec.intermediate_size)
-    return width * dtype_bytes(act_dtype)
+    calibration's activation-traffic coefficient: Σ layers (hidden + active intermediate) x act bytes."""
+    return float(spec.activation_width_per_token) * dtype_bytes(act_dtype)
 
 
 def bound_index(overhead_s, memory_s, compute_s):

@@ -46,6 +46,18 @@ def positive(value, field: str, what: str = "a positive number", maximum: float 
     return number
 
 
+def non_negative(value, field: str, maximum: float = math.inf) -> float:
+    """A finite number >= 0 (and <= maximum)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise RooflineError(f"must be a number >= 0, not {value!r}", field)
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise RooflineError(f"must be a number >= 0, not {value!r}", field)
+    if number > maximum:
+        raise RooflineError(f"must be at most {maximum:g}, not {number:g}", field)
+    return number
+
+
 def optional_positive(value, field: str, what: str = "a positive number") -> float | None:
     return None if value is None else positive(value, field, what)
 

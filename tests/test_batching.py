@@ -112,7 +112,7 @@ def test_float_path_equals_array_path(d, kv, prompts):
         work = PassWork(float(d), float(kv), tokens, pairs, float(len(p)))
         as_float = model.pass_s(work)
         assert type(as_float) is float
-        as_array = model.pass_s(PassWork(*(np.array([x]) for x in work)))
+        as_array = model.pass_s(PassWork(*(None if x is None else np.array([x]) for x in work)))
         assert as_float == pytest.approx(float(as_array[0]), rel=1e-12)
         assert as_float == pytest.approx(float(model.pass_breakdown(work)["step_s"]), rel=1e-12)
         if len(p):

@@ -43,14 +43,18 @@ def test_step_time_is_at_least_the_roofline(card, model, prompt, gen, cal, batch
 @given(cards, models, lengths, lengths)
 def test_uncalibrated_is_two_pure_rooflines(card, model, prompt, gen):
     # uncalibrated: the matmuls and attention each on their own pure roofline, one after the other
+    from roofline.step import decode_work
+
     sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=None)
     m = sc.step
-    batch = np.array([1, 64, 1024])
-    dec = decode_step(m, batch, prompt + gen)
-    kv_bytes = batch * (prompt + gen) * m.kv_bytes_per_token + batch * m.kv_bytes_per_token
-    roof = np.maximum(m.weight_read_bytes / m.bandwidth_bytes_per_s, dec["linear_flop"] / m.peak_flop_per_s) + np.maximum(
-        kv_bytes / m.bandwidth_bytes_per_s, dec["attention_flop"] / m.peak_flop_per_s
-    )
+    batch = np.array([1.0, 64.0, 1024.0])
+    ctx = prompt + gen
+    work = decode_work(batch, batch * ctx, batch * min(ctx, m.window or ctx))
+    dec = decode_step(m, batch, ctx)
+    full = m.kv_bytes_per_token - m.kv_window_bytes_per_token
+    kv_bytes = batch * (ctx + 1) * full + batch * (min(ctx, m.window or ctx) + 1) * m.kv_window_bytes_per_token
+    roof = np.maximum(m.weight_bytes_read(work) / m.bandwidth_bytes_per_s, dec["linear_flop"] / m.peak_flop_per_s) \
+        + np.maximum(kv_bytes / m.bandwidth_bytes_per_s, dec["attention_flop"] / m.peak_flop_per_s)
     assert dec["overhead_s"].max() == 0
     assert np.allclose(dec["step_s"], roof, rtol=1e-12)
 
