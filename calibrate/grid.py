@@ -259,8 +259,10 @@ class Speeds:
 
 #: H200 (docs/calibration-runs.md): ~700 TFLOP/s on prefill-sized products (789 measured on
 #: 8192^3), 3.5 TB/s on decode reads, 40 us per layer per graph step (qwen2.5-1.5b batch 1:
-#: 2.16 ms for 3.09 GB over 28 layers), 0.65 ms per layer per hf-eager step (cuDNN SDPA off).
-H200 = Speeds("h200", 700e12, 3.5e12, 40e-6, 0.65e-3, 1.0e12, 0.10, 139 * GiB)
+#: 2.16 ms for 3.09 GB over 28 layers), 0.65 ms per layer per hf-eager step (cuDNN SDPA off),
+#: 0.4 s per point besides (capture, allocation, Python: v0.1's 11-batch sweeps took 12.2 s for
+#: qwen2.5-1.5b and 27.7 s for qwen2.5-7b, which this reproduces within 10%).
+H200 = Speeds("h200", 700e12, 3.5e12, 40e-6, 0.65e-3, 1.0e12, 0.40, 139 * GiB)
 #: This 2-core AMD EPYC (AVX512-BF16): 0.87 TFLOP/s bf16 on 1024^3, 64 GB/s read; decode is
 #: slower than either (per-op overheads), so both are derated.
 CPU_2CORE = Speeds("cpu-2core", 0.4e12, 30e9, 0.5e-3, 1.0e-3, 2e9, 0.2, 20 * GiB)
@@ -366,7 +368,7 @@ def format_estimate(rows: list[dict], engine: str, sp: Speeds) -> str:
     """The estimate as a text table: seconds per (model, prompt) and in all, points and OOM attempts."""
     lines = [f"estimate: engine {engine} on {sp.name} ({sp.flop_per_s / 1e12:,.1f} TFLOP/s, "
              f"{sp.bytes_per_s / 1e9:,.0f} GB/s, {sp.memory_bytes / GiB:.0f} GiB)",
-             f"{'model':<16} {'prompt':>6} {'gen':>4} {'batches':<22} {'prefill s':>9} {'decode s':>9} "
+             f"{'model':<16} {'prompt':>6} {'gen':>4} {'batches (n), OOM, untimed TTFT from':<36} {'prefill s':>9} {'decode s':>9} "
              f"{'other s':>8} {'total s':>8}"]
     total = 0.0
     keys: list[tuple[str, int, int]] = []
@@ -382,10 +384,10 @@ def format_estimate(rows: list[dict], engine: str, sp: Speeds) -> str:
             span += f", OOM {oom[0]}"
         untimed = [r["batch"] for r in sel if r["prefill"] == "none"]
         if untimed:
-            span += f", ttft<{untimed[0]}"
+            span += f", no TTFT from {untimed[0]}"
         parts = [sum(r[k] for r in sel) for k in ("prefill_s", "decode_s", "setup_s", "total_s")]
         total += parts[3]
-        lines.append(f"{model:<16} {prompt:>6} {gen:>4} {span:<22} {parts[0]:>9.1f} {parts[1]:>9.1f} "
+        lines.append(f"{model:<16} {prompt:>6} {gen:>4} {span:<36} {parts[0]:>9.1f} {parts[1]:>9.1f} "
                      f"{parts[2]:>8.1f} {parts[3]:>8.1f}")
     for model in dict.fromkeys(r["model"] for r in rows):
         lines.append(f"{model}: {sum(r['total_s'] for r in rows if r['model'] == model):.0f} s")
