@@ -172,7 +172,8 @@ class ModelSize:
     inter: int
     vocab: int
     params: int  # every weight, embedding included
-    body_params: int  # weights multiplied per token (embedding table excluded, LM head included)
+    body_params: int  # weights of the layers, multiplied per token (embedding and LM head excluded)
+    lm_head_params: int  # multiplied once per sequence per step (logits of the last position only)
 
     @classmethod
     def from_config(cls, name: str, config: dict) -> "ModelSize":
@@ -186,7 +187,7 @@ class ModelSize:
         lm_head = s.vocab * s.hidden
         params = embed + s.layers * layer + s.hidden + (0 if s.tied else lm_head)
         return cls(name=name, layers=s.layers, hidden=s.hidden, q_dim=s.q_dim, kv_dim=s.kv_dim, inter=s.inter,
-                   vocab=s.vocab, params=params, body_params=s.layers * layer + lm_head)
+                   vocab=s.vocab, params=params, body_params=s.layers * layer, lm_head_params=lm_head)
 
     @property
     def weight_bytes(self) -> int:
@@ -197,9 +198,15 @@ class ModelSize:
         """K and V of every layer for one token of one sequence, bf16."""
         return self.layers * 2 * self.kv_dim * 2
 
+    def step_flop(self, batch: int) -> float:
+        """Linear FLOPs of one decode step (2 per weight per sequence), LM head included."""
+        return 2.0 * (self.body_params + self.lm_head_params) * batch
+
     def prefill_flop(self, batch: int, prompt: int) -> float:
-        """Linear layers (2 per weight per token) + causal attention (QK^T and PV: 2 P^2 q_dim per layer)."""
-        return 2.0 * self.body_params * batch * prompt + 2.0 * self.layers * self.q_dim * prompt**2 * batch
+        """Linear layers (2 per weight per token), the LM head at the last position only, and causal
+        attention (QK^T and PV: 2 P^2 q_dim per layer)."""
+        return (2.0 * self.body_params * batch * prompt + 2.0 * self.lm_head_params * batch
+                + 2.0 * self.layers * self.q_dim * prompt**2 * batch)
 
     def prefill_activation_bytes(self, batch: int, prompt: int) -> int:
         """The largest tensors one prefill layer holds at once (residual, qkv, gate_up, SiLU*up), bf16,
@@ -272,7 +279,7 @@ SPEEDS = {s.name: s for s in (H200, CPU_2CORE)}
 def _graph_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> float:
     """Static cache: every step reads the weights and the whole cache; compute adds (no overlap assumed)."""
     nbytes = size.weight_bytes + batch * context * size.kv_bytes_per_token
-    flop = 2.0 * size.body_params * batch + 4.0 * size.layers * size.q_dim * context * batch
+    flop = size.step_flop(batch) + 4.0 * size.layers * size.q_dim * context * batch
     return nbytes / sp.bytes_per_s + flop / sp.flop_per_s + size.layers * sp.layer_step_s
 
 
@@ -280,7 +287,7 @@ def _eager_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> floa
     """Dynamic cache: torch.cat reads and writes the cache, attention reads it again; the host
     issues the step in parallel, so the slower of the two counts."""
     kv = batch * context * size.kv_bytes_per_token
-    gpu = (size.weight_bytes + 3 * kv) / sp.bytes_per_s + 2.0 * size.body_params * batch / sp.flop_per_s
+    gpu = (size.weight_bytes + 3 * kv) / sp.bytes_per_s + size.step_flop(batch) / sp.flop_per_s
     return max(gpu, size.layers * sp.host_layer_step_s)
 
 
