@@ -118,8 +118,9 @@ def _as_int(name: str, value) -> int:
 #: linear and quadratic in the prompt). Prompts 128-16k at every power-of-two batch until the
 #: first OOM; 128 generated tokens at prompt 128 (as the shipped v0.1 runs, so those points
 #: compare directly), 64 at 512 and 2048, 32 at 8k and 16k, where every step reads GiBs of KV
-#: and 31 steps time it well. Two 7-8B models on an H200, graph engine: about 3.5 minutes
-#: (``python3 -m calibrate.gpu_job --grid default --estimate``; docs in /work/plan/notes/grid.md).
+#: and 31 steps time it well. Two 7-8B models on an H200, graph engine: about 2.6 minutes of
+#: points (94 points, 5 OOM attempts) + ~20 s of start-up and ceilings, i.e. ~3 minutes
+#: (``python3 -m calibrate.gpu_job --grid default --engines graph --estimate``).
 DEFAULT_GRID = Grid(
     prompts=(128, 512, 2048, 8192, 16384),
     gens=(128, 64, 64, 32, 32),
