@@ -263,6 +263,11 @@ class Speeds:
     fill_bytes_per_s: float  # random fill of a static cache / weights
     point_overhead_s: float  # per point: allocation, CUDA-graph capture, Python
     memory_bytes: float  # what the allocator can hand out before an OOM
+    decode_flop_per_s: float = 0.0  # FLOP/s of a decode step's small-M products (0: flop_per_s)
+
+    @property
+    def step_flop_per_s(self) -> float:
+        return self.decode_flop_per_s or self.flop_per_s
 
 
 #: H200 (docs/calibration-runs.md): ~700 TFLOP/s on prefill-sized products (789 measured on
@@ -271,9 +276,12 @@ class Speeds:
 #: 0.4 s per point besides (capture, allocation, Python: v0.1's 11-batch sweeps took 12.2 s for
 #: qwen2.5-1.5b and 27.7 s for qwen2.5-7b, which this reproduces within 10%).
 H200 = Speeds("h200", 700e12, 3.5e12, 40e-6, 0.65e-3, 1.0e12, 0.40, 139 * GiB)
-#: This 2-core AMD EPYC (AVX512-BF16): 0.87 TFLOP/s bf16 on 1024^3, 64 GB/s read; decode is
-#: slower than either (per-op overheads), so both are derated.
-CPU_2CORE = Speeds("cpu-2core", 0.4e12, 30e9, 0.5e-3, 1.0e-3, 2e9, 0.2, 20 * GiB)
+#: This 2-core AMD EPYC (AVX512-BF16) as measured on 2026-11-30 while shared (load ~5.5):
+#: qwen2.5-0.5b hf-eager, prompt 128: TTFT 2.3 / 10.2 / 29.8 s at batch 1 / 16 / 64 (~0.2 TFLOP/s
+#: on prefill), decode steps 0.45 / 1.0 / 1.9 s (~2.3 GB/s on the weights at batch 1, ~43 GFLOP/s
+#: per added sequence: bf16 GEMV and small-M products are far below the 0.87 TFLOP/s of a 1024^3
+#: product and the 64 GB/s of a 1 GiB read). A quiet machine is faster; this bounds a run's time.
+CPU_2CORE = Speeds("cpu-2core", 0.2e12, 2.3e9, 0.0, 1.0e-3, 1e9, 2.0, 20 * GiB, decode_flop_per_s=43e9)
 SPEEDS = {s.name: s for s in (H200, CPU_2CORE)}
 
 
@@ -281,14 +289,14 @@ def _graph_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> floa
     """Static cache: every step reads the weights and the whole cache; compute adds (no overlap assumed)."""
     nbytes = size.weight_bytes + batch * context * size.kv_bytes_per_token
     flop = size.step_flop(batch) + 4.0 * size.layers * size.q_dim * context * batch
-    return nbytes / sp.bytes_per_s + flop / sp.flop_per_s + size.layers * sp.layer_step_s
+    return nbytes / sp.bytes_per_s + flop / sp.step_flop_per_s + size.layers * sp.layer_step_s
 
 
 def _eager_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> float:
     """Dynamic cache: torch.cat reads and writes the cache, attention reads it again; the host
     issues the step in parallel, so the slower of the two counts."""
     kv = batch * context * size.kv_bytes_per_token
-    gpu = (size.weight_bytes + 3 * kv) / sp.bytes_per_s + size.step_flop(batch) / sp.flop_per_s
+    gpu = (size.weight_bytes + 3 * kv) / sp.bytes_per_s + size.step_flop(batch) / sp.step_flop_per_s
     return max(gpu, size.layers * sp.host_layer_step_s)
 
 
