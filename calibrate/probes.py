@@ -32,9 +32,10 @@ memory -> ``probe-memory.json``
     without the cuDNN SDPA backend; the prefill under each SDPA backend; hf-eager with and without
     cuDNN. Models qwen2.5-0.5b (head_dim 64) and qwen2.5-1.5b (head_dim 128).
 
-The graph engine's attention ops are copied here (``graph_decode_attention``) from
-``calibrate.graph_engine.decode_step``; tests/test_probes.py fails if that function's attention
-lines change, so the copy cannot drift silently.
+The graph engine's attention ops are copied here from ``calibrate.graph_engine.decode_step``
+(``graph_decode_attention``); once the engine has them as ``graph_engine.decode_attention(q, ck,
+cv, bias, scale)``, that function is used instead. Until then tests/test_probes.py fails if
+decode_step's attention lines change, so the copy cannot drift silently.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ SDPA_BACKENDS = ("default", "flash", "efficient", "math", "cudnn")
 OPS = GRAPH_OPS + tuple(f"sdpa_{b}" for b in SDPA_BACKENDS) + ("cat_append",)
 
 
-def graph_decode_attention(q, ck, cv, bias, scale):
+def _copied_decode_attention(q, ck, cv, bias, scale):
     """One layer of the graph engine's decode attention, exactly as ``decode_step`` runs it.
 
     q: (B*kv, group, d), query heads grouped by their KV head; ck, cv: (B, kv, T, d), the layer's
@@ -105,6 +106,17 @@ def graph_decode_attention(q, ck, cv, bias, scale):
                            alpha=scale)  # (B*kv, g, T)
     probs = torch.softmax(scores, dim=-1)
     return torch.bmm(probs, cv.view(batch * kv_heads, total, head_dim))  # (B*kv, g, hd)
+
+
+def _engine_decode_attention():
+    """graph_engine.decode_attention once the engine has factored it out (same signature), else
+    the copy above."""
+    from calibrate import graph_engine
+
+    return getattr(graph_engine, "decode_attention", None) or _copied_decode_attention
+
+
+graph_decode_attention = _engine_decode_attention()
 
 
 def attention_point_sizes(batch: int, context: int, q_heads: int, kv_heads: int, head_dim: int) -> dict:
