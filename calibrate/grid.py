@@ -264,6 +264,7 @@ class Speeds:
     point_overhead_s: float  # per point: allocation, CUDA-graph capture, Python
     memory_bytes: float  # what the allocator can hand out before an OOM
     decode_flop_per_s: float = 0.0  # FLOP/s of a decode step's small-M products (0: flop_per_s)
+    host_serial: bool = False  # the host's per-step work adds to the compute (a CPU) or overlaps it (a GPU)
 
     @property
     def step_flop_per_s(self) -> float:
@@ -276,13 +277,17 @@ class Speeds:
 #: 0.4 s per point besides (capture, allocation, Python: v0.1's 11-batch sweeps took 12.2 s for
 #: qwen2.5-1.5b and 27.7 s for qwen2.5-7b, which this reproduces within 10%).
 H200 = Speeds("h200", 700e12, 3.5e12, 40e-6, 0.65e-3, 1.0e12, 0.40, 139 * GiB)
-#: This 2-core AMD EPYC (AVX512-BF16) as measured on 2026-11-30 while shared (load ~5.5):
-#: qwen2.5-0.5b hf-eager, prompt 128: TTFT 2.3 / 10.2 / 29.8 s at batch 1 / 16 / 64 (~0.2 TFLOP/s
-#: on prefill), decode steps 0.45 / 1.0 / 1.9 s (~2.3 GB/s on the weights at batch 1, ~43 GFLOP/s
-#: per added sequence: bf16 GEMV and small-M products are far below the 0.87 TFLOP/s of a 1024^3
-#: product and the 64 GB/s of a 1 GiB read). A quiet machine is faster; this bounds a run's time.
-CPU_2CORE = Speeds("cpu-2core", 0.2e12, 2.3e9, 0.0, 1.0e-3, 1e9, 2.0, 20 * GiB, decode_flop_per_s=43e9)
-SPEEDS = {s.name: s for s in (H200, CPU_2CORE)}
+#: This 2-core AMD EPYC (AVX512-BF16), qwen2.5-0.5b at prompt 128 on 2026-11-30, load ~1.7:
+#: hf-eager TTFT 0.21 / 2.9 / 10.9 s at batch 1 / 16 / 64 (~0.54 TFLOP/s of prefill), decode
+#: steps 65 / 113 / 253 ms (graph engine: 52 / 80 / 144 ms): ~19 GB/s on the weights at batch 1,
+#: 0.3-0.7 TFLOP/s per added sequence, ~0.55 ms of Python per layer per hf-eager step, serial.
+CPU_2CORE = Speeds("cpu-2core", 0.54e12, 19e9, 0.0, 0.55e-3, 2e9, 1.0, 20 * GiB,
+                   decode_flop_per_s=0.45e12, host_serial=True)
+#: The same machine shared with seven other sessions (load ~5.5): TTFT 2.3 / 10.2 / 29.8 s, decode
+#: steps 0.45 / 1.0 / 1.9 s. An upper bound on a run's time there.
+CPU_2CORE_LOADED = Speeds("cpu-2core-loaded", 0.2e12, 2.3e9, 0.0, 1.0e-3, 1e9, 2.0, 20 * GiB,
+                          decode_flop_per_s=43e9, host_serial=True)
+SPEEDS = {s.name: s for s in (H200, CPU_2CORE, CPU_2CORE_LOADED)}
 
 
 def _graph_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> float:
@@ -293,11 +298,12 @@ def _graph_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> floa
 
 
 def _eager_step_s(size: ModelSize, batch: int, context: int, sp: Speeds) -> float:
-    """Dynamic cache: torch.cat reads and writes the cache, attention reads it again; the host
-    issues the step in parallel, so the slower of the two counts."""
+    """Dynamic cache: torch.cat reads and writes the cache, attention reads it again; on a GPU the
+    host issues the step in parallel (the slower of the two counts), on a CPU it adds."""
     kv = batch * context * size.kv_bytes_per_token
-    gpu = (size.weight_bytes + 3 * kv) / sp.bytes_per_s + size.step_flop(batch) / sp.step_flop_per_s
-    return max(gpu, size.layers * sp.host_layer_step_s)
+    work = (size.weight_bytes + 3 * kv) / sp.bytes_per_s + size.step_flop(batch) / sp.step_flop_per_s
+    host = size.layers * sp.host_layer_step_s
+    return work + host if sp.host_serial else max(work, host)
 
 
 def prefill_s(size: ModelSize, batch: int, prompt: int, sp: Speeds) -> float:
