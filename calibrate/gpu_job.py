@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="diagnostic: torch.backends.cuda.enable_cudnn_sdp(False) before measuring")
     ap.add_argument("--budget-s", type=float, default=None, help="stop starting new points after this")
     ap.add_argument("--estimate", action="store_true", help="print the estimated cost of the job and exit")
-    ap.add_argument("--speeds", default="h200", help="what --estimate assumes: h200 or cpu-2core")
+    ap.add_argument("--speeds", default="h200", help="what --estimate assumes: h200, cpu-2core or cpu-2core-loaded")
     return ap
 
 

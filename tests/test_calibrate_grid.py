@@ -329,3 +329,17 @@ def test_gpu_job_estimate_needs_no_gpu(capsys):
                          "--models", "qwen2.5-7b,llama-3.1-8b"]) == 0
     out = capsys.readouterr().out
     assert "qwen2.5-7b        16384   32" in out and "estimated total" in out
+
+
+def test_cpu_ceilings_record_threads_fp32_and_their_sizes(tmp_path):
+    from calibrate.ceilings import CPU_SIZES, GPU_SIZES, TINY_SIZES, default_sizes
+    from roofline.units import GiB
+
+    assert default_sizes("cpu") is CPU_SIZES and CPU_SIZES.buffer_bytes == 1 * GiB  # past any LLC
+    assert default_sizes("cuda") is GPU_SIZES and default_sizes("cpu", tiny_models_only=True) is TINY_SIZES
+    _run(tmp_path, prompts=(8,), batches=(1,), measure_ceilings=True)  # tiny models: tiny sizes
+    data = json.loads((tmp_path / "ceilings-cpu-test.json").read_text())
+    assert data["sizes"]["buffer_bytes"] == TINY_SIZES.buffer_bytes == data["buffer_bytes"]
+    assert data["threads"] == torch.get_num_threads() and data["cpu_count"] >= 1 and data["cpu_model"]
+    assert data["gemm_fp32_flop_per_s"] > 0 and data["read_fp32_bandwidth_bytes_per_s"] > 0
+    assert data["mem_available_bytes"] is None or data["mem_available_bytes"] > 0
