@@ -14,6 +14,13 @@ mask all ones), a prefill forward and gen-1 decode forwards in a hand-written lo
 * host_step_s (raw steps file only): host time to issue each step, no synchronize. When it
   matches the event times, the loop is bound by the CPU (Python + launches), not the GPU.
 * Warm-up: one short untimed run (prefill + 3 decode steps) at the same batch before timing.
+
+Bounded points (the runner asks for them at long prompt x large batch, where a prefill costs
+seconds and its activations tens of GiB): ``timed_prefill=False`` builds the dynamic cache
+directly, one random (batch, kv_heads, prompt, head_dim) key and value tensor per layer (what a
+prefill leaves in a ``DynamicCache``), feeds random tokens and times only the decode steps;
+``ttft_s`` and ``e2e_s`` are then None and the peak memory holds no prefill activations.
+``warmup_prefill=False`` warms up on such a random cache instead of a real prefill.
 """
 
 from __future__ import annotations
@@ -82,7 +89,29 @@ class HFEagerEngine:
         gen = torch.Generator(device=self.device).manual_seed(self.seed + batch)
         return torch.randint(0, self.vocab, (batch, prompt_tokens), device=self.device, generator=gen)
 
-    def _run(self, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
+    def random_cache(self, batch: int, prompt_tokens: int):
+        """A DynamicCache holding ``prompt_tokens`` random positions per layer, as a prefill leaves it."""
+        import torch
+        from transformers import DynamicCache
+
+        cfg = self.model.config
+        heads = int(cfg.num_attention_heads)
+        kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
+        head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // heads)
+        try:
+            cache = DynamicCache(config=cfg)
+        except TypeError:  # older transformers: no config argument
+            cache = DynamicCache()
+        gen = torch.Generator(device=self.device).manual_seed(self.seed + 2)
+        shape = (batch, kv_heads, prompt_tokens, head_dim)
+        for layer in range(int(cfg.num_hidden_layers)):
+            k = torch.randn(shape, dtype=torch.bfloat16, device=self.device, generator=gen)
+            v = torch.randn(shape, dtype=torch.bfloat16, device=self.device, generator=gen)
+            cache.update(k, v, layer)
+            del k, v
+        return cache
+
+    def _run(self, batch: int, prompt_tokens: int, gen_tokens: int, prefill: bool = True) -> dict:
         import torch
 
         from calibrate.timing import Marks, synchronize
@@ -93,14 +122,22 @@ class HFEagerEngine:
         one = torch.ones(batch, 1, dtype=mask.dtype, device=device)
         marks = Marks(device, gen_tokens)
         with torch.inference_mode():
-            synchronize(device)
-            t0 = time.perf_counter()
-            out = model(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=1)
-            tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
-            past = out.past_key_values
-            del out
-            synchronize(device)
-            ttft_s = time.perf_counter() - t0
+            if prefill:
+                synchronize(device)
+                t0 = time.perf_counter()
+                out = model(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=1)
+                tok = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+                past = out.past_key_values
+                del out
+                synchronize(device)
+                ttft_s = time.perf_counter() - t0
+            else:
+                past = self.random_cache(batch, prompt_tokens)
+                tok = ids[:, -1:].clone()
+                ttft_s = None
+                synchronize(device)
+                t0 = time.perf_counter()
+            del ids
             marks.mark()
             host = [time.perf_counter()]
             for _ in range(gen_tokens - 1):
@@ -115,19 +152,22 @@ class HFEagerEngine:
                 marks.mark()
                 host.append(time.perf_counter())
             synchronize(device)
-            e2e_s = time.perf_counter() - t0
+            e2e_s = time.perf_counter() - t0 if prefill else None
         step_s = marks.consecutive()
         del past, tok, mask
         host_step_s = [b - a for a, b in zip(host, host[1:])]
         return {"ttft_s": ttft_s, "step_s": step_s, "e2e_s": e2e_s, "host_step_s": host_step_s}
 
-    def measure(self, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
+    def measure(self, batch: int, prompt_tokens: int, gen_tokens: int,
+                timed_prefill: bool = True, warmup_prefill: bool = True) -> dict:
+        """One point: warm-up run, then the timed run (see the module doc for the two switches)."""
         from calibrate.timing import peak_gib, reset_peak, synchronize
 
         synchronize(self.device)
         reset_peak(self.device)
-        self._run(batch, prompt_tokens, min(gen_tokens, WARMUP_DECODE_STEPS + 1))  # warm-up
-        result = self._run(batch, prompt_tokens, gen_tokens)
+        warm_gen = min(gen_tokens, WARMUP_DECODE_STEPS + 1)
+        self._run(batch, prompt_tokens, warm_gen, prefill=warmup_prefill and timed_prefill)  # warm-up
+        result = self._run(batch, prompt_tokens, gen_tokens, prefill=timed_prefill)
         result["peak_mem_gib"], result["peak_reserved_gib"] = peak_gib(self.device)
         return result
 

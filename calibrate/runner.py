@@ -1,22 +1,47 @@
-"""Decode sweeps: run one engine over models x batches, one CSV row per point, written atomically.
+"""Decode sweeps: run one engine over models x prompts x batches, one CSV row per point, atomically.
 
-``run_calibration`` sweeps each model's batches in ascending order. After EVERY point the whole
-CSV (``out_dir/measurements-<card>-<engine>.csv``) is rewritten atomically, so an interrupted run
-keeps what it measured and ``resume=True`` continues where it stopped. Every decode step's time
-goes to ``out_dir/steps-<card>-<engine>.jsonl`` (one JSON line per point, appended). The first
-out-of-memory point of a model is recorded as a ``status=oom`` row; larger batches of that model
-are skipped (they would run out of memory too) and the sweep goes on with the next model.
+``run_calibration`` measures each model over a grid (``calibrate.grid.Grid``): prompt lengths in
+ascending order, each climbing its batches in ascending order. After EVERY point the whole CSV
+(``out_dir/measurements-<card>-<engine>.csv``) is rewritten atomically, so an interrupted run keeps
+what it measured and ``resume=True`` continues where it stopped. Every decode step's time goes to
+``out_dir/steps-<card>-<engine>.jsonl`` (one JSON line per point, appended).
+
+Out of memory: the first OOM of a (model, prompt) is recorded as a ``status=oom`` row and its larger
+batches are skipped. Longer prompts hold more KV per sequence, so at every longer context (prompt +
+gen) the climb stops below that batch too; shorter prompts are unaffected. On the CPU an OOM kills
+the process, so a run whose largest point would not fit in RAM is refused before any model is built.
+
+Bounded cost: above ``ttft_max_tokens`` (batch x prompt) the prefill is not run; the KV cache is
+filled with random values instead and ``ttft_s`` is left blank (column ``prefill``: ``none``); above
+``warmup_prefill_max_tokens`` the untimed warm-up prefill is skipped (``timed-cold``). A point that
+would START after ``deadline`` (or ``budget_s`` after the call) is not started; one whose time,
+scaled from the last measured point, would exceed ``max_seconds_per_point`` is skipped with the
+rest of its prompt's batches.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Mapping, Sequence
 
+from calibrate.grid import (
+    CPU_2CORE,
+    DEFAULT_TTFT_MAX_TOKENS,
+    DEFAULT_WARMUP_PREFILL_MAX_TOKENS,
+    H200,
+    Grid,
+    ModelSize,
+    PointPlan,
+    check_fits_in_ram,
+    estimate_point_s,
+    plan_point,
+)
 from roofline.errors import RooflineError
 from roofline.measurements import MeasurementRow, read_measurements, write_measurements
 
@@ -26,6 +51,7 @@ ENGINES: dict[str, tuple[str, str]] = {
 }
 DEFAULT_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 NO_GPU_MESSAGE = "no CUDA GPU found; use --device cpu with a tiny model to test the path"
+DEVICE_MESSAGE = "unknown device {!r}; use cuda (or cuda:N) for a CUDA GPU, or cpu"
 
 
 def print_to_stderr(message: str) -> None:
@@ -77,29 +103,82 @@ def load_engine(engine: str, config: dict, device: str, seed: int = 0):
     return getattr(importlib.import_module(module_name), class_name)(config, device=device, seed=seed)
 
 
-def measure_point(engine_obj, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
+def measure_point(engine_obj, batch: int, prompt_tokens: int, gen_tokens: int, **plan) -> dict:
     """One sweep point: {ttft_s, step_s: [...], e2e_s, peak_mem_gib, peak_reserved_gib}.
 
-    The single seam the sweep goes through (tests replace it to simulate an OOM).
+    The single seam the sweep goes through (tests replace it to simulate an OOM). ``plan`` holds
+    ``timed_prefill`` / ``warmup_prefill`` (see ``PointPlan``); the runner passes them only for a
+    bounded point, so a full point calls ``engine_obj.measure(batch, prompt, gen)`` as in v0.1.
     """
-    return engine_obj.measure(batch, prompt_tokens, gen_tokens)
+    if not plan or all(plan.values()):
+        return engine_obj.measure(batch, prompt_tokens, gen_tokens)
+    if "timed_prefill" in inspect.signature(engine_obj.measure).parameters:
+        return engine_obj.measure(batch, prompt_tokens, gen_tokens, **plan)
+    if getattr(engine_obj, "name", "") == "graph":
+        return measure_graph_bounded(engine_obj, batch, prompt_tokens, gen_tokens, **plan)
+    raise RooflineError(f"engine {getattr(engine_obj, 'name', engine_obj)!r} cannot skip its prefill; "
+                        "raise the TTFT token limit")
 
 
-def _check_args(models, engine, batches, prompt_tokens, gen_tokens) -> list[int]:
+def measure_graph_bounded(eng, batch: int, prompt_tokens: int, gen_tokens: int,
+                          timed_prefill: bool = True, warmup_prefill: bool = True) -> dict:
+    """``GraphEngine.measure`` with the two switches of a bounded point. A faithful copy of it
+    (calibrate/graph_engine.py, v0.1) until the engine takes them itself; then this is unused.
+
+    The static cache is already random (``new_state``); without a prefill the decode steps read it
+    as they would read a prompt's KV (every step reads the whole cache), from random input tokens.
+    """
+    import torch
+
+    from calibrate.graph_engine import WARMUP_DECODE_STEPS
+    from calibrate.timing import Marks, peak_gib, reset_peak, synchronize
+
+    synchronize(eng.device)
+    reset_peak(eng.device)
+    max_len = prompt_tokens + gen_tokens
+    with torch.inference_mode():
+        st = eng.new_state(batch, max_len)
+        if warmup_prefill and timed_prefill:
+            eng._prefill(st, batch, prompt_tokens)  # warm-up prefill (untimed)
+        else:
+            gen = torch.Generator(device=eng.device).manual_seed(eng.seed + batch)
+            st.tok.copy_(torch.randint(0, eng.shapes.vocab, (batch,), device=eng.device, generator=gen))
+        replay = eng._capture(st, prompt_tokens)
+        for j in range(WARMUP_DECODE_STEPS):  # warm-up replays (untimed)
+            st.pos.fill_(prompt_tokens + j)
+            replay()
+        synchronize(eng.device)
+        t0 = time.perf_counter()
+        ttft_s = eng._prefill(st, batch, prompt_tokens) if timed_prefill else None
+        marks = Marks(eng.device, 2 * gen_tokens)
+        for j in range(gen_tokens - 1):
+            st.pos.fill_(prompt_tokens + j)
+            marks.mark()
+            replay()
+            marks.mark()
+        synchronize(eng.device)
+        e2e_s = time.perf_counter() - t0 if timed_prefill else None
+        step_s = marks.pairs()
+    peak, reserved = peak_gib(eng.device)
+    eng._graph = None
+    del st, replay
+    return {"ttft_s": ttft_s, "step_s": step_s, "e2e_s": e2e_s, "peak_mem_gib": peak, "peak_reserved_gib": reserved}
+
+
+def check_device(device: str) -> str:
+    """``device`` if it is cpu, cuda or cuda:N; else a one-line RooflineError."""
+    text = str(device).strip().lower()
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
+        raise RooflineError(DEVICE_MESSAGE.format(str(device)))
+    return text
+
+
+def _check_args(models, engine, batches, prompt_tokens, gen_tokens) -> Grid:
     if engine not in ENGINES:
         raise RooflineError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if not models:
         raise RooflineError("no model given")
-    if not batches:
-        raise RooflineError("no batch size given")
-    bad = [b for b in batches if int(b) != b or b <= 0]
-    if bad:
-        raise RooflineError(f"batch sizes must be positive integers, got {bad}")
-    if prompt_tokens <= 0:
-        raise RooflineError(f"prompt tokens must be > 0, got {prompt_tokens}")
-    if gen_tokens < 2:
-        raise RooflineError(f"gen tokens must be >= 2 (at least one decode step), got {gen_tokens}")
-    return sorted({int(b) for b in batches})
+    return Grid.of(prompt_tokens, gen_tokens, batches)
 
 
 def _point_row(card, model, engine_obj, prompt_tokens, gen_tokens, batch, result, env, extra) -> MeasurementRow:
@@ -119,7 +198,7 @@ def _point_row(card, model, engine_obj, prompt_tokens, gen_tokens, batch, result
     )
 
 
-def _oom_row(card, model, engine, prompt_tokens, gen_tokens, batch, env, message) -> MeasurementRow:
+def _oom_row(card, model, engine, prompt_tokens, gen_tokens, batch, env, message, extra=None) -> MeasurementRow:
     from calibrate.timing import utc_now
 
     kv_cache = {"hf-eager": "dynamic", "graph": "static"}[engine]
@@ -128,7 +207,7 @@ def _oom_row(card, model, engine, prompt_tokens, gen_tokens, batch, env, message
         prompt_tokens=prompt_tokens, gen_tokens=gen_tokens, batch=batch,
         ttft_s=None, tpot_s=None, peak_mem_gib=None, status="oom", timestamp=utc_now(),
         gpu=env["gpu"], driver=env["driver"] or None, torch=env["torch"], transformers=env["transformers"],
-        extra={"oom_message": message.splitlines()[0][:200] if message else ""},
+        extra={**(extra or {}), "oom_message": message.splitlines()[0][:200] if message else ""},
     )
 
 
@@ -141,13 +220,23 @@ def disable_cudnn_attention() -> None:
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 
+def pending_batches(rows: list[MeasurementRow], card: str, model: str, engine: str,
+                    prompt: int, gen: int, batches: Sequence[int]) -> tuple[list[int], int | None]:
+    """The batches of (model, prompt, gen) still to measure, and the OOM cap that bounds them:
+    the smallest batch that ran out of memory at this context or a shorter one (prompt + gen)."""
+    mine = [r for r in rows if (r.card, r.model, r.engine) == (card, model, engine)]
+    done = {r.batch for r in mine if (r.prompt_tokens, r.gen_tokens) == (prompt, gen)}
+    cap = min((r.batch for r in mine if not r.ok and r.prompt_tokens + r.gen_tokens <= prompt + gen), default=None)
+    return [b for b in batches if b not in done and (cap is None or b < cap)], cap
+
+
 def run_calibration(
     card: str,
     models: list[str],
     engine: str,
-    batches: list[int],
-    prompt_tokens: int,
-    gen_tokens: int,
+    batches: Iterable[int],
+    prompt_tokens: int | Iterable[int],
+    gen_tokens: int | Sequence[int] | Mapping[int, int],
     out_dir: Path,
     device: str = "cuda",
     resume: bool = False,
@@ -155,24 +244,42 @@ def run_calibration(
     progress: Callable[[str], None] = print_to_stderr,
     deadline: float | None = None,
     seed: int = 0,
+    *,
+    budget_s: float | None = None,
+    ttft_max_tokens: int = DEFAULT_TTFT_MAX_TOKENS,
+    warmup_prefill_max_tokens: int = DEFAULT_WARMUP_PREFILL_MAX_TOKENS,
+    max_seconds_per_point: float | None = None,
+    ceilings_sizes=None,
 ) -> Path:
-    """Measure ``engine`` on ``models`` x ``batches``; returns the measurements CSV path.
+    """Measure ``engine`` on ``models`` x prompts x ``batches``; returns the measurements CSV path.
 
-    ``deadline`` (a ``time.monotonic()`` value) stops the sweep cleanly before a point that would
-    start after it; the CSV then holds every finished point and ``resume=True`` continues.
+    ``prompt_tokens`` is one length or several; ``gen_tokens`` one length for all, one per prompt
+    (same order) or {prompt: gen}. ``deadline`` (a ``time.monotonic()`` value) and ``budget_s``
+    (seconds from this call) stop the sweep cleanly before a point that would start after them;
+    the CSV then holds every finished point and ``resume=True`` continues. See the module doc for
+    ``ttft_max_tokens``, ``warmup_prefill_max_tokens`` and ``max_seconds_per_point``;
+    ``ceilings_sizes`` (a ``calibrate.ceilings.CeilingSizes``) overrides the device's default.
     """
-    batches = _check_args(models, engine, batches, prompt_tokens, gen_tokens)
+    t_call = time.monotonic()
+    grid = _check_args(models, engine, batches, prompt_tokens, gen_tokens)
+    device = check_device(device)
+    if budget_s is not None:
+        deadline = t_call + budget_s if deadline is None else min(deadline, t_call + budget_s)
     try:
         import torch
     except ImportError:
         raise RooflineError("calibration needs torch and transformers (pip install torch transformers)") from None
-    from calibrate.configs import load_model_config
-    from calibrate.timing import environment, free_memory, is_oom, torch_device
+    from calibrate.configs import TINY_MODELS, load_model_config
+    from calibrate.timing import environment, free_memory, is_oom, mem_available_bytes, torch_device
 
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
+    if device.startswith("cuda") and not torch.cuda.is_available():
         raise RooflineError(NO_GPU_MESSAGE)
     configs = {name: load_model_config(name) for name in models}  # fail fast on unknown names
+    sizes = {name: ModelSize.from_config(name, cfg) for name, cfg in configs.items()}  # checks the shapes
     dev = torch_device(device)
+    if dev.type == "cpu":
+        check_fits_in_ram(sizes, grid, mem_available_bytes(), ttft_max_tokens)
+    speeds = H200 if dev.type == "cuda" else CPU_2CORE
     env = environment(dev)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -194,30 +301,39 @@ def run_calibration(
         if resume and cpath.exists():
             progress(f"resume: ceilings already in {cpath}")
         else:
+            from calibrate.ceilings import default_sizes
             from calibrate.ceilings import measure_ceilings as _measure
 
+            tiny = all(name.strip().lower() in TINY_MODELS for name in models)
             t0 = time.monotonic()
-            data = _measure(device, configs, batches, progress=progress)
+            data = _measure(device, configs, list(grid.batches), progress=progress,
+                            sizes=ceilings_sizes or default_sizes(dev.type, tiny_models_only=tiny))
             data["card"] = card
             data["wall_s"] = round(time.monotonic() - t0, 2)
             write_json_atomic(cpath, data)
             progress(f"ceilings written to {cpath} ({data['wall_s']:.1f} s)")
             free_memory()
 
+    def past_deadline() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
+    def record(row: MeasurementRow) -> None:
+        rows.append(row)
+        write_measurements(csv_path, rows)
+
+    stopped = False
     for model in models:
-        same = [r for r in rows if r.key[:5] == (card, model, engine, prompt_tokens, gen_tokens)]
-        done = {r.batch for r in same}
-        oom_at = min((r.batch for r in same if not r.ok), default=None)
-        pending = [b for b in batches if b not in done and (oom_at is None or b < oom_at)]
-        if not pending:
-            progress(f"{model}: nothing to do ({len(done)} point(s) done"
-                     f"{f', OOM at batch {oom_at}' if oom_at else ''})")
+        todo = [(p, g) for p, g in zip(grid.prompts, grid.gens)
+                if pending_batches(rows, card, model, engine, p, g, grid.batches)[0]]
+        if not todo:
+            progress(f"{model}: nothing to do (every point done or past an OOM)")
             continue
-        if deadline is not None and time.monotonic() > deadline:
-            progress(f"{model}: deadline reached before start; {len(pending)} point(s) left (resume later)")
+        if past_deadline():
+            progress(f"{model}: deadline reached before start (resume later)")
+            stopped = True
             break
         model_t0 = time.monotonic()
-        progress(f"{model}: {engine} on {dev}, batches {pending}, prompt {prompt_tokens}, gen {gen_tokens}")
+        progress(f"{model}: {engine} on {dev}, prompts {[p for p, _ in todo]}, batches up to {grid.batches[-1]}")
         engine_obj, oom_message = None, None
         try:
             engine_obj = load_engine(engine, configs[model], device, seed)
@@ -226,38 +342,57 @@ def run_calibration(
                 raise
             oom_message = f"loading the model: {exc}"
         if engine_obj is None:
-            rows.append(_oom_row(card, model, engine, prompt_tokens, gen_tokens, pending[0], env, oom_message))
-            write_measurements(csv_path, rows)
-            progress(f"{model}: OOM while loading weights; recorded oom at batch {pending[0]}")
+            prompt, gen = todo[0]
+            first = pending_batches(rows, card, model, engine, prompt, gen, grid.batches)[0][0]
+            record(_oom_row(card, model, engine, prompt, gen, first, env, oom_message))
+            progress(f"{model}: OOM while loading weights; recorded oom at prompt {prompt}, batch {first}")
             free_memory()
             continue
         extra = engine_obj.extra_columns()
-        stopped = False
-        for batch in pending:
-            if deadline is not None and time.monotonic() > deadline:
-                progress(f"{model}: deadline reached; stopping before batch {batch} (resume later)")
-                stopped = True
+        last: tuple[float, float] | None = None  # (wall s, estimate s) of this model's last point
+        for prompt, gen in todo:
+            pending, cap = pending_batches(rows, card, model, engine, prompt, gen, grid.batches)
+            if not pending:
+                progress(f"{model}: prompt {prompt}: skipped (OOM at batch {cap} at a shorter context)")
+                continue
+            progress(f"{model}: prompt {prompt}, gen {gen}: batches {pending}"
+                     + (f" (below batch {cap}, which ran out of memory at a shorter context)" if cap else ""))
+            for batch in pending:
+                if past_deadline():
+                    progress(f"{model}: deadline reached; stopping before prompt {prompt}, batch {batch} (resume later)")
+                    stopped = True
+                    break
+                plan = plan_point(batch, prompt, ttft_max_tokens, warmup_prefill_max_tokens)
+                estimate = estimate_point_s(sizes[model], engine, batch, prompt, gen, plan, speeds)["total_s"]
+                if max_seconds_per_point is not None and last is not None:
+                    guess = last[0] * estimate / last[1]
+                    if guess > max_seconds_per_point:
+                        progress(f"{model}: prompt {prompt}: batch {batch} and larger skipped: about {guess:.0f} s "
+                                 f"each (> {max_seconds_per_point:g} s per point)")
+                        break
+                t0 = time.monotonic()
+                oom_message = None
+                try:
+                    result = _measure_planned(engine_obj, batch, prompt, gen, plan)
+                except Exception as exc:  # noqa: BLE001
+                    if not is_oom(exc):
+                        raise
+                    oom_message = str(exc) or type(exc).__name__
+                if oom_message is not None:
+                    free_memory()  # the exception and its frames are gone by now
+                    record(_oom_row(card, model, engine, prompt, gen, batch, env, oom_message,
+                                    {"prefill": plan.label}))
+                    progress(f"{model}: prompt {prompt}, batch {batch}: OUT OF MEMORY; recorded, not climbing further")
+                    break
+                result["point_wall_s"] = time.monotonic() - t0
+                last = (result["point_wall_s"], estimate)
+                row = _point_row(card, model, engine_obj, prompt, gen, batch, result, env,
+                                 {**extra, "prefill": plan.label})
+                record(row)
+                append_steps(raw_path, row, result)
+                progress(_point_line(model, row, result["point_wall_s"]))
+            if stopped:
                 break
-            t0 = time.monotonic()
-            oom_message = None
-            try:
-                result = measure_point(engine_obj, batch, prompt_tokens, gen_tokens)
-            except Exception as exc:  # noqa: BLE001
-                if not is_oom(exc):
-                    raise
-                oom_message = str(exc) or type(exc).__name__
-            if oom_message is not None:
-                free_memory()  # the exception and its frames are gone by now
-                rows.append(_oom_row(card, model, engine, prompt_tokens, gen_tokens, batch, env, oom_message))
-                write_measurements(csv_path, rows)
-                progress(f"{model}: batch {batch}: OUT OF MEMORY; recorded, not climbing further")
-                break
-            result["point_wall_s"] = time.monotonic() - t0
-            row = _point_row(card, model, engine_obj, prompt_tokens, gen_tokens, batch, result, env, extra)
-            rows.append(row)
-            write_measurements(csv_path, rows)
-            append_steps(raw_path, row, result)
-            progress(_point_line(model, row, result["point_wall_s"]))
         engine_obj.close()
         del engine_obj
         free_memory()
@@ -269,10 +404,19 @@ def run_calibration(
     return csv_path
 
 
+def _measure_planned(engine_obj, batch: int, prompt: int, gen: int, plan: PointPlan) -> dict:
+    """measure_point, with the plan passed only for a bounded point (keeps v0.1's 4-argument seam)."""
+    if plan.timed_prefill and plan.warmup_prefill:
+        return measure_point(engine_obj, batch, prompt, gen)
+    return measure_point(engine_obj, batch, prompt, gen,
+                         timed_prefill=plan.timed_prefill, warmup_prefill=plan.warmup_prefill)
+
+
 def _point_line(model: str, row: MeasurementRow, wall_s: float) -> str:
     peak = "-" if row.peak_mem_gib is None else f"{row.peak_mem_gib:.2f} GiB"
+    ttft = "-" if row.ttft_s is None else f"{row.ttft_s:.4f} s"
     return (
-        f"{model}: batch {row.batch:>5}: ttft {row.ttft_s:.4f} s, tpot {row.tpot_s * 1e3:.3f} ms "
+        f"{model}: prompt {row.prompt_tokens:>5}, batch {row.batch:>5}: ttft {ttft}, tpot {row.tpot_s * 1e3:.3f} ms "
         f"(median {row.tpot_median_s * 1e3:.3f}, p10 {row.tpot_p10_s * 1e3:.3f}, p90 {row.tpot_p90_s * 1e3:.3f}), "
         f"{row.batch / row.tpot_s:,.0f} tok/s, peak {peak} [{wall_s:.1f} s]"
     )

@@ -106,12 +106,22 @@ def peak_gib(device) -> tuple[float | None, float | None]:
 
 
 def is_oom(exc: BaseException) -> bool:
-    """True for torch's OutOfMemoryError and for RuntimeErrors that report running out of memory."""
+    """True for torch's OutOfMemoryError and for RuntimeErrors that report running out of memory.
+
+    The exception's chain (``__cause__``, ``__context__``) counts too: an out-of-memory inside a
+    CUDA-graph capture surfaces as the capture's own error, raised while the OOM is handled.
+    """
     import torch
 
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
-        return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            return True
+        if isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def free_memory() -> None:
@@ -152,7 +162,7 @@ def environment(device) -> dict[str, str]:
         gpu = torch.cuda.get_device_name(device)
         driver = nvidia_smi("driver_version")
     else:
-        gpu = f"cpu ({platform.machine()}{', ' + platform.processor() if platform.processor() else ''})"
+        gpu = f"cpu: {cpu_model_name()} ({platform.machine()}, {torch.get_num_threads()} threads)"
         driver = ""
     return {
         "gpu": gpu,
@@ -162,3 +172,29 @@ def environment(device) -> dict[str, str]:
         "cuda": torch.version.cuda or "",
         "python": platform.python_version(),
     }
+
+
+def cpu_model_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else platform.processor(), else 'unknown'."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def mem_available_bytes() -> int | None:
+    """RAM the kernel says a new process can use without swapping (MemAvailable in /proc/meminfo),
+    in bytes; None where /proc/meminfo is missing (not Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    value, unit = line.split()[1:3]
+                    return int(value) * {"kB": 1024}.get(unit, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -1,0 +1,739 @@
+"""Probes: evidence for the attention and memory terms of the step model (issue 9).
+
+    python3 -m calibrate.probes --out DIR --what attention,memory [--device cuda] [--budget-s 90]
+
+Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
+what was measured) and never stops the job: an error in one point, case or probe is recorded
+in the file and the rest goes on. On the CPU the probes run tiny sizes (CI).
+
+attention -> ``probe-attention.json``
+    One layer's decode attention over a static cache, timed alone, over batch x cached tokens x
+    the head shapes of five catalog models: the graph engine's exact ops (``graph_attention``:
+    baddbmm of q K^T with the mask bias over the whole cache, softmax, bmm with V) and each piece
+    alone (``graph_qk``, ``graph_softmax``, ``graph_pv``, and ``graph_cache_write``, the two
+    index_copy_ of the new token's K and V); ``torch.nn.functional.scaled_dot_product_attention``
+    with q_len 1 and ``enable_gqa=True`` (what hf-eager runs) under each backend
+    (``sdpa_default``, ``sdpa_flash``, ``sdpa_efficient``, ``sdpa_math``, ``sdpa_cudnn``); and
+    ``cat_append``, the dynamic cache's growth (two torch.cat of a (B, kv, T, d) cache with one
+    new token). Every point records the KV bytes read, the bytes moved, FLOPs, score elements
+    (batch x q_heads x T) and sequence-layers (batch), so per-byte, per-score-element and
+    per-(sequence x layer) costs can be fitted. The calls are captured in one CUDA graph over
+    enough copies of the cache to exceed L2 (as in a decode step, where other layers' weights
+    and caches flush it); time per layer = graph replay / copies. Combinations whose K + V exceed
+    16 GiB are skipped. ``dispatch`` records which kernel the default SDPA picks per shape.
+
+memory -> ``probe-memory.json``
+    Why the graph engine's peak at batch 1 sits ~1 GiB above the weights in some runs and
+    ~0.05-0.2 GiB in others. Each case runs in a fresh Python process and records
+    torch.cuda.memory_allocated / max_memory_allocated / memory_reserved, selected
+    memory_stats and the largest live blocks after each stage: weights, static cache, eager SDPA
+    prefill (with the kernels the profiler saw, hence the backend), CUDA-graph capture, cuBLAS
+    workspaces cleared, and a whole runner point; with and without the ceilings first, with and
+    without the cuDNN SDPA backend; the prefill under each SDPA backend; hf-eager with and without
+    cuDNN. Models qwen2.5-0.5b (head_dim 64) and qwen2.5-1.5b (head_dim 128).
+
+The graph engine's attention ops are copied here from ``calibrate.graph_engine.decode_step``
+(``graph_decode_attention``); once the engine has them as ``graph_engine.decode_attention(q, ck,
+cv, bias, scale)``, that function is used instead. Until then tests/test_probes.py fails if
+decode_step's attention lines change, so the copy cannot drift silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from roofline.units import GiB, MiB
+
+PROBES = ("attention", "memory")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- attention ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttentionGrid:
+    shapes: tuple[tuple[str, int, int, int], ...]  # (model, q_heads, kv_heads, head_dim)
+    batches: tuple[int, ...]
+    contexts: tuple[int, ...]  # cached tokens T
+    max_kv_bytes: int  # skip combinations whose K + V (one layer) exceed this
+    rotate_bytes: int  # copies of the cache until a pass touches this many bytes
+    max_copies: int
+    reps: int
+    #: skip sdpa_math where it would materialise (group + 1) x the cache (it repeats K and V per
+    #: query head under enable_gqa)
+    max_math_bytes: int
+
+
+FULL_ATTENTION = AttentionGrid(
+    shapes=(("qwen2.5-0.5b", 14, 2, 64), ("qwen2.5-1.5b", 12, 2, 128), ("qwen2.5-3b", 16, 2, 128),
+            ("qwen2.5-7b", 28, 4, 128), ("llama-3.1-8b", 32, 8, 128)),
+    batches=(1, 4, 16, 64, 256),
+    contexts=(128, 512, 2048, 8192, 32768),
+    max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=48 * GiB,
+)
+TINY_ATTENTION = AttentionGrid(
+    shapes=(("tiny-qwen2", 4, 2, 16),), batches=(1, 2), contexts=(16, 64),
+    max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=64 * MiB,
+)
+GRAPH_OPS = ("graph_attention", "graph_qk", "graph_softmax", "graph_pv", "graph_cache_write")
+SDPA_BACKENDS = ("default", "flash", "efficient", "math", "cudnn")
+OPS = GRAPH_OPS + tuple(f"sdpa_{b}" for b in SDPA_BACKENDS) + ("cat_append",)
+
+
+def _copied_decode_attention(q, ck, cv, bias, scale):
+    """One layer of the graph engine's decode attention, exactly as ``decode_step`` runs it.
+
+    q: (B*kv, group, d), query heads grouped by their KV head; ck, cv: (B, kv, T, d), the layer's
+    whole static cache; bias: (T,), 0 where a slot is valid and -inf after the current position.
+    Returns (B*kv, group, d).
+    """
+    import torch
+
+    batch, kv_heads, total, head_dim = ck.shape
+    scores = torch.baddbmm(bias, q, ck.view(batch * kv_heads, total, head_dim).transpose(1, 2),
+                           alpha=scale)  # (B*kv, g, T)
+    probs = torch.softmax(scores, dim=-1)
+    return torch.bmm(probs, cv.view(batch * kv_heads, total, head_dim))  # (B*kv, g, hd)
+
+
+def _engine_decode_attention():
+    """graph_engine.decode_attention once the engine has factored it out (same signature), else
+    the copy above."""
+    from calibrate import graph_engine
+
+    return getattr(graph_engine, "decode_attention", None) or _copied_decode_attention
+
+
+graph_decode_attention = _engine_decode_attention()
+
+
+def attention_point_sizes(batch: int, context: int, q_heads: int, kv_heads: int, head_dim: int) -> dict:
+    """Bytes and FLOPs of one layer's decode attention (bf16): K+V read, score elements, FLOPs."""
+    kv_bytes = 2 * batch * kv_heads * context * head_dim * 2
+    return {"kv_bytes": kv_bytes, "score_elements": batch * q_heads * context,
+            "flop": 4 * batch * q_heads * context * head_dim, "seq_layers": batch}
+
+
+def _op_cost(op: str, sizes: dict) -> dict:
+    """Bytes moved and FLOPs of one op, from attention_point_sizes (bf16, 2 bytes per element)."""
+    kv, se, flop = sizes["kv_bytes"], sizes["score_elements"], sizes["flop"]
+    table = {
+        "graph_attention": (kv + 8 * se, flop),  # S written, read, P written, read
+        "graph_qk": (kv // 2 + 2 * se, flop // 2),
+        "graph_softmax": (4 * se, 0),
+        "graph_pv": (kv // 2 + 2 * se, flop // 2),
+        "graph_cache_write": (kv // max(1, sizes["context"]), 0),  # one token's K and V written
+        "cat_append": (2 * kv, 0),
+    }
+    nbytes, f = table.get(op, (kv, flop))  # sdpa_*: reads K and V once
+    return {"bytes": nbytes, "op_flop": f}
+
+
+def _time_calls(fns: list[Callable[[], object]], device, reps: int) -> tuple[float, dict]:
+    """Seconds per call of ``fns`` run in turn: one CUDA graph replay / len(fns) on CUDA (eager
+    timing if capture fails), a plain loop on the CPU. Returns (seconds, info)."""
+    import numpy as np
+    import torch
+
+    from calibrate.timing import Marks, synchronize
+
+    def run_all():
+        for fn in fns:
+            fn()
+
+    info: dict = {"copies": len(fns), "graph": False}
+    target = run_all
+    if device.type == "cuda":
+        # capture_begin/end by hand: torch.cuda.graph() runs gc.collect() and empty_cache() on
+        # entry, tens of ms each, over a thousand captures
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side):
+            run_all()
+            run_all()
+            side.synchronize()
+            try:
+                graph.capture_begin()
+                try:
+                    run_all()
+                finally:
+                    graph.capture_end()
+                target = graph.replay
+                info["graph"] = True
+            except Exception as exc:  # noqa: BLE001 - e.g. a backend that cannot be captured
+                info["graph_error"] = _short(exc)
+        torch.cuda.current_stream(device).wait_stream(side)
+        torch.cuda.synchronize(device)
+    target()  # warm-up
+    synchronize(device)
+    marks = Marks(device, 2 * reps)
+    for _ in range(reps):
+        marks.mark()
+        target()
+        marks.mark()
+    return float(np.median(marks.pairs())) / len(fns), info
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
+
+
+def _sdpa_context(backend: str):
+    import contextlib
+
+    if backend == "default":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel({"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                        "math": SDPBackend.MATH, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend])
+
+
+def _attention_fns(op: str, data: dict) -> list[Callable[[], object]]:
+    """The calls of one op over every copy of the cache (closures over ``data``'s tensors)."""
+    import torch
+    import torch.nn.functional as F
+
+    q, q4, bias, scale, pos = data["q"], data["q4"], data["bias"], data["scale"], data["pos"]
+    ks, vs = data["k"], data["v"]
+    n = len(ks)
+    if op == "graph_attention":
+        return [lambda i=i: graph_decode_attention(q, ks[i], vs[i], bias, scale) for i in range(n)]
+    if op == "graph_qk":
+        def qk(i):
+            b, kvh, t, d = ks[i].shape
+            return torch.baddbmm(bias, q, ks[i].view(b * kvh, t, d).transpose(1, 2), alpha=scale)
+        return [lambda i=i: qk(i) for i in range(n)]
+    if op == "graph_softmax":
+        scores = data["scores"]
+        return [lambda i=i: torch.softmax(scores[i], dim=-1) for i in range(n)]
+    if op == "graph_pv":
+        probs = data["scores"]
+        def pv(i):
+            b, kvh, t, d = vs[i].shape
+            return torch.bmm(probs[i], vs[i].view(b * kvh, t, d))
+        return [lambda i=i: pv(i) for i in range(n)]
+    if op == "graph_cache_write":
+        k1, v1 = data["k1"], data["v1"]
+        return [lambda i=i: (ks[i].index_copy_(2, pos, k1), vs[i].index_copy_(2, pos, v1)) for i in range(n)]
+    if op.startswith("sdpa_"):
+        return [lambda i=i: F.scaled_dot_product_attention(q4, ks[i], vs[i], enable_gqa=True) for i in range(n)]
+    if op == "cat_append":
+        k1, v1 = data["k1"], data["v1"]
+        return [lambda i=i: (torch.cat([ks[i], k1], dim=-2), torch.cat([vs[i], v1], dim=-2)) for i in range(n)]
+    raise ValueError(f"unknown op {op!r}")
+
+
+def _attention_data(device, batch: int, context: int, q_heads: int, kv_heads: int, head_dim: int, copies: int):
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(0)
+    group = q_heads // kv_heads
+    bf16 = torch.bfloat16
+    shape = (batch, kv_heads, context, head_dim)
+    bias = torch.zeros(context, device=device, dtype=bf16)
+    bias[-1] = float("-inf")  # the slot after the current position, as in a decode step
+    data = {
+        "k": [torch.randn(shape, device=device, dtype=bf16, generator=gen) for _ in range(copies)],
+        "v": [torch.randn(shape, device=device, dtype=bf16, generator=gen) for _ in range(copies)],
+        "q": torch.randn(batch * kv_heads, group, head_dim, device=device, dtype=bf16, generator=gen),
+        "q4": torch.randn(batch, q_heads, 1, head_dim, device=device, dtype=bf16, generator=gen),
+        "k1": torch.randn(batch, kv_heads, 1, head_dim, device=device, dtype=bf16, generator=gen),
+        "v1": torch.randn(batch, kv_heads, 1, head_dim, device=device, dtype=bf16, generator=gen),
+        "bias": bias,
+        "scale": head_dim ** -0.5,
+        "pos": torch.tensor([context - 2], device=device),
+    }
+    data["scores"] = [torch.softmax(torch.randn(batch * kv_heads, group, context, device=device, dtype=bf16,
+                                                generator=gen), dim=-1) for _ in range(copies)]
+    return data
+
+
+def sdpa_backend_from_ops(names: list[str]) -> str:
+    """Which SDPA backend ran, from the aten op names a profiler recorded: cudnn, flash,
+    efficient, math, flash-cpu, or '' if no SDPA op was seen."""
+    low = " ".join(n.lower() for n in names)
+    for key, backend in (("_scaled_dot_product_cudnn_attention", "cudnn"),
+                         ("_scaled_dot_product_flash_attention_for_cpu", "flash-cpu"),
+                         ("_scaled_dot_product_flash_attention", "flash"),
+                         ("_scaled_dot_product_efficient_attention", "efficient"),
+                         ("_scaled_dot_product_attention_math", "math")):
+        if key in low:
+            return backend
+    return ""
+
+
+def profiled_op_names(fn: Callable[[], object], device, enabled: bool = True) -> list[str]:
+    """Names of every op and kernel the torch profiler saw while running ``fn`` once ([] and a
+    plain call when not ``enabled``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from calibrate.timing import synchronize
+
+    if not enabled:
+        fn()
+        synchronize(device)
+        return []
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        fn()
+        synchronize(device)
+    return sorted({e.key for e in prof.key_averages()})
+
+
+def _interesting(names: list[str]) -> list[str]:
+    keys = ("attention", "attn", "fmha", "flash", "cudnn", "sdpa", "softmax", "bmm", "gemm", "cutlass", "sm90")
+    return [n for n in names if any(k in n.lower() for k in keys)][:40]
+
+
+def attention_probe(device: str, grid: AttentionGrid, out_path: Path, deadline: float | None,
+                    progress: Callable[[str], None]) -> dict:
+    """Time every op of OPS over ``grid``; writes ``out_path`` after each combination."""
+    import torch
+
+    from calibrate.timing import environment, free_memory, torch_device, utc_now
+
+    dev = torch_device(device)
+    result: dict = {"probe": "attention", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
+                    "method": ("one layer; calls over `copies` cache copies captured in one CUDA graph "
+                               "(a plain loop on the CPU), median of reps replays / copies"),
+                    "points": [], "dispatch": [], "skipped": [], "stopped": None}
+    t0 = time.monotonic()
+    with torch.inference_mode():
+        for name, q_heads, kv_heads, head_dim in grid.shapes:
+            for batch in grid.batches:
+                for context in grid.contexts:
+                    sizes = attention_point_sizes(batch, context, q_heads, kv_heads, head_dim)
+                    where = {"shape": name, "q_heads": q_heads, "kv_heads": kv_heads, "head_dim": head_dim,
+                             "batch": batch, "context_tokens": context}
+                    if sizes["kv_bytes"] > grid.max_kv_bytes:
+                        result["skipped"].append({**where, "why": "K + V over max_kv_bytes"})
+                        continue
+                    if deadline is not None and time.monotonic() > deadline:
+                        result["stopped"] = f"budget reached before {name} batch {batch} T {context}"
+                        _write(out_path, result)
+                        progress(f"attention: {result['stopped']}")
+                        return result
+                    _attention_combo(dev, grid, where, sizes, result)
+                    free_memory()
+                _write(out_path, result)
+            progress(f"attention: {name} done ({time.monotonic() - t0:.1f} s)")
+    result["wall_s"] = round(time.monotonic() - t0, 2)
+    _write(out_path, result)
+    return result
+
+
+def _dispatch_point(grid: AttentionGrid, batch: int, context: int) -> bool:
+    """Profile the default SDPA at the first batch and at 64, at the second and fourth context
+    (e.g. 512 and 8192): 4 profiler runs per shape instead of 25."""
+    contexts = grid.contexts[1::2] or grid.contexts
+    return batch in (grid.batches[0], 64) and context in contexts
+
+
+def _attention_combo(dev, grid: AttentionGrid, where: dict, sizes: dict, result: dict) -> None:
+    batch, context = where["batch"], where["context_tokens"]
+    q_heads, kv_heads, head_dim = where["q_heads"], where["kv_heads"], where["head_dim"]
+    copies = max(1, min(grid.max_copies, math.ceil(grid.rotate_bytes / sizes["kv_bytes"]) if grid.rotate_bytes else 1))
+    try:
+        data = _attention_data(dev, batch, context, q_heads, kv_heads, head_dim, copies)
+    except Exception as exc:  # noqa: BLE001 - e.g. out of memory: record, go on
+        result["skipped"].append({**where, "why": _short(exc)})
+        return
+    if _dispatch_point(grid, batch, context):  # which kernel the default SDPA picks, per shape
+        try:
+            names = profiled_op_names(_attention_fns("sdpa_default", data)[0], dev)
+            result["dispatch"].append({**where, "sdpa_default_backend": sdpa_backend_from_ops(names),
+                                       "ops": _interesting(names)})
+        except Exception as exc:  # noqa: BLE001
+            result["dispatch"].append({**where, "error": _short(exc)})
+    group = q_heads // kv_heads
+    for op in OPS:
+        point = {**where, "op": op, **sizes, **_op_cost(op, {**sizes, "context": context})}
+        if op == "sdpa_math" and (group + 1) * sizes["kv_bytes"] > grid.max_math_bytes:
+            result["skipped"].append({**where, "op": op, "why": "math backend would repeat K and V per query head"})
+            continue
+        try:
+            with _sdpa_context(op[len("sdpa_"):] if op.startswith("sdpa_") else "default"):
+                seconds, info = _time_calls(_attention_fns(op, data), dev, grid.reps)
+            point.update(info, s=seconds, bytes_per_s=point["bytes"] / seconds if seconds > 0 else None)
+        except Exception as exc:  # noqa: BLE001 - unsupported backend, OOM, ...: record it
+            point["error"] = _short(exc)
+        result["points"].append(point)
+    del data
+
+
+# ---- memory ------------------------------------------------------------------------------------
+
+FULL_MEMORY_CASES = tuple(
+    {"model": m, **c}
+    for m in ("qwen2.5-0.5b", "qwen2.5-1.5b")
+    for c in ({"kind": "graph"}, {"kind": "graph", "ceilings_first": True}, {"kind": "graph", "cudnn": False},
+              {"kind": "prefill-backends"}, {"kind": "hf-eager"}, {"kind": "hf-eager", "cudnn": False})
+)
+TINY_MEMORY_CASES = (
+    {"model": "tiny-qwen2", "kind": "graph", "ceilings_first": True},
+    {"model": "tiny-qwen2", "kind": "prefill-backends"},
+)
+_STAT_KEYS = ("allocated_bytes.all.current", "allocated_bytes.all.peak", "active_bytes.all.peak",
+              "requested_bytes.all.peak", "reserved_bytes.all.current", "reserved_bytes.all.peak",
+              "allocation.all.current", "segment.all.current", "num_alloc_retries", "num_ooms")
+
+
+class _Stages:
+    """Memory after each stage of one case: allocated, peak since the stage began, reserved, stats."""
+
+    def __init__(self, device):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.stages: list[dict] = []
+        self.t0 = time.monotonic()
+
+    def begin(self) -> None:
+        import torch
+
+        gc.collect()
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def snap(self, name: str, **extra) -> dict:
+        import torch
+
+        rec: dict = {"stage": name, "t_s": round(time.monotonic() - self.t0, 3)}
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            stats = torch.cuda.memory_stats(self.device)
+            rec.update(allocated_bytes=torch.cuda.memory_allocated(self.device),
+                       max_allocated_bytes=torch.cuda.max_memory_allocated(self.device),
+                       reserved_bytes=torch.cuda.memory_reserved(self.device),
+                       max_reserved_bytes=torch.cuda.max_memory_reserved(self.device),
+                       stats={k: stats.get(k) for k in _STAT_KEYS}, largest_live_blocks=_largest_blocks(self.device))
+        else:
+            import resource
+
+            rec["rss_max_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        rec.update(extra)
+        self.stages.append(rec)
+        return rec
+
+    def fail(self, name: str, exc: BaseException) -> None:
+        self.stages.append({"stage": name, "error": _short(exc)})
+
+
+def _largest_blocks(device, n: int = 8) -> list[int]:
+    """Sizes in bytes of the n largest live (allocated) blocks of the caching allocator."""
+    import torch
+
+    try:
+        sizes = [b["size"] for seg in torch.cuda.memory_snapshot() for b in seg.get("blocks", [])
+                 if b.get("state") == "active_allocated"]
+    except Exception:  # noqa: BLE001 - diagnostics only
+        return []
+    return sorted(sizes, reverse=True)[:n]
+
+
+def _clear_cublas(stages: _Stages) -> None:
+    import torch
+
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if stages.cuda and clear is not None:
+        before = torch.cuda.memory_allocated(stages.device)
+        clear()
+        stages.snap("cuBLAS workspaces cleared", freed_bytes=before - torch.cuda.memory_allocated(stages.device))
+
+
+def run_memory_case(case: dict, out: dict | None = None) -> dict:
+    """One memory case, in this process (the probe runs each in a fresh one): stages and flags,
+    filled into ``out`` as they come (so a failure keeps the stages before it)."""
+    import torch
+
+    from calibrate.ceilings import default_sizes, measure_ceilings
+    from calibrate.configs import TINY_MODELS, load_model_config
+    from calibrate.grid import ModelSize
+    from calibrate.timing import free_memory, torch_device
+
+    dev = torch_device(case.get("device", "cuda"))
+    cuda = dev.type == "cuda"
+    if cuda and not case.get("cudnn", True):
+        torch.backends.cuda.enable_cudnn_sdp(False)
+    model = case["model"]
+    config = load_model_config(model)
+    batch, prompt, gen = case.get("batch", 1), case.get("prompt", 128), case.get("gen", 16)
+    out = {} if out is None else out
+    out.update(case=case, weight_bytes_expected=ModelSize.from_config(model, config).weight_bytes, flags=_flags(),
+               env={"CUBLAS_WORKSPACE_CONFIG": os.environ.get("CUBLAS_WORKSPACE_CONFIG", "")})
+    st = _Stages(dev)
+    out["stages"] = st.stages
+    torch.zeros(1, device=dev)  # context up
+    st.snap("start")
+    if case.get("ceilings_first"):
+        st.begin()
+        measure_ceilings(str(dev), {model: config}, [1, 64],
+                         sizes=default_sizes(dev.type, tiny_models_only=model in TINY_MODELS))
+        free_memory()
+        st.snap("ceilings measured, then freed")
+    with torch.inference_mode():
+        kind = case["kind"]
+        profile = case.get("profile", True)  # the torch profiler names the SDPA backend
+        if kind in ("graph", "prefill-backends"):
+            _graph_case(st, config, dev, batch, prompt, gen, kind, profile)
+        elif kind == "hf-eager":
+            _hf_case(st, config, dev, batch, prompt, gen, profile)
+        else:
+            raise ValueError(f"unknown memory case kind {kind!r}")
+    return out
+
+
+def _flags() -> dict:
+    import torch
+
+    b = torch.backends.cuda
+    flags = {"torch": torch.__version__}
+    for name in ("cudnn_sdp_enabled", "flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled"):
+        fn = getattr(b, name, None)
+        flags[name] = fn() if fn else None
+    flags["cudnn_version"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return flags
+
+
+def _graph_case(st: _Stages, config: dict, dev, batch: int, prompt: int, gen: int, kind: str,
+                profile: bool = True) -> None:
+    """Weights; a whole runner point first (as the runner's first point after loading), then what
+    it is made of: static cache, eager prefill (profiled, per backend), capture, one step."""
+    import torch
+
+    from calibrate.graph_engine import GraphEngine
+    from calibrate.graph_engine import prefill as ge_prefill
+
+    st.begin()
+    eng = GraphEngine(config, device=str(dev))
+    st.snap("weights")
+    if kind == "graph":
+        st.begin()
+        result = eng.measure(batch, prompt, gen)
+        st.snap("a whole runner point (GraphEngine.measure)", peak_mem_gib=result["peak_mem_gib"])
+        _clear_cublas(st)
+    st.begin()
+    state = eng.new_state(batch, prompt + gen)
+    st.snap("static cache allocated")
+    ids = torch.randint(0, eng.shapes.vocab, (batch, prompt), device=dev)
+
+    def prefill():
+        ge_prefill(eng.weights, eng.shapes, ids, state.cache_k, state.cache_v, state.cos, state.sin)
+
+    backends = ("default",) if kind == "graph" else ("math", "efficient", "flash", "cudnn", "default")
+    for backend in backends:
+        st.begin()
+        try:
+            with _sdpa_context(backend):
+                names = profiled_op_names(prefill, dev, profile)
+            st.snap(f"eager prefill ({backend})", sdpa_backend=sdpa_backend_from_ops(names), ops=_interesting(names))
+        except Exception as exc:  # noqa: BLE001 - a backend this shape or device lacks
+            st.fail(f"eager prefill ({backend})", exc)
+    if kind == "prefill-backends":
+        return
+    st.begin()
+    replay = eng._capture(state, prompt)
+    st.snap("decode step captured (CUDA graph)" if eng.use_graph else "decode step warmed up (no CUDA graph)")
+    st.begin()
+    replay()
+    st.snap("one decode step")
+    eng._graph = None
+    del replay, state
+    st.begin()
+    st.snap("point state freed")
+    eng.close()
+
+
+def _hf_case(st: _Stages, config: dict, dev, batch: int, prompt: int, gen: int, profile: bool = True) -> None:
+    from calibrate.hf_eager import HFEagerEngine
+
+    st.begin()
+    eng = HFEagerEngine(config, device=str(dev))
+    st.snap("weights", attn_implementation=eng.extra_columns().get("attn_implementation"))
+    st.begin()
+    result = eng.measure(batch, prompt, gen)
+    st.snap("a whole runner point (HFEagerEngine.measure)", peak_mem_gib=result["peak_mem_gib"])
+    _clear_cublas(st)
+    st.begin()
+    names = profiled_op_names(lambda: eng._run(batch, prompt, 2), dev, profile)
+    st.snap("prefill + one decode step", sdpa_backend=sdpa_backend_from_ops(names), ops=_interesting(names))
+    eng.close()
+
+
+def _case_summary(rec: dict) -> dict:
+    """The numbers the question needs, per case: GiB above the weights at the runner's peak, what
+    the prefill left allocated, the cuBLAS workspace, and the SDPA backend the prefill used."""
+    stages = {s["stage"]: s for s in rec.get("result", {}).get("stages", []) if "error" not in s}
+    weights = stages.get("weights", {}).get("allocated_bytes")
+    out = {"case": rec["case"], "ok": rec.get("returncode") == 0}
+    point = next((s for n, s in stages.items() if n.startswith("a whole runner point")), None)
+    if weights is not None and point is not None and point.get("max_allocated_bytes") is not None:
+        out["runner_peak_above_weights_gib"] = round((point["max_allocated_bytes"] - weights) / GiB, 4)
+        out["left_allocated_after_point_gib"] = round((point["allocated_bytes"] - weights) / GiB, 4)
+    if "start" in stages and "weights" in stages and stages["start"].get("allocated_bytes") is not None:
+        out["allocated_before_weights_gib"] = round(stages["start"]["allocated_bytes"] / GiB, 4)
+        if "ceilings measured, then freed" in stages:
+            out["left_by_ceilings_gib"] = round(stages["ceilings measured, then freed"]["allocated_bytes"] / GiB, 4)
+    for name, s in stages.items():
+        if name.startswith("eager prefill") or name.startswith("prefill +"):
+            entry = {"backend": s.get("sdpa_backend")}
+            if s.get("allocated_bytes") is not None:
+                entry["peak_gib"] = round(s["max_allocated_bytes"] / GiB, 4)
+                entry["allocated_after_gib"] = round(s["allocated_bytes"] / GiB, 4)
+            out.setdefault("prefill", {})[name] = entry
+    if "cuBLAS workspaces cleared" in stages:
+        out["cublas_workspace_gib"] = round(stages["cuBLAS workspaces cleared"]["freed_bytes"] / GiB, 4)
+    return out
+
+
+def memory_probe(device: str, cases: tuple[dict, ...], out_path: Path, deadline: float | None, jobs: int,
+                 case_timeout_s: float, progress: Callable[[str], None]) -> dict:
+    """Run every case in a fresh Python process (``jobs`` at a time); writes ``out_path``."""
+    from calibrate.timing import utc_now
+
+    result: dict = {"probe": "memory", "timestamp": utc_now(), "device": device, "cases": [], "summary": []}
+    tmp = out_path.parent / f".{out_path.stem}-cases"
+    tmp.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+
+    def one(i_case):
+        i, case = i_case
+        case = {"device": device, **case}
+        if deadline is not None and time.monotonic() > deadline:
+            return {"case": case, "returncode": None, "error": "budget reached before this case started"}
+        path = tmp / f"case-{i}.json"
+        timeout = case_timeout_s if deadline is None else max(10.0, min(case_timeout_s, deadline + 30 - time.monotonic()))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+        t = time.monotonic()
+        rec: dict = {"case": case}
+        try:
+            proc = subprocess.run([sys.executable, "-m", "calibrate.probes", "--memory-case", json.dumps(case),
+                                   "--case-out", str(path)], cwd=REPO_ROOT, env=env, capture_output=True,
+                                  text=True, timeout=timeout, check=False)
+            rec["returncode"] = proc.returncode
+            if proc.returncode != 0:
+                rec["stderr_tail"] = proc.stderr[-3000:]
+        except subprocess.TimeoutExpired:
+            rec["returncode"] = None
+            rec["error"] = f"timed out after {timeout:.0f} s"
+        rec["wall_s"] = round(time.monotonic() - t, 2)
+        if path.exists():
+            rec["result"] = json.loads(path.read_text())
+        return rec
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for rec in pool.map(one, list(enumerate(cases))):
+            result["cases"].append(rec)
+            result["summary"].append(_case_summary(rec))
+            progress(f"memory: {rec['case']['model']} {rec['case']['kind']}"
+                     f"{' ceilings first' if rec['case'].get('ceilings_first') else ''}"
+                     f"{' cuDNN off' if rec['case'].get('cudnn') is False else ''}: "
+                     f"{'ok' if rec.get('returncode') == 0 else 'FAILED'} ({rec.get('wall_s', 0)} s)")
+            _write(out_path, result)
+    result["wall_s"] = round(time.monotonic() - t0, 2)
+    _write(out_path, result)
+    for f in tmp.glob("case-*.json"):
+        f.unlink()
+    tmp.rmdir()
+    return result
+
+
+# ---- driver ------------------------------------------------------------------------------------
+
+def _write(path: Path, data: dict) -> None:
+    from roofline.atomic import write_text_atomic
+
+    write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
+
+
+def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: float | None = 90.0,
+               tiny: bool | None = None, jobs: int = 4, progress: Callable[[str], None] = print) -> dict[str, Path]:
+    """Run the probes named in ``what``; returns {probe: json path}. An error in one probe is
+    written to its file (``error``, ``traceback``) and the next probe still runs."""
+    unknown = [w for w in what if w not in PROBES]
+    if unknown:
+        from roofline.errors import RooflineError
+
+        raise RooflineError(f"unknown probe(s) {', '.join(unknown)}; choose from {', '.join(PROBES)}")
+    from calibrate.runner import check_device
+
+    device = check_device(device)
+    tiny = (not device.startswith("cuda")) if tiny is None else tiny
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    paths = {}
+    # memory first: its cases run in their own processes, in parallel, in a fixed time; the
+    # attention probe then takes what is left of the budget
+    for name in [p for p in ("memory", "attention") if p in what]:
+        path = out_dir / f"probe-{name}.json"
+        t0 = time.monotonic()
+        try:
+            if name == "attention":
+                attention_probe(device, TINY_ATTENTION if tiny else FULL_ATTENTION, path, deadline, progress)
+            else:
+                memory_probe(device, TINY_MEMORY_CASES if tiny else FULL_MEMORY_CASES, path, deadline, jobs,
+                             case_timeout_s=60.0 if tiny else 150.0, progress=progress)
+        except Exception as exc:  # noqa: BLE001 - never crash the job: write what is known
+            progress(f"{name}: FAILED: {_short(exc)}")
+            previous = json.loads(path.read_text()) if path.exists() else {"probe": name}
+            _write(path, {**previous, "error": _short(exc), "traceback": traceback.format_exc()})
+        progress(f"{name}: {path} ({time.monotonic() - t0:.1f} s)")
+        paths[name] = path
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", help="folder for probe-<name>.json")
+    ap.add_argument("--what", default="attention,memory", help=f"comma list of {', '.join(PROBES)}")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--budget-s", type=float, default=90.0, help="stop starting new work after this")
+    ap.add_argument("--tiny", action="store_true", help="tiny sizes (the default on the CPU)")
+    ap.add_argument("--jobs", type=int, default=4, help="memory cases run at once (each its own process)")
+    ap.add_argument("--memory-case", help=argparse.SUPPRESS)
+    ap.add_argument("--case-out", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.memory_case:  # one memory case, in this fresh process
+        case = json.loads(args.memory_case)
+        out: dict = {"case": case}
+        try:
+            run_memory_case(case, out)
+        except Exception as exc:  # noqa: BLE001 - write what the stages got to, then fail
+            out.update(error=_short(exc), traceback=traceback.format_exc())
+            Path(args.case_out).write_text(json.dumps(out, default=str))
+            raise
+        Path(args.case_out).write_text(json.dumps(out, default=str))
+        return 0
+    if not args.out:
+        ap.error("--out is required")
+    what = [w.strip() for w in args.what.split(",") if w.strip()]
+    from roofline.errors import RooflineError
+
+    try:
+        paths = run_probes(Path(args.out), what, args.device, args.budget_s, True if args.tiny else None, args.jobs,
+                           progress=lambda m: print(m, flush=True))
+    except RooflineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    failed = [n for n, p in paths.items() if "error" in json.loads(p.read_text())]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""calibrate.probes on the CPU with tiny sizes: the files they write, the attention copy's fidelity
+to the graph engine, backend detection, and that one failing probe does not stop the other."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from calibrate import graph_engine as ge  # noqa: E402
+from calibrate import probes  # noqa: E402
+from roofline.errors import RooflineError  # noqa: E402
+
+
+def test_attention_copy_is_the_graph_engines_code():
+    """graph_decode_attention is the engine's own function, or a copy of decode_step's attention
+    lines: fail when decode_step changes and the copy does not."""
+    if hasattr(ge, "decode_attention"):
+        assert probes.graph_decode_attention is ge.decode_attention
+        assert "decode_attention(" in inspect.getsource(ge.decode_step)
+        return
+    src = "".join(inspect.getsource(ge.decode_step).split())
+    for line in (
+        "q=qk[:,:s.heads].reshape(batch*s.kv_heads,group,s.head_dim)",
+        "scores=torch.baddbmm(bias,q,ck.view(batch*s.kv_heads,total,s.head_dim).transpose(1,2),alpha=scale)",
+        "probs=torch.softmax(scores,dim=-1)",
+        "attn=torch.bmm(probs,cv.view(batch*s.kv_heads,total,s.head_dim))",
+    ):
+        assert line in src, f"graph_engine.decode_step changed; update calibrate/probes.py: {line}"
+
+
+def test_attention_copy_equals_sdpa_with_gqa():
+    torch.manual_seed(0)
+    batch, q_heads, kv_heads, total, hd = 3, 6, 2, 11, 8
+    q4 = torch.randn(batch, q_heads, 1, hd)
+    ck, cv = torch.randn(batch, kv_heads, total, hd), torch.randn(batch, kv_heads, total, hd)
+    bias = torch.zeros(total)
+    bias[-3:] = float("-inf")  # slots after the current position
+    ref = torch.nn.functional.scaled_dot_product_attention(q4, ck[:, :, :-3], cv[:, :, :-3], enable_gqa=True)
+    grouped = q4.reshape(batch * kv_heads, q_heads // kv_heads, hd)  # heads ordered by KV head
+    out = probes.graph_decode_attention(grouped, ck, cv, bias, hd ** -0.5)
+    assert torch.allclose(out.reshape(batch, q_heads, 1, hd), ref, atol=1e-5)
+
+
+def test_attention_probe_on_cpu(tmp_path):
+    path = tmp_path / "probe-attention.json"
+    data = probes.attention_probe("cpu", probes.TINY_ATTENTION, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    pts = data["points"]
+    grid = probes.TINY_ATTENTION
+    assert len(pts) == len(grid.batches) * len(grid.contexts) * len(probes.OPS)
+    for p in pts:
+        assert p["kv_bytes"] == 2 * p["batch"] * p["kv_heads"] * p["context_tokens"] * p["head_dim"] * 2
+        assert p["score_elements"] == p["batch"] * p["q_heads"] * p["context_tokens"]
+        assert p["seq_layers"] == p["batch"]
+    ok = {p["op"] for p in pts if "error" not in p}
+    assert set(probes.GRAPH_OPS) | {"sdpa_default", "sdpa_math", "cat_append"} <= ok
+    assert all(p["s"] > 0 for p in pts if "error" not in p)
+    # the CPU has no memory-efficient or cuDNN attention: recorded, not raised
+    assert {p["op"] for p in pts if "error" in p} == {"sdpa_efficient", "sdpa_cudnn"}
+    assert {d["sdpa_default_backend"] for d in data["dispatch"]} == {"flash-cpu"}
+
+
+def test_attention_probe_stops_at_the_budget(tmp_path):
+    data = probes.attention_probe("cpu", probes.TINY_ATTENTION, tmp_path / "a.json", 0.0, lambda m: None)
+    assert data["points"] == [] and data["stopped"].startswith("budget reached before tiny-qwen2 batch 1")
+
+
+def test_skipped_combinations_over_the_kv_limit(tmp_path):
+    grid = probes.AttentionGrid(shapes=(("t", 4, 2, 16),), batches=(1, 64), contexts=(16,), max_kv_bytes=4096,
+                                rotate_bytes=0, max_copies=1, reps=1, max_math_bytes=1)
+    data = probes.attention_probe("cpu", grid, tmp_path / "a.json", None, lambda m: None)
+    assert [(s["batch"], s.get("op")) for s in data["skipped"]] == [(1, "sdpa_math"), (64, None)]
+
+
+def test_memory_case_stages_and_backends_on_cpu():
+    out: dict = {}
+    probes.run_memory_case({"device": "cpu", "model": "tiny-qwen2", "kind": "prefill-backends", "prompt": 8,
+                            "gen": 4}, out)
+    stages = {s["stage"]: s for s in out["stages"]}
+    assert list(stages)[:3] == ["start", "weights", "static cache allocated"]
+    assert stages["eager prefill (math)"]["sdpa_backend"] == "math"
+    assert stages["eager prefill (flash)"]["sdpa_backend"] == "flash-cpu"
+    assert "No viable backend" in stages["eager prefill (cudnn)"]["error"]
+    assert out["weight_bytes_expected"] > 0 and out["flags"]["torch"] == torch.__version__
+
+
+def test_memory_probe_runs_cases_in_fresh_processes(tmp_path):
+    path = tmp_path / "probe-memory.json"
+    cases = ({"model": "tiny-llama", "kind": "graph", "prompt": 8, "gen": 4, "profile": False},
+             {"model": "tiny-llama", "kind": "no-such-kind"})
+    data = probes.memory_probe("cpu", cases, path, None, jobs=2, case_timeout_s=120, progress=lambda m: None)
+    assert json.loads(path.read_text())["summary"] == data["summary"]
+    good, bad = data["cases"]
+    assert good["returncode"] == 0
+    names = [s["stage"] for s in good["result"]["stages"]]
+    assert names[:3] == ["start", "weights", "a whole runner point (GraphEngine.measure)"]
+    assert "eager prefill (default)" in names and names[-1] == "point state freed"
+    assert data["summary"][0]["prefill"]["eager prefill (default)"]["backend"] == ""  # profiler off
+    # a failing case is recorded with its error, and the probe goes on
+    assert bad["returncode"] != 0 and "unknown memory case kind" in bad["result"]["error"]
+    assert not list(tmp_path.glob(".probe-memory-cases*"))
+
+
+def test_a_failing_probe_is_written_and_the_next_still_runs(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("probe exploded")
+
+    monkeypatch.setattr(probes, "memory_probe", boom)
+    monkeypatch.setattr(probes, "TINY_ATTENTION", probes.AttentionGrid(
+        shapes=(("t", 4, 2, 16),), batches=(1,), contexts=(16,), max_kv_bytes=2**20, rotate_bytes=0,
+        max_copies=1, reps=1, max_math_bytes=2**20))
+    lines: list[str] = []
+    paths = probes.run_probes(tmp_path, ["attention", "memory"], device="cpu", progress=lines.append)
+    mem = json.loads(paths["memory"].read_text())
+    assert mem["error"] == "RuntimeError: probe exploded" and "Traceback" in mem["traceback"]
+    att = json.loads(paths["attention"].read_text())
+    assert len(att["points"]) == len(probes.OPS) and "error" not in att
+    assert any("memory: FAILED" in line for line in lines)
+
+
+def test_bad_probe_and_device_names():
+    with pytest.raises(RooflineError, match="unknown probe"):
+        probes.run_probes("/nonexistent", ["speed"], device="cpu")
+    with pytest.raises(RooflineError, match="unknown device 'tpu'"):
+        probes.run_probes("/nonexistent", ["attention"], device="tpu")
+    assert probes.main(["--out", "/nonexistent", "--what", "speed"]) == 2
+
+
+def test_backend_names_from_profiler_ops():
+    assert probes.sdpa_backend_from_ops(["aten::_scaled_dot_product_cudnn_attention", "x"]) == "cudnn"
+    assert probes.sdpa_backend_from_ops(["aten::_scaled_dot_product_flash_attention"]) == "flash"
+    assert probes.sdpa_backend_from_ops(["aten::_scaled_dot_product_efficient_attention"]) == "efficient"
+    assert probes.sdpa_backend_from_ops(["aten::_scaled_dot_product_attention_math"]) == "math"
+    assert probes.sdpa_backend_from_ops(["aten::mm"]) == ""
