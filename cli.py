@@ -99,6 +99,7 @@ FLAGS = {
     "return_policy": "--return-policy", "ttft_max_s": "--ttft-max", "tpot_max_s": "--tpot-max",
     "min_user_tok_s": "--min-user-tok-s", "max_batch": "--max-batch", "min_batch": "--min-batch",
     "models": "--model", "tpot_statistic": "--tpot-statistic", "stream_count": "--count",
+    "prompt_tokens_list": "--prompts", "tp": "--tp", "routing_skew": "--routing-skew", "budget_s": "--budget-s",
 }
 SCENARIO_OPTIONS = ("card", "model", "prompt_tokens", "gen_tokens", "calibration", "no_calibration", "engine",
                     "kv_cache", "weight_dtype", "kv_dtype")
@@ -254,15 +255,31 @@ def compare(measurements, fmt, **kw):
     click.echo(compare_view(api.compare(list(measurements), **kw), fmt))
 
 
+def parse_ints(text: str, field: str) -> list[int]:
+    """'128' or '128,512,2048' -> a list of whole numbers."""
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise RooflineError(f"give whole numbers separated by commas, not {text!r}", field) from None
+
+
 @main.command()
 @click.option("--card", required=True, help="Card id the run is recorded under (e.g. h200).")
 @click.option("--model", "models", multiple=True, required=True, help="Model to sweep; repeat for several.")
 @click.option("--engine", type=click.Choice(["hf-eager", "graph"]), default="hf-eager", show_default=True)
-@click.option("--batches", default="1..1024", show_default=True, help="Batch sizes, as for predict.")
-@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int)
-@click.option("--gen", "gen_tokens", default=128, show_default=True, type=int)
+@click.option("--batches", default="1..1024", show_default=True, help="Batch sizes, as for predict; each prompt climbs them until out of memory.")
+@click.option("--prompt", "--prompts", "prompts", default="128", show_default=True,
+              help="Prompt tokens: one length or several (128,512,2048): a grid of contexts.")
+@click.option("--gen", "gens", default="128", show_default=True, help="Generated tokens: one length, or one per prompt.")
+@click.option("--grid", type=click.Choice(["default"]),
+              help="The grid that identifies every term: prompts 128..16384 (gen 128..32), batches 1..1024 until OOM.")
+@click.option("--budget-s", type=float, help="Stop cleanly before a point that would start after this many seconds (--resume continues).")
+@click.option("--ttft-max-tokens", type=int, help="Time the prefill only up to batch x prompt tokens (default 65,536).")
+@click.option("--warmup-prefill-max-tokens", type=int, help="Run the untimed warm-up prefill only up to this many tokens (default 16,384).")
+@click.option("--max-seconds-per-point", type=float, help="Skip a point whose estimated cost is above this.")
+@click.option("--tp", default=1, show_default=True, type=int, help="Split the model over this many GPUs (graph engine; one process per GPU).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for measurements, ceilings and the calibration.")
-@click.option("--device", default="cuda", show_default=True, help="cuda, or cpu (with a tiny model) to test the path.")
+@click.option("--device", default="cuda", show_default=True, help="cuda (or cuda:N), or cpu: this machine's CPU as the card.")
 @click.option("--resume", is_flag=True, help="Keep the points already in the folder's CSV and measure the rest.")
 @click.option("--no-fit", is_flag=True, help="Measure only.")
 @click.option(
@@ -271,17 +288,51 @@ def compare(measurements, fmt, **kw):
     help="Disable PyTorch's cuDNN SDPA backend (on Hopper it rebuilds plans per KV length; see docs/calibration.md).",
 )
 @domain_errors
-def calibrate(batches, out_dir, no_fit, no_cudnn_attention, **kw):
-    """Measure real bf16 decode on this machine's GPU, then fit a calibration.
+def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention, **kw):
+    """Measure real bf16 decode on this machine's GPU (or CPU), then fit a calibration.
 
-    Example: roofline calibrate --card h200 --model qwen2.5-1.5b --model qwen2.5-7b --engine graph --out runs/h200
+    Example: roofline calibrate --card h200 --model qwen2.5-1.5b --model qwen2.5-7b --engine graph --grid default --out runs/h200
     """
     from roofline import api
     from roofline.views import calibrate_view
 
-    result = api.calibrate(batches=parse_batches(batches), out_dir=Path(out_dir), fit=not no_fit,
-                           cudnn_attention=not no_cudnn_attention, **kw)
+    batch_list, prompt_list, gen_list = parse_batches(batches), parse_ints(prompts, "prompt_tokens"), parse_ints(gens, "gen_tokens")
+    if grid == "default":
+        from calibrate.grid import DEFAULT_GRID
+
+        batch_list, prompt_list, gen_list = list(DEFAULT_GRID.batches), list(DEFAULT_GRID.prompts), list(DEFAULT_GRID.gens)
+    result = api.calibrate(batches=batch_list, prompt_tokens=prompt_list, gen_tokens=gen_list[0] if len(gen_list) == 1 else gen_list,
+                           out_dir=Path(out_dir), fit=not no_fit, cudnn_attention=not no_cudnn_attention, **kw)
     click.echo(calibrate_view(result))
+
+
+@main.command()
+@click.option("--card", required=True, help="Card id the run is recorded under (e.g. h200).")
+@click.option("--model", required=True, help="Model to serve (a dense catalog model or config.json).")
+@click.option("--requests", "requests", required=True, type=click.Path(dir_okay=False), help="Request file: CSV with a header or JSONL; prompt_tokens, gen_tokens, optional arrival_s.")
+@click.option("--arrival-rate", type=float, help="Poisson arrivals at this many requests/s (replaces the file's arrival_s).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals.")
+@click.option("--max-num-seqs", type=int, help="Most sequences running at once (default 64).")
+@click.option("--max-model-len", type=int, help="Slot capacity in tokens (default: the longest request, rounded up to 256).")
+@click.option("--kv-capacity-tokens", type=int, help="KV pool size in tokens (default: from --gpu-memory-utilization).")
+@click.option("--gpu-memory-utilization", type=float, help="Fraction of GPU memory the engine may use (default 0.9).")
+@click.option("--block-size", type=int, help="Tokens per KV block (default 16).")
+@click.option("--max-num-batched-tokens", type=int, help="Most prompt tokens a prefill pass takes.")
+@click.option("--policy", type=click.Choice(["prefill-first", "chunked"]), help="Scheduling: prefill-first (vLLM V0) or chunked prefill (V1).")
+@click.option("--budget-s", type=float, help="Stop admitting requests after this many seconds.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the run's files.")
+@click.option("--device", default="cuda", show_default=True, help="cuda, or cpu with a tiny model to test the path.")
+@domain_errors
+def serve(**kw):
+    """Replay a request stream through a real continuous-batching server loop on this GPU; record
+    every request's TTFT, TPOT and E2E (compare with `roofline simulate`).
+
+    Example: roofline serve --card h200 --model qwen2.5-1.5b --requests stream.csv --kv-capacity-tokens 12000 --out runs/serve
+    """
+    from roofline import api
+
+    result = api.serve(**kw)
+    click.echo(f"run written to {result['run_path']}")
 
 
 # ---- static batching: waste, simulate, choose (roofline.batching, roofline.serving, roofline.choice) ----

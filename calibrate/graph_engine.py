@@ -51,11 +51,10 @@ from dataclasses import dataclass
 from roofline.errors import RooflineError
 
 WARMUP_DECODE_STEPS = 3
-#: Models of these types with no sliding window prefill the whole batch in one forward, as the
-#: engine always did; every other model prefills at most this many tokens per forward (whole
-#: sequences, one forward after another, like a serving engine's token budget) so that a large
-#: batch at a long prompt is not refused for the prefill's transient activations.
-LEGACY_DENSE_TYPES = ("llama", "qwen2", "mistral")
+#: Every model prefills at most this many tokens per forward (whole sequences, at least one, one
+#: forward after another, like a serving engine's token budget), so that a large batch at a long
+#: prompt is not refused for the prefill's transient activations. (v0.1 prefilled a dense model's
+#: whole batch in one forward; its measurements say so by their missing prefill_chunk_tokens.)
 PREFILL_CHUNK_TOKENS = 32768
 #: Tests set this to run torch._grouped_mm on the CPU (where torch has it) instead of the loop.
 GROUPED_MM_ON_CPU = False
@@ -868,16 +867,31 @@ def _gqa_decode(h, lw: LayerWeights, s: Shapes, ck, cv, rot, bias, slot):
     v = qkv[:, s.q_dim + s.kv_dim:].view(batch, s.kv_heads, 1, s.head_dim)
     ck.index_copy_(2, slot, k)
     cv.index_copy_(2, slot, v)
-    scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2),
-                           alpha=s.scale)  # (B*kv, g, T)
     if lw.sinks is None:
-        probs = torch.softmax(scores, dim=-1)
+        attn = decode_attention(q, ck, cv, bias, s.scale)  # (B*kv, g, hd)
     else:  # the sink logit joins the softmax denominator; its probability is dropped
+        scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2),
+                               alpha=s.scale)  # (B*kv, g, T)
         sink = lw.sinks.to(scores.dtype).view(1, s.kv_heads, group, 1).expand(batch, -1, -1, -1)
         probs = torch.softmax(torch.cat([scores, sink.reshape(batch * s.kv_heads, group, 1)], dim=-1), dim=-1)
-        probs = probs[..., :total]
-    attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
+        attn = torch.bmm(probs[..., :total], cv.view(batch * s.kv_heads, total, s.head_dim))
     return F.linear(attn.view(batch, s.q_dim), lw.wo, lw.bo)
+
+
+def decode_attention(q, ck, cv, bias, scale):
+    """One layer's decode attention over the WHOLE static cache (calibrate/probes.py times it alone).
+
+    q: (B*kv, group, d), query heads grouped by their KV head; ck, cv: (B, kv, T, d); bias: (T,),
+    0 for valid slots and -inf after the current position. Returns (B*kv, group, d): one baddbmm
+    (scores, mask added), a softmax, one bmm (the weighted sum of values).
+    """
+    import torch
+
+    batch, kv_heads, total, head_dim = ck.shape
+    scores = torch.baddbmm(bias, q, ck.view(batch * kv_heads, total, head_dim).transpose(1, 2),
+                           alpha=scale)  # (B*kv, g, T)
+    probs = torch.softmax(scores, dim=-1)
+    return torch.bmm(probs, cv.view(batch * kv_heads, total, head_dim))
 
 
 def _mla_decode(h, lw: LayerWeights, s: Shapes, cache, rot, bias, slot):
@@ -976,8 +990,7 @@ class GraphEngine:
         self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
         self.weights = random_weights(self.shapes, self.device, self.dtype, seed)
         self._graph = None
-        legacy = self.shapes.model_type in LEGACY_DENSE_TYPES and not any(self.shapes.windows)
-        self.prefill_chunk_tokens = None if legacy else PREFILL_CHUNK_TOKENS
+        self.prefill_chunk_tokens = PREFILL_CHUNK_TOKENS
 
     def prefill_chunk_seqs(self, batch: int, prompt_tokens: int) -> int:
         """Sequences per prefill forward: the whole batch, or as many as the token budget holds (>= 1)."""
@@ -1083,9 +1096,14 @@ class GraphEngine:
         st.moe_stats = None
         return float(counts.mean())
 
-    def measure(self, batch: int, prompt_tokens: int, gen_tokens: int) -> dict:
+    def measure(self, batch: int, prompt_tokens: int, gen_tokens: int,
+                timed_prefill: bool = True, warmup_prefill: bool = True) -> dict:
         """One point: {ttft_s, step_s, e2e_s, peak_mem_gib, peak_reserved_gib, weight_dtype, kv_dtype,
         kv_cache_bytes, experts_touched_mean}.
+
+        ``timed_prefill=False``: no prefill at all (the static cache is random already and every
+        step reads all of it), random input tokens, ttft_s and e2e_s None; the peak then holds no
+        prefill activations. ``warmup_prefill=False``: the timed prefill is the first at this shape.
 
         Peak memory is read before the untimed experts-touched step (which runs after the graph is
         released); experts_touched_mean is None for dense models or when that step runs out of memory.
@@ -1099,13 +1117,18 @@ class GraphEngine:
         max_len = prompt_tokens + gen_tokens
         with torch.inference_mode():
             st = self.new_state(batch, max_len)
-            self._prefill(st, batch, prompt_tokens)  # warm-up prefill (untimed)
+            if warmup_prefill and timed_prefill:
+                self._prefill(st, batch, prompt_tokens)  # warm-up prefill (untimed)
+            else:
+                gen = torch.Generator(device=self.device).manual_seed(self.seed + batch)
+                st.tok.copy_(torch.randint(0, self.shapes.vocab, (batch,), device=self.device, generator=gen))
             replay = self._capture(st, prompt_tokens)
             for j in range(WARMUP_DECODE_STEPS):  # warm-up replays (untimed)
                 st.pos.fill_(prompt_tokens + j)
                 replay()
+            synchronize(self.device)
             t0 = time.perf_counter()
-            ttft_s = self._prefill(st, batch, prompt_tokens)
+            ttft_s = self._prefill(st, batch, prompt_tokens) if timed_prefill else None
             marks = Marks(self.device, 2 * gen_tokens)
             for j in range(gen_tokens - 1):
                 st.pos.fill_(prompt_tokens + j)  # position of the token fed in this step
@@ -1113,7 +1136,7 @@ class GraphEngine:
                 replay()
                 marks.mark()
             synchronize(self.device)
-            e2e_s = time.perf_counter() - t0
+            e2e_s = time.perf_counter() - t0 if timed_prefill else None
             step_s = marks.pairs()
             peak, reserved = peak_gib(self.device)
             self._graph = None

@@ -32,10 +32,9 @@ memory -> ``probe-memory.json``
     without the cuDNN SDPA backend; the prefill under each SDPA backend; hf-eager with and without
     cuDNN. Models qwen2.5-0.5b (head_dim 64) and qwen2.5-1.5b (head_dim 128).
 
-The graph engine's attention ops are copied here from ``calibrate.graph_engine.decode_step``
-(``graph_decode_attention``); once the engine has them as ``graph_engine.decode_attention(q, ck,
-cv, bias, scale)``, that function is used instead. Until then tests/test_probes.py fails if
-decode_step's attention lines change, so the copy cannot drift silently.
+The graph engine's attention is timed through the engine's own function,
+``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
+exactly the engine's kernels.
 """
 
 from __future__ import annotations
@@ -92,31 +91,12 @@ SDPA_BACKENDS = ("default", "flash", "efficient", "math", "cudnn")
 OPS = GRAPH_OPS + tuple(f"sdpa_{b}" for b in SDPA_BACKENDS) + ("cat_append",)
 
 
-def _copied_decode_attention(q, ck, cv, bias, scale):
-    """One layer of the graph engine's decode attention, exactly as ``decode_step`` runs it.
+def graph_decode_attention(q, ck, cv, bias, scale):
+    """The graph engine's decode attention (calibrate.graph_engine.decode_attention)."""
+    from calibrate.graph_engine import decode_attention
 
-    q: (B*kv, group, d), query heads grouped by their KV head; ck, cv: (B, kv, T, d), the layer's
-    whole static cache; bias: (T,), 0 where a slot is valid and -inf after the current position.
-    Returns (B*kv, group, d).
-    """
-    import torch
+    return decode_attention(q, ck, cv, bias, scale)
 
-    batch, kv_heads, total, head_dim = ck.shape
-    scores = torch.baddbmm(bias, q, ck.view(batch * kv_heads, total, head_dim).transpose(1, 2),
-                           alpha=scale)  # (B*kv, g, T)
-    probs = torch.softmax(scores, dim=-1)
-    return torch.bmm(probs, cv.view(batch * kv_heads, total, head_dim))  # (B*kv, g, hd)
-
-
-def _engine_decode_attention():
-    """graph_engine.decode_attention once the engine has factored it out (same signature), else
-    the copy above."""
-    from calibrate import graph_engine
-
-    return getattr(graph_engine, "decode_attention", None) or _copied_decode_attention
-
-
-graph_decode_attention = _engine_decode_attention()
 
 
 def attention_point_sizes(batch: int, context: int, q_heads: int, kv_heads: int, head_dim: int) -> dict:

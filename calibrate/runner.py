@@ -114,55 +114,8 @@ def measure_point(engine_obj, batch: int, prompt_tokens: int, gen_tokens: int, *
         return engine_obj.measure(batch, prompt_tokens, gen_tokens)
     if "timed_prefill" in inspect.signature(engine_obj.measure).parameters:
         return engine_obj.measure(batch, prompt_tokens, gen_tokens, **plan)
-    if getattr(engine_obj, "name", "") == "graph":
-        return measure_graph_bounded(engine_obj, batch, prompt_tokens, gen_tokens, **plan)
     raise RooflineError(f"engine {getattr(engine_obj, 'name', engine_obj)!r} cannot skip its prefill; "
                         "raise the TTFT token limit")
-
-
-def measure_graph_bounded(eng, batch: int, prompt_tokens: int, gen_tokens: int,
-                          timed_prefill: bool = True, warmup_prefill: bool = True) -> dict:
-    """``GraphEngine.measure`` with the two switches of a bounded point. A faithful copy of it
-    (calibrate/graph_engine.py, v0.1) until the engine takes them itself; then this is unused.
-
-    The static cache is already random (``new_state``); without a prefill the decode steps read it
-    as they would read a prompt's KV (every step reads the whole cache), from random input tokens.
-    """
-    import torch
-
-    from calibrate.graph_engine import WARMUP_DECODE_STEPS
-    from calibrate.timing import Marks, peak_gib, reset_peak, synchronize
-
-    synchronize(eng.device)
-    reset_peak(eng.device)
-    max_len = prompt_tokens + gen_tokens
-    with torch.inference_mode():
-        st = eng.new_state(batch, max_len)
-        if warmup_prefill and timed_prefill:
-            eng._prefill(st, batch, prompt_tokens)  # warm-up prefill (untimed)
-        else:
-            gen = torch.Generator(device=eng.device).manual_seed(eng.seed + batch)
-            st.tok.copy_(torch.randint(0, eng.shapes.vocab, (batch,), device=eng.device, generator=gen))
-        replay = eng._capture(st, prompt_tokens)
-        for j in range(WARMUP_DECODE_STEPS):  # warm-up replays (untimed)
-            st.pos.fill_(prompt_tokens + j)
-            replay()
-        synchronize(eng.device)
-        t0 = time.perf_counter()
-        ttft_s = eng._prefill(st, batch, prompt_tokens) if timed_prefill else None
-        marks = Marks(eng.device, 2 * gen_tokens)
-        for j in range(gen_tokens - 1):
-            st.pos.fill_(prompt_tokens + j)
-            marks.mark()
-            replay()
-            marks.mark()
-        synchronize(eng.device)
-        e2e_s = time.perf_counter() - t0 if timed_prefill else None
-        step_s = marks.pairs()
-    peak, reserved = peak_gib(eng.device)
-    eng._graph = None
-    del st, replay
-    return {"ttft_s": ttft_s, "step_s": step_s, "e2e_s": e2e_s, "peak_mem_gib": peak, "peak_reserved_gib": reserved}
 
 
 def check_device(device: str) -> str:
@@ -186,13 +139,17 @@ def _point_row(card, model, engine_obj, prompt_tokens, gen_tokens, batch, result
 
     stats = step_stats(result["step_s"])
     reserved = result.get("peak_reserved_gib")
+    measured = {k: "" if result.get(k) is None else repr(result[k]) for k in ("experts_touched_mean", "kv_cache_bytes")
+                if k in result}
     return MeasurementRow(
         card=card, model=model, engine=engine_obj.name, kv_cache=engine_obj.kv_cache,
         prompt_tokens=prompt_tokens, gen_tokens=gen_tokens, batch=batch,
         ttft_s=result["ttft_s"], peak_mem_gib=result.get("peak_mem_gib"), status="ok",
+        weight_dtype=result.get("weight_dtype") or getattr(engine_obj, "weight_dtype", None),
+        kv_dtype=result.get("kv_dtype") or getattr(engine_obj, "kv_dtype", None),
         e2e_s=result.get("e2e_s"), timestamp=utc_now(),
         gpu=env["gpu"], driver=env["driver"] or None, torch=env["torch"], transformers=env["transformers"],
-        extra={**extra, "peak_reserved_gib": "" if reserved is None else repr(float(reserved)),
+        extra={**extra, **measured, "peak_reserved_gib": "" if reserved is None else repr(float(reserved)),
                "point_wall_s": repr(round(result["point_wall_s"], 3))},
         **stats,
     )

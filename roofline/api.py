@@ -307,27 +307,52 @@ def calibrate(
     out_dir,
     engine: str = "hf-eager",
     batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-    prompt_tokens: int = 128,
-    gen_tokens: int = 128,
+    prompt_tokens=128,
+    gen_tokens=128,
     device: str = "cuda",
     resume: bool = False,
     fit: bool = True,
     cudnn_attention: bool = True,
+    budget_s: float | None = None,
+    ttft_max_tokens: int | None = None,
+    warmup_prefill_max_tokens: int | None = None,
+    max_seconds_per_point: float | None = None,
+    tp: int = 1,
 ) -> dict:
-    """Measure real decode on this machine (needs torch; a CUDA GPU, or ``device="cpu"`` with a
-    tiny model) and, unless ``fit=False``, fit a calibration to it. Returns {measurements_path,
-    calibration_path, calibration}: the latter two None without a fit."""
+    """Measure real decode on this machine (needs torch; a CUDA GPU, or ``device="cpu"``) over
+    ``models`` x prompts x ``batches`` (each prompt climbing in batch until memory runs out) and,
+    unless ``fit=False``, fit a calibration to it. ``prompt_tokens``: one length or several;
+    ``gen_tokens``: one, or one per prompt. ``budget_s`` stops cleanly before a point that would
+    start later (``resume`` continues). ``tp`` > 1 splits the model over that many GPUs (graph
+    engine, one process per GPU). Returns {measurements_path, calibration_path, calibration}: the
+    latter two None without a fit."""
     try:
         from calibrate.runner import disable_cudnn_attention, run_calibration
     except ImportError as exc:
         raise RooflineError(
             f"calibration needs torch and transformers ({exc.name} is missing): pip install 'roofline[calibrate]'"
         ) from None
+    tp = validate.whole(tp, "tp", maximum=64)
     if not cudnn_attention:
         disable_cudnn_attention()
     out_dir = Path(out_dir)
-    csv_path = run_calibration(card, list(models), engine, list(batches), prompt_tokens, gen_tokens, out_dir,
-                               device=device, resume=resume)
+    prompts = [prompt_tokens] if isinstance(prompt_tokens, int) else list(prompt_tokens)
+    if tp > 1:
+        if engine != "graph":
+            raise RooflineError("tensor parallelism is measured with the graph engine", "engine")
+        from calibrate.tp_job import run_tp_calibration
+
+        gens = {gen_tokens} if isinstance(gen_tokens, int) else set(gen_tokens)
+        if len(gens) != 1:
+            raise RooflineError("one generation length for every prompt with tp > 1", "gen_tokens")
+        csv_path = run_tp_calibration(card, list(models), prompts, gens.pop(), list(batches), tp, out_dir,
+                                      device=device, budget_s=budget_s, resume=resume)
+    else:
+        limits = {k: v for k, v in (("ttft_max_tokens", ttft_max_tokens),
+                                    ("warmup_prefill_max_tokens", warmup_prefill_max_tokens),
+                                    ("max_seconds_per_point", max_seconds_per_point)) if v is not None}
+        csv_path = run_calibration(card, list(models), engine, list(batches), prompts if len(prompts) > 1 else prompts[0],
+                                   gen_tokens, out_dir, device=device, resume=resume, budget_s=budget_s, **limits)
     out = {"measurements_path": csv_path, "calibration_path": None, "calibration": None}
     if not fit:
         return out
@@ -343,3 +368,28 @@ def calibrate(
     out["calibration_path"] = save_calibration(cal, out_dir / f"{card}-{engine}.json")
     out["calibration"] = cal
     return out
+
+
+def serve(
+    *,
+    card: str,
+    model: str,
+    requests,
+    out_dir,
+    device: str = "cuda",
+    arrival_rate: float | None = None,
+    seed: int = 0,
+    budget_s: float | None = None,
+    **engine_options,
+) -> dict:
+    """Replay a request file through the graph engine's continuous-batching server loop on this
+    machine's GPU (calibrate.serving_loop) and record every request's TTFT, TPOT and E2E.
+    ``engine_options``: max_num_seqs, max_model_len, block_size, kv_capacity_tokens,
+    gpu_memory_utilization, max_num_batched_tokens, policy. Returns {run_path}."""
+    try:
+        from calibrate.serving_job import run_serving
+    except ImportError as exc:
+        raise RooflineError(f"serving runs need torch ({exc.name} is missing): pip install 'roofline[calibrate]'") from None
+    path = run_serving(card, model, requests, Path(out_dir), device=device, arrival_rate=arrival_rate, seed=seed,
+                       deadline_s=budget_s, **{k: v for k, v in engine_options.items() if v is not None})
+    return {"run_path": path}

@@ -188,14 +188,15 @@ def test_ttft_token_limit_on_hf_eager_builds_the_cache_without_a_prefill(tmp_pat
     assert rows[1].tpot_s > 0 and rows[1].n_decode_steps == 3
 
 
-def test_bounded_graph_measure_matches_the_engine_when_unbounded():
+def test_graph_engine_measures_a_bounded_point_without_a_prefill():
     from calibrate.graph_engine import GraphEngine
 
     eng = GraphEngine(load_model_config("tiny-llama"), device="cpu")
-    ours = runner.measure_graph_bounded(eng, 2, 8, 4)
-    theirs = eng.measure(2, 8, 4)
-    assert ours.keys() == theirs.keys()
-    assert len(ours["step_s"]) == len(theirs["step_s"]) == 3 and ours["ttft_s"] > 0
+    bounded = eng.measure(2, 8, 4, timed_prefill=False, warmup_prefill=False)
+    full = eng.measure(2, 8, 4)
+    assert bounded.keys() == full.keys()
+    assert len(bounded["step_s"]) == len(full["step_s"]) == 3
+    assert bounded["ttft_s"] is None and bounded["e2e_s"] is None and full["ttft_s"] > 0
 
 
 def test_plan_point_thresholds():

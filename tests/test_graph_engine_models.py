@@ -438,11 +438,13 @@ def test_prefill_in_chunks_equals_one_forward():
     assert torch.allclose(one.cache_k[:, :, :, :6], chunked.cache_k[:, :, :, :6], atol=1e-6)
 
 
-def test_legacy_dense_models_prefill_the_whole_batch():
+def test_every_model_prefills_at_most_a_chunk_of_whole_sequences():
     from calibrate.configs import load_model_config
 
-    assert ge.GraphEngine(load_model_config("tiny-qwen2"), device="cpu").prefill_chunk_seqs(512, 2048) == 512
-    assert ge.GraphEngine(tiny("tiny-mixtral"), device="cpu").prefill_chunk_seqs(512, 2048) == 16
+    for eng in (ge.GraphEngine(load_model_config("tiny-qwen2"), device="cpu"), ge.GraphEngine(tiny("tiny-mixtral"), device="cpu")):
+        assert eng.prefill_chunk_seqs(512, 2048) == 16  # 32,768 tokens a forward
+        assert eng.prefill_chunk_seqs(8, 128) == 8
+        assert eng.prefill_chunk_seqs(4, 65536) == 1  # a prompt longer than a chunk is a forward of its own
 
 
 def test_runner_sweeps_a_moe_model_from_its_config_folder(tmp_path):

@@ -1,0 +1,21 @@
+# Sourced by the device-call scripts in this folder (run from the repository root on the GPU
+# machine): environment, pydantic from the carried wheels, snapshots of the results into $OUT.
+export PYTHONUNBUFFERED=1
+# the device docs: NVLink multicast stays off in every process
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+python3 -c "import pydantic" 2>/dev/null || {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+}
+W=${W:-/tmp/w}
+mkdir -p "$W"
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+# everything under $W into one archive in $OUT (the device returns at most 8 files), atomically
+snap() { tar czf "$OUT/results.tgz.tmp" -C "$W" . 2>/dev/null && mv "$OUT/results.tgz.tmp" "$OUT/results.tgz"; }
+snap_loop() { while true; do sleep 40; snap; done; }
+env_info() {
+  date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.mem,power.limit,mig.mode.current --format=csv
+  python3 -c "import torch, transformers, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'numpy', numpy.__version__, 'gpus', torch.cuda.device_count())"
+  nproc
+}
