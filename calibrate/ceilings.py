@@ -91,7 +91,9 @@ def _median_graph_s(fns: list[Callable[[], object]], device, reps: int) -> float
 
     if device.type != "cuda":
         return _median_s(run_all, device, warmup=1, reps=reps) / len(fns)
-    side = torch.cuda.Stream(device)
+    from calibrate.timing import side_stream
+
+    side = side_stream(device)  # one per device: see calibrate.timing.side_stream
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
         for _ in range(2):

@@ -1070,7 +1070,9 @@ class GraphEngine:
         step = lambda: decode_step(self.weights, self.shapes, st)  # noqa: E731
         if not self.use_graph:
             return step
-        side = torch.cuda.Stream(self.device)
+        from calibrate.timing import side_stream
+
+        side = side_stream(self.device)  # one per device: see calibrate.timing.side_stream
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             for j in range(WARMUP_DECODE_STEPS):

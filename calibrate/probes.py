@@ -138,7 +138,9 @@ def _time_calls(fns: list[Callable[[], object]], device, reps: int) -> tuple[flo
     if device.type == "cuda":
         # capture_begin/end by hand: torch.cuda.graph() runs gc.collect() and empty_cache() on
         # entry, tens of ms each, over a thousand captures
-        side = torch.cuda.Stream(device)
+        from calibrate.timing import side_stream
+
+        side = side_stream(device)  # one per device: see calibrate.timing.side_stream
         side.wait_stream(torch.cuda.current_stream(device))
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.stream(side):

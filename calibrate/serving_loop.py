@@ -945,7 +945,9 @@ class ModelExecutor:
         b.inp.zero_()
         with torch.inference_mode():
             for bucket in reversed(self.buckets):
-                side = torch.cuda.Stream(self.device)
+                from calibrate.timing import side_stream
+
+                side = side_stream(self.device)  # one per device: see calibrate.timing.side_stream
                 side.wait_stream(torch.cuda.current_stream(self.device))
                 with torch.cuda.stream(side):
                     for _ in range(2):

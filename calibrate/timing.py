@@ -89,6 +89,25 @@ def step_stats(step_s: list[float]) -> dict[str, float | int | None]:
     }
 
 
+_SIDE_STREAMS: dict = {}
+
+
+def side_stream(device):
+    """The one side stream of ``device`` that every warm-up before a CUDA-graph capture runs on.
+
+    cuBLAS keeps a workspace (32 MiB on Hopper) for every stream it has run on, allocated through
+    PyTorch's caching allocator and never freed; a new ``torch.cuda.Stream()`` per capture cycles
+    through PyTorch's pool of 32 streams, so a long sweep's peak memory used to grow by up to
+    1 GiB, by how many captures had run before (docs/method.md, memory). One stream per device
+    keeps it constant."""
+    import torch
+
+    key = str(device)
+    if key not in _SIDE_STREAMS:
+        _SIDE_STREAMS[key] = torch.cuda.Stream(device)
+    return _SIDE_STREAMS[key]
+
+
 def reset_peak(device) -> None:
     import torch
 

@@ -580,7 +580,9 @@ class TPEngine:
         step = lambda: tp_decode_step(self.weights, self.shapes, self.plan, comm, st)  # noqa: E731
         if not self.use_graph:
             return step, None
-        side = torch.cuda.Stream(self.device)
+        from calibrate.timing import side_stream
+
+        side = side_stream(self.device)  # one per device: see calibrate.timing.side_stream
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             for j in range(WARMUP_DECODE_STEPS):
