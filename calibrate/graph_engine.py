@@ -1105,7 +1105,9 @@ class GraphEngine:
 
         ``timed_prefill=False``: no prefill at all (the static cache is random already and every
         step reads all of it), random input tokens, ttft_s and e2e_s None; the peak then holds no
-        prefill activations. ``warmup_prefill=False``: the timed prefill is the first at this shape.
+        prefill activations. The untimed warm-up prefill is one forward (the first chunk of
+        sequences); ``warmup_prefill=False`` skips it: the timed prefill is then the first at this
+        shape (slower by first-time allocations and tuning).
 
         Peak memory is read before the untimed experts-touched step (which runs after the graph is
         released); experts_touched_mean is None for dense models or when that step runs out of memory.
@@ -1120,7 +1122,9 @@ class GraphEngine:
         with torch.inference_mode():
             st = self.new_state(batch, max_len)
             if warmup_prefill and timed_prefill:
-                self._prefill(st, batch, prompt_tokens)  # warm-up prefill (untimed)
+                # warm-up (untimed): one prefill forward, the largest the timed prefill runs, so its
+                # shapes are tuned and its transient's memory is cached; at most a chunk's cost
+                self._prefill(st, self.prefill_chunk_seqs(batch, prompt_tokens), prompt_tokens)
             else:
                 gen = torch.Generator(device=self.device).manual_seed(self.seed + batch)
                 st.tok.copy_(torch.randint(0, self.shapes.vocab, (batch,), device=self.device, generator=gen))

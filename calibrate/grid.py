@@ -27,9 +27,12 @@ from roofline.units import GB, GiB
 #: (~1.5 s on an H200); at batch 64 x 16k it would be ~16 PFLOP and ~25 s, with tens of GiB of
 #: activations, and no engine prefills that much at once.
 DEFAULT_TTFT_MAX_TOKENS = 65_536
-#: Above this many tokens the untimed warm-up prefill is skipped: a prefill this large lasts long
-#: enough (>0.2 s for 7B on an H200) that first-call costs are a small part of its TTFT.
-DEFAULT_WARMUP_PREFILL_MAX_TOKENS = 16_384
+#: Above this many tokens the untimed warm-up prefill is skipped. The first prefill at a shape pays
+#: one-time costs (the caching allocator's cudaMalloc of the transient, kernel tuning): measured on
+#: the H200, "cold" TTFTs of 16k-64k tokens were up to 30% slower than warm ones and erratic
+#: (docs/calibration-runs.md). The graph engine's warm-up is a single prefill forward (at most one
+#: 32,768-token chunk), so every timed point is warm; hf-eager's warm-up is a whole prefill.
+DEFAULT_WARMUP_PREFILL_MAX_TOKENS = DEFAULT_TTFT_MAX_TOKENS
 
 
 @dataclass(frozen=True)

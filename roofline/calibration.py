@@ -64,6 +64,13 @@ TERMS: dict[str, Term] = {
                               log=True),
     "attention_score_bytes": Term(
         0.0, 0.0, 64.0, "bytes moved per attention score element (query head x cached token x layer) in decode"),
+    "attention_lane_s_per_byte": Term(
+        0.0, 0.0, INF, "decode attention's serial time per byte of one (sequence, KV head)'s values, per layer: the "
+        "weighted sum over the context is a reduction the kernel does not split, its floor when few sequences run; "
+        "1 / (the bandwidth one such lane streams at), s/byte", fit_upper=1e-10),
+    "batch_layer_overhead_s": Term(
+        0.0, 0.0, INF, "extra cost per layer of a decode pass of two or more sequences (kernels a single sequence "
+        "does not launch, e.g. a copy its contiguous layout avoids), s", fit_upper=1e-4),
     "attention_sequence_overhead_s": Term(
         0.0, 0.0, INF, "decode attention's cost per sequence per layer, s", fit_upper=1e-4),
     "moe_layer_overhead_s": Term(0.0, 0.0, INF, "extra cost per mixture-of-experts layer per pass (routing), s",
@@ -84,10 +91,10 @@ TERMS: dict[str, Term] = {
 }
 DECODE_TERMS = ("step_overhead_s", "layer_overhead_s", "bandwidth_efficiency", "compute_efficiency",
                 "attention_efficiency", "kv_traffic_factor", "activation_traffic_coeff", "roofline_exponent",
-                "overhead_exponent")
+                "overhead_exponent", "batch_layer_overhead_s")
 #: Decode terms a fit only frees when its measurements can tell them apart (several contexts;
 #: MoE models; tensor-parallel runs): see roofline.fitting.
-CONTEXT_TERMS = ("attention_score_bytes", "attention_sequence_overhead_s")
+CONTEXT_TERMS = ("attention_score_bytes", "attention_lane_s_per_byte", "attention_sequence_overhead_s")
 MOE_TERMS = ("moe_layer_overhead_s", "expert_traffic_factor")
 PREFILL_TERMS = ("prefill_overhead_s", "prefill_compute_efficiency", "prefill_activation_traffic_coeff")
 MEMORY_TERMS = ("activation_coeff", "workspace_bytes")
@@ -118,6 +125,8 @@ class Calibration(BaseModel):
     roofline_exponent: float = _field("roofline_exponent")
     overhead_exponent: float = _field("overhead_exponent")
     attention_score_bytes: float = _field("attention_score_bytes")
+    attention_lane_s_per_byte: float = _field("attention_lane_s_per_byte")
+    batch_layer_overhead_s: float = _field("batch_layer_overhead_s")
     attention_sequence_overhead_s: float = _field("attention_sequence_overhead_s")
     moe_layer_overhead_s: float = _field("moe_layer_overhead_s")
     expert_traffic_factor: float = _field("expert_traffic_factor")

@@ -2,12 +2,20 @@
 
 Three bounded least-squares problems on relative residuals (pred / measured - 1), in order:
 - decode (TPOT): fixed and per-layer step overhead, bandwidth, matmul and attention efficiency,
-  KV and activation traffic, and the two exponents that say how overhead, memory and compute
-  time overlap;
+  KV and activation traffic, the two exponents that say how overhead, memory and compute time
+  overlap, and -- where the measurements can tell them apart -- the attention terms that only
+  several contexts separate (score traffic, the serial reduction's lane time) and the
+  mixture-of-experts terms;
 - prefill (TTFT), the decode terms held: the prefill's overhead, matmul efficiency and
   activation traffic;
 - memory (peak): the activation coefficient and a fixed workspace.
-Terms are per card + engine, not per model, so a fit on some models predicts others.
+Terms are per card + engine, not per model, so a fit on some models predicts others. The fit
+report holds the in-sample error and the error on each model and each context left out of the
+fit (leave-one-model-out, leave-one-context-out): the expected error of a prediction.
+
+A measurement row says how it was taken, and the prediction mirrors it: its weight and KV dtypes
+and tensor-parallel degree; ``prefill`` ``none`` (the harness skipped the prefill: no TTFT, and no
+prefill activations in the peak); the engine's ``prefill_chunk_tokens``.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from roofline.calibration import DECODE_TERMS, MEMORY_TERMS, PREFILL_TERMS, TERMS, Calibration
+from roofline.calibration import CONTEXT_TERMS, DECODE_TERMS, MEMORY_TERMS, MOE_TERMS, PREFILL_TERMS, TERMS, Calibration
 from roofline.decode import mean_tpot_s
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile
@@ -28,16 +36,28 @@ from roofline.step import StepModel
 
 @dataclass
 class _Group:
-    """The measured points of one model, as arrays."""
+    """The measured points of one model (at one weight dtype, KV dtype and TP degree), as arrays."""
 
     model: str
     spec: object
+    weight_dtype: str
+    kv_dtype: str
+    tp: int
     batch: np.ndarray
     prompt: np.ndarray
     gen: np.ndarray
     tpot: np.ndarray
     ttft: np.ndarray  # nan where not measured
     peak: np.ndarray  # bytes, nan where not measured
+    prefill_ran: np.ndarray  # False where the harness skipped the prefill
+
+    def subset(self, keep: np.ndarray) -> "_Group":
+        return _Group(self.model, self.spec, self.weight_dtype, self.kv_dtype, self.tp,
+                      *(getattr(self, k)[keep] for k in ("batch", "prompt", "gen", "tpot", "ttft", "peak",
+                                                         "prefill_ran")))
+
+    def step_model(self, card: CardProfile, cal: Calibration) -> StepModel:
+        return StepModel(self.spec, card, cal, weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, tp=self.tp)
 
 
 #: TTFT at small batches is a few ms of launches; its error is also reported from this batch up.
@@ -55,7 +75,18 @@ def _tpot(row, statistic: str) -> float:
     return value
 
 
-def _groups(rows, statistic: str = "mean") -> tuple[list[_Group], str, str]:
+def _chunk_tokens(rows) -> int | None:
+    """The engine's prefill chunk (the rows' ``prefill_chunk_tokens`` column; None when absent)."""
+    values = {r.extra.get("prefill_chunk_tokens", "").strip() for r in rows}
+    values.discard("")
+    if not values:
+        return None
+    if len(values) > 1:
+        raise RooflineError(f"measurements mix prefill chunk sizes {sorted(values)}: fit one engine setting at a time")
+    return int(values.pop())
+
+
+def _groups(rows, statistic: str = "mean") -> tuple[list[_Group], str, str, int | None]:
     if statistic not in TPOT_STATISTICS:
         raise RooflineError(f"TPOT statistic must be one of {', '.join(TPOT_STATISTICS)}, not {statistic!r}")
     rows = [r for r in rows if r.ok]
@@ -68,22 +99,27 @@ def _groups(rows, statistic: str = "mean") -> tuple[list[_Group], str, str]:
             f"measurements mix engines {engines} / kv caches {kv_caches}: fit one engine at a time"
         )
     out = []
-    for name in sorted({r.model for r in rows}):
-        rs = [r for r in rows if r.model == name]
-        nan = float("nan")
+    keys = sorted({(r.model, r.weight_dtype or "bf16", r.kv_dtype or "bf16", r.tp_degree) for r in rows})
+    nan = float("nan")
+    for name, wd, kd, tp in keys:
+        rs = [r for r in rows if (r.model, r.weight_dtype or "bf16", r.kv_dtype or "bf16", r.tp_degree) == (name, wd, kd, tp)]
         out.append(
             _Group(
-                model=name,
+                model=name if (wd, kd, tp) == ("bf16", "bf16", 1) else f"{name} ({wd}/{kd}, tp {tp})",
                 spec=load_model(name),
+                weight_dtype=wd,
+                kv_dtype=kd,
+                tp=tp,
                 batch=np.array([r.batch for r in rs], float),
                 prompt=np.array([r.prompt_tokens for r in rs], float),
                 gen=np.array([r.gen_tokens for r in rs], float),
                 tpot=np.array([_tpot(r, statistic) for r in rs], float),
                 ttft=np.array([nan if r.ttft_s is None else r.ttft_s for r in rs], float),
                 peak=np.array([nan if r.peak_mem_bytes is None else r.peak_mem_bytes for r in rs], float),
+                prefill_ran=np.array([r.extra.get("prefill", "timed") != "none" for r in rs], bool),
             )
         )
-    return out, engines[0], kv_caches[0]
+    return out, engines[0], kv_caches[0], _chunk_tokens(rows)
 
 
 def _with(cal: Calibration, **terms) -> Calibration:
@@ -91,10 +127,10 @@ def _with(cal: Calibration, **terms) -> Calibration:
 
 
 def _predict_group(card: CardProfile, cal: Calibration, g: _Group, kv_cache: str):
-    m = StepModel(g.spec, card, cal)
+    m = g.step_model(card, cal)
     tpot = mean_tpot_s(m, g.batch, g.prompt, g.gen, kv_cache)
     ttft = prefill(m, g.batch, g.prompt)["ttft_s"]
-    peak = peak_memory(m, g.batch, g.prompt, g.gen, kv_cache)["peak_bytes"]
+    peak = peak_memory(m, g.batch, g.prompt, g.gen, kv_cache, prefill_ran=g.prefill_ran)["peak_bytes"]
     return tpot, ttft, peak
 
 
@@ -125,27 +161,75 @@ def _unidentifiable(groups) -> set[str]:
     """Terms the measurements cannot tell from others, held at their defaults:
     - with one layer count, a fixed step overhead is indistinguishable from a per-layer one;
     - with one model, attention and activation costs scale exactly like the KV traffic and the
-      matmul FLOPs (all grow with batch at a fixed context), so only the latter are fitted."""
+      matmul FLOPs (all grow with batch at a fixed context), so only the latter are fitted;
+    - with one context, per-sequence and per-cached-token costs cannot be told apart: the
+      context terms (score traffic, lane time) are held;
+    - without a mixture-of-experts model, the MoE terms mean nothing;
+    - without both single-sequence and batched steps, the extra overhead of a batched one."""
     held = set()
     if len({g.spec.num_hidden_layers for g in groups}) < 2:
         held.add("step_overhead_s")
-    if len(groups) < 2:
+    if len({g.model for g in groups}) < 2:
         held |= {"attention_efficiency", "activation_traffic_coeff", "prefill_activation_traffic_coeff"}
+    contexts = {(p, n) for g in groups for p, n in zip(g.prompt, g.gen)}
+    if len({p + n for p, n in contexts}) < 2:
+        held |= set(CONTEXT_TERMS)
+    if not any(g.spec.moe_layers for g in groups):
+        held |= set(MOE_TERMS)
+    batches = {float(b) for g in groups for b in g.batch}
+    if not (1.0 in batches and any(b >= 2 for b in batches)):
+        held.add("batch_layer_overhead_s")
     return held
 
 
-def _fit_decode(card, base: Calibration, groups, kv_cache) -> Calibration:
-    held = _unidentifiable(groups)
-    names = [n for n in DECODE_TERMS if n not in held]
+def _probe_models(card, points):
+    """One single-layer ModelSpec per probe shape (query heads, KV heads, head width), so the
+    probe's attention is priced by the step model's own attention family."""
+    from roofline.model_spec import ModelSpec
+
+    specs = {}
+    for p in points:
+        key = (p.q_heads, p.kv_heads, p.head_dim)
+        if key not in specs:
+            specs[key] = ModelSpec(name=f"probe-{p.shape}", model_type="llama", hidden_size=p.q_heads * p.head_dim,
+                                   intermediate_size=1, num_hidden_layers=1, num_attention_heads=p.q_heads,
+                                   num_key_value_heads=p.kv_heads, head_dim=p.head_dim, vocab_size=1,
+                                   tie_word_embeddings=True, qkv_bias=False)
+    return specs
+
+
+def _probe_attention_s(card, cal: Calibration, specs, points):
+    """The attention family's time for each probe point: one layer, ``batch`` x ``context`` slots."""
+    from roofline.step import decode_work, pnorm
+
+    out = np.empty(len(points))
+    for i, p in enumerate(points):
+        m = StepModel(specs[(p.q_heads, p.kv_heads, p.head_dim)], card, cal)
+        parts = m.pass_parts(decode_work(float(p.batch), float(p.batch * p.context_tokens)))
+        out[i] = pnorm(parts.attention_memory_s, parts.attention_compute_s, cal.roofline_exponent)
+    return out
+
+
+def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=()) -> Calibration:
+    held = _unidentifiable(groups) | set(fixed)
+    names = [n for n in (*DECODE_TERMS, *CONTEXT_TERMS, *MOE_TERMS) if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])
+
+    specs = _probe_models(card, probe) if probe else {}
+    probe_s = np.array([p.seconds for p in probe])
+    # the probe's per-layer launches (3 kernels) are part of the layer overhead in a whole step:
+    # taken as the probe's floor, its smallest timing (one sequence, the shortest context)
+    probe_floor = float(probe_s.min()) if len(probe) else 0.0
 
     def residual(terms_):
         cal = _with(base, **terms_)
         out = []
         for g in groups:
-            m = StepModel(g.spec, card, cal)
+            m = g.step_model(card, cal)
             out.append(mean_tpot_s(m, g.batch, g.prompt, g.gen, kv_cache) / g.tpot - 1.0)
+        if len(probe):
+            out.append((probe_floor + _probe_attention_s(card, cal, specs, probe)) / probe_s - 1.0)
         return np.concatenate(out)
 
     starts = []
@@ -160,6 +244,12 @@ def _fit_decode(card, base: Calibration, groups, kv_cache) -> Calibration:
             "activation_traffic_coeff": 1.0,
             "roofline_exponent": p,
             "overhead_exponent": q,
+            "attention_score_bytes": 4.0,
+            "attention_lane_s_per_byte": 5e-12,
+            "batch_layer_overhead_s": 2e-6,
+            "attention_sequence_overhead_s": 0.0,
+            "moe_layer_overhead_s": 2e-5,
+            "expert_traffic_factor": 1.5,
         }
         if "step_overhead_s" in names:
             s["step_overhead_s"], s["layer_overhead_s"] = share * min_tpot / 2, share * min_tpot / (2 * layers)
@@ -179,7 +269,7 @@ def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
         c = _with(cal, **terms_)
         out = []
         for g in have:
-            m = StepModel(g.spec, card, c)
+            m = g.step_model(card, c)
             ok = np.isfinite(g.ttft)
             out.append(prefill(m, g.batch[ok], g.prompt[ok])["ttft_s"] / g.ttft[ok] - 1.0)
         return np.concatenate(out)
@@ -203,10 +293,10 @@ def _fit_memory(card, cal: Calibration, groups, kv_cache) -> Calibration:
         c = _with(cal, **terms_)
         out = []
         for g in have:
-            m = StepModel(g.spec, card, c)
+            m = g.step_model(card, c)
             ok = np.isfinite(g.peak)
-            pred = peak_memory(m, g.batch[ok], g.prompt[ok], g.gen[ok], kv_cache)["peak_bytes"]
-            out.append(pred / g.peak[ok] - 1.0)
+            pred = peak_memory(m, g.batch[ok], g.prompt[ok], g.gen[ok], kv_cache, prefill_ran=g.prefill_ran[ok])
+            out.append(pred["peak_bytes"] / g.peak[ok] - 1.0)
         return np.concatenate(out)
 
     starts = [{"activation_coeff": 3.0, "workspace_bytes": 1e7}, {"activation_coeff": 1.0, "workspace_bytes": 1e8}]
@@ -214,9 +304,26 @@ def _fit_memory(card, cal: Calibration, groups, kv_cache) -> Calibration:
     return _with(cal, **best)
 
 
-def _fit_all(card, base: Calibration, groups, kv_cache) -> Calibration:
-    """Decode terms on TPOT, then the prefill's on TTFT, then memory's on peak memory."""
-    return _fit_memory(card, _fit_prefill(card, _fit_decode(card, base, groups, kv_cache), groups), groups, kv_cache)
+def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=()) -> Calibration:
+    """Decode terms on TPOT (and the attention probe's timings), then the prefill's on TTFT, then
+    memory's on peak memory."""
+    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe)
+    return _fit_memory(card, _fit_prefill(card, decode, groups), groups, kv_cache)
+
+
+def _contexts(groups) -> list[tuple[int, int]]:
+    return sorted({(int(p), int(n)) for g in groups for p, n in zip(g.prompt, g.gen)})
+
+
+def _only_context(groups, context, keep: bool):
+    """The groups with only (keep) or without (not keep) the rows at ``context`` (prompt, gen)."""
+    out = []
+    for g in groups:
+        at = (g.prompt == context[0]) & (g.gen == context[1])
+        sel = at if keep else ~at
+        if sel.any():
+            out.append(g.subset(sel))
+    return out
 
 
 def fit_calibration(
@@ -227,29 +334,56 @@ def fit_calibration(
     measured_peak_flop_per_s: float | None = None,
     cross_validate: bool = True,
     tpot_statistic: str = "mean",
+    collectives: dict | None = None,
+    fixed: dict | None = None,
+    attention_probe=(),
 ) -> Calibration:
-    """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample and
-    leave-one-model-out errors in ``fit_report``. ``tpot_statistic`` picks which statistic of
-    the measured decode steps to fit (mean, median or p10: the latter two resist a noisy host)."""
-    groups, engine, kv_cache = _groups(rows, tpot_statistic)
+    """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample,
+    leave-one-model-out and leave-one-context-out errors in ``fit_report``. ``tpot_statistic``
+    picks which statistic of the measured decode steps to fit (mean, median or p10: the latter
+    two resist a noisy host). ``collectives``: the link terms measured by the TP harness
+    (roofline.collectives.link_terms), stored as measured. ``fixed``: terms measured elsewhere
+    (e.g. the attention kernel's by calibrate.probes, roofline.probes.attention_terms), held at
+    those values. ``attention_probe``: roofline.probes.AttentionPoint timings of the engine's decode
+    attention alone, fitted with the decode terms (they pin the attention family's per-byte,
+    per-score and lane costs across head shapes the models do not span)."""
+    groups, engine, kv_cache, chunk = _groups(rows, tpot_statistic)
+    bad_card = sorted({r.card for r in rows if r.ok and r.card != card.id})
+    if bad_card:
+        raise RooflineError(f"measurements were taken on {', '.join(bad_card)}, not {card.id}: give --card to match", "card")
     base = Calibration(
         card=card.id,
         engine=engine,
         kv_cache=kv_cache,
+        prefill_chunk_tokens=chunk,
         measured_bandwidth_bytes_per_s=measured_bandwidth_bytes_per_s,
         measured_peak_flop_per_s=measured_peak_flop_per_s,
         source=source,
-        fitted_on=[g.model for g in groups],
+        fitted_on=sorted({g.spec.name for g in groups}),
         tpot_statistic=tpot_statistic,
+        **(collectives or {}),
+        **(fixed or {}),
     )
-    cal = _fit_all(card, base, groups, kv_cache)
-    report = {"in_sample": _errors(card, cal, groups, kv_cache)}
-    if cross_validate and len(groups) > 1:
+    held_fixed = set(fixed or {})
+    probe = tuple(attention_probe)
+    cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe)
+    report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(_unidentifiable(groups)),
+              "fixed": {k: getattr(cal, k) for k in sorted(held_fixed)}}
+    if cross_validate and len({g.spec.name for g in groups}) > 1:
         loo = {}
-        for held in groups:
-            rest = [g for g in groups if g is not held]
-            loo[held.model] = _errors(card, _fit_all(card, base, rest, kv_cache), [held], kv_cache)
+        for name in sorted({g.spec.name for g in groups}):
+            rest = [g for g in groups if g.spec.name != name]
+            held = [g for g in groups if g.spec.name == name]
+            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe), held, kv_cache)
         report["leave_one_model_out"] = loo
+    contexts = _contexts(groups)
+    if cross_validate and len(contexts) > 1:
+        loco = {}
+        for ctx in contexts:
+            rest, held = _only_context(groups, ctx, keep=False), _only_context(groups, ctx, keep=True)
+            loco[f"{ctx[0]}/{ctx[1]}"] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe), held,
+                                                 kv_cache)
+        report["leave_one_context_out"] = loco
     return _with(cal, fit_report=report)
 
 
@@ -261,13 +395,22 @@ def _mape(pred, meas) -> float | None:
     return float(np.mean(np.abs(pred[ok] / meas[ok] - 1.0)))
 
 
+def _worst(pred, meas) -> float | None:
+    ok = np.isfinite(meas)
+    if not ok.any():
+        return None
+    return float(np.max(np.abs(pred[ok] / meas[ok] - 1.0)))
+
+
 def _errors(card, cal, groups, kv_cache) -> dict:
     preds = [_predict_group(card, cal, g, kv_cache) for g in groups]
     cat = lambda i: np.concatenate([p[i] for p in preds])  # noqa: E731
+    tpot_meas = np.concatenate([g.tpot for g in groups])
     ttft_meas = np.concatenate([g.ttft for g in groups])
     large = np.concatenate([g.batch for g in groups]) >= LARGE_BATCH
     return {
-        "tpot_mape_fraction": _mape(cat(0), np.concatenate([g.tpot for g in groups])),
+        "tpot_mape_fraction": _mape(cat(0), tpot_meas),
+        "tpot_worst_fraction": _worst(cat(0), tpot_meas),
         "ttft_mape_fraction": _mape(cat(1), ttft_meas),
         f"ttft_mape_fraction_batch_{LARGE_BATCH}_up": _mape(cat(1)[large], ttft_meas[large]),
         "peak_mem_mape_fraction": _mape(cat(2), np.concatenate([g.peak for g in groups])),
@@ -276,13 +419,15 @@ def _errors(card, cal, groups, kv_cache) -> dict:
 
 
 def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: str | None = None, min_batch: int = 1) -> dict:
-    """Per-row predicted vs measured, and the MAPE of each quantity (overall and per model),
-    over the rows of batch >= ``min_batch``; TPOT is the calibration's statistic unless given."""
+    """Per-row predicted vs measured, and the MAPE of each quantity (overall, per model and per
+    context), over the rows of batch >= ``min_batch``; TPOT is the calibration's statistic unless given."""
     statistic = tpot_statistic or calibration.tpot_statistic
     rows = [r for r in rows if r.batch >= min_batch]
     if not rows:
-        raise RooflineError(f"no measurement has a batch of {min_batch} or more")
-    groups, engine, kv_cache = _groups(rows, statistic)
+        raise RooflineError(f"no measurement has a batch of {min_batch} or more", "min_batch")
+    groups, engine, kv_cache, chunk = _groups(rows, statistic)
+    if chunk is not None and calibration.prefill_chunk_tokens != chunk:
+        calibration = _with(calibration, prefill_chunk_tokens=chunk)  # the prediction mirrors how it was measured
     out_rows = []
     per_model = {}
     for g in groups:
@@ -303,6 +448,8 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
                     "peak_mem_predicted_bytes": float(peak[i]),
                 }
             )
+    per_context = {f"{c[0]}/{c[1]}": _errors(card, calibration, _only_context(groups, c, keep=True), kv_cache)
+                   for c in _contexts(groups)}
     summary = _errors(card, calibration, groups, kv_cache)
     return {
         "card": card.id,
@@ -310,5 +457,6 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
         "calibration": f"{calibration.card}/{calibration.engine}",
         **{k: v for k, v in summary.items()},
         "per_model": per_model,
+        "per_context": per_context,
         "rows": out_rows,
     }

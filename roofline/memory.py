@@ -30,7 +30,10 @@ def kv_held_bytes(model: StepModel, sequences, context_tokens):
     return sequences * (c * full + windowed * model.kv_window_bytes_per_token)
 
 
-def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: str, logits: str = "last"):
+def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: str, logits: str = "last",
+                prefill_ran=True):
+    """The peak and its breakdown. ``prefill_ran`` (bool or array) False: the prefill did not run
+    (a harness that fills the cache without it): only the end moment counts."""
     spec, cal = model.spec, model.calibration
     batch = np.asarray(batch, dtype=float)
     prompt = np.asarray(prompt_tokens, dtype=float)
@@ -45,7 +48,7 @@ def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: st
     logits_decode = batch * spec.logits_bytes_per_position(model.act_dtype)
     at_prefill = kv_prompt + act_prefill + logits_prefill
     at_end = kv_full + logits_decode
-    prefill_wins = at_prefill >= at_end
+    prefill_wins = (at_prefill >= at_end) & np.asarray(prefill_ran, dtype=bool)
     kv = np.where(prefill_wins, kv_prompt, kv_full)
     activations = np.where(prefill_wins, act_prefill, 0.0)
     logits_b = np.where(prefill_wins, logits_prefill, logits_decode)

@@ -157,6 +157,7 @@ class StepModel:
     # seconds per unit of work (what _parts multiplies PassWork's counts by)
     _c: tuple = field(init=False, repr=False)
     _touched_table: object = field(init=False, repr=False, default=None)
+    _window_layers: int = field(init=False, repr=False, default=0)
 
     def __post_init__(self):
         cal, spec, tp = self.calibration, self.spec, self.tp
@@ -169,7 +170,7 @@ class StepModel:
         set_(self, "expert_bytes", float(spec.routed_expert_bytes(wd, ad)) / tp if spec.moe_layers else 0.0)
         # the attention layout, one GPU's share: (layers, KV elements, FLOPs, score elements) per token or pair
         kv_b = dtype_bytes(self.kv_dtype)
-        full_kv = win_kv = full_flop = win_flop = full_scores = win_scores = 0.0
+        full_kv = win_kv = full_flop = win_flop = full_scores = win_scores = full_lane = win_lane = 0.0
         windows = {g.window for g in spec.attention_groups if g.window is not None}
         if len(windows) > 1:
             from roofline.errors import RooflineError
@@ -180,11 +181,15 @@ class StepModel:
             kv = g.layers * kv_share * kv_b
             flop = g.layers * g.flop_per_pair / tp
             scores = g.layers * g.q_heads / tp
+            lane = g.layers * (g.kv_elements_per_token // (2 if g.kind == "gqa" else 1)) // max(g.kv_heads, 1) * kv_b
             if g.window is None:
                 full_kv, full_flop, full_scores = full_kv + kv, full_flop + flop, full_scores + scores
+                full_lane += lane
             else:
                 win_kv, win_flop, win_scores = win_kv + kv, win_flop + flop, win_scores + scores
+                win_lane += lane
         set_(self, "window", next(iter(windows)) if windows else None)
+        set_(self, "_window_layers", sum(g.layers for g in spec.attention_groups if g.window is not None))
         set_(self, "attention_flop_per_pair", full_flop)
         set_(self, "attention_window_flop_per_pair", win_flop)
         set_(self, "kv_bytes_per_token", full_kv + win_kv)
@@ -240,6 +245,9 @@ class StepModel:
             reduce_fixed,                                                         # 23 collectives, fixed
             reduce_per_token,                                                     # 24 per token in the pass
             gather_per_row,                                                       # 25 per logit row gathered
+            cal.attention_lane_s_per_byte * full_lane,                            # 26 lane, full layers
+            cal.attention_lane_s_per_byte * win_lane,                             # 27 lane, windowed layers
+            cal.batch_layer_overhead_s * spec.num_hidden_layers,                  # 28 from two sequences up
         ))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
@@ -290,14 +298,17 @@ class StepModel:
 
     # ---- the cost of a pass ----
     def overhead_s(self, decode_tokens, prefill_tokens):
-        """The decode overhead for a decode step, the prefill's for a prefill, the larger for a mix."""
+        """The decode overhead for a decode step (and the per-layer extra of two or more sequences),
+        the prefill's for a prefill, the larger for a mix."""
         c = self._c
         if type(decode_tokens) is float and type(prefill_tokens) is float:
+            decode = self.decode_overhead_s + (c[28] if decode_tokens >= 2.0 else 0.0)
             if prefill_tokens > 0.0:
-                return c[1] if decode_tokens > 0.0 else c[0]
-            return self.decode_overhead_s
+                return max(decode, c[0]) if decode_tokens > 0.0 else c[0]
+            return decode
         d, p = np.asarray(decode_tokens, dtype=float), np.asarray(prefill_tokens, dtype=float)
-        return np.where(p > 0, np.where(d > 0, c[1], c[0]), self.decode_overhead_s)
+        decode = self.decode_overhead_s + np.where(d >= 2.0, c[28], 0.0)
+        return np.where(p > 0, np.where(d > 0, np.maximum(decode, c[0]), c[0]), decode)
 
     def pass_parts(self, work: PassWork) -> PassParts:
         """The overhead and each kernel family's times (seconds)."""
@@ -315,11 +326,17 @@ class StepModel:
         if c[21]:
             matmul_memory = matmul_memory + c[20] * self.experts_touched(d + p)
         written = d + p
+        kv_s = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14]
+        if c[26] or c[27]:
+            # the values' weighted sum is a reduction over each sequence's context that the kernel
+            # runs serially: with few sequences it cannot go faster than context x the lane time
+            lane = _per_sequence(kv, d) * c[26] + _per_sequence(kvw, d) * c[27]
+            kv_s = 0.5 * kv_s + _max(0.5 * kv_s, lane)
         return (
             self.overhead_s(d, p),
             matmul_memory,
             d * c[3] + p * c[4] + rows * c[5],
-            (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14] + kv * c[17] + kvw * c[18] + d * c[19],
+            kv_s + kv * c[17] + kvw * c[18] + d * c[19],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
@@ -377,6 +394,22 @@ class StepModel:
         kvw = kv if kvw is None else kvw
         full = self.kv_bytes_per_token - self.kv_window_bytes_per_token
         return self.weight_bytes_read(work) + (kv + p) * full + (kvw + p) * self.kv_window_bytes_per_token
+
+
+def _per_sequence(total, sequences):
+    """total / sequences (0 where there are none), for floats or arrays."""
+    if type(total) is float and type(sequences) is float:
+        return total / sequences if sequences > 0.0 else 0.0
+    total, sequences = np.asarray(total, dtype=float), np.asarray(sequences, dtype=float)
+    shape = np.broadcast_shapes(total.shape, sequences.shape)
+    return np.divide(total, sequences, out=np.zeros(shape), where=sequences > 0)
+
+
+def _max(a, b):
+    """max for floats, np.maximum otherwise."""
+    if type(a) is float and type(b) is float:
+        return a if a >= b else b
+    return np.maximum(a, b)
 
 
 def kv_heads_share(kind: str, kv_heads: int, tp: int) -> float:

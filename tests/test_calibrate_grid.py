@@ -200,13 +200,14 @@ def test_graph_engine_measures_a_bounded_point_without_a_prefill():
 
 
 def test_plan_point_thresholds():
-    # defaults: TTFT timed up to 65,536 tokens, warm-up prefill up to 16,384
+    # defaults: TTFT timed (and warmed up) up to 65,536 tokens, no prefill above
     assert plan_point(1, 16_384).label == "timed"
-    assert plan_point(2, 16_384).label == "timed-cold"
-    assert plan_point(4, 16_384).label == "timed-cold"  # 65,536 tokens: still timed
+    assert plan_point(4, 16_384).label == "timed"  # 65,536 tokens: still timed, warm
     assert plan_point(8, 16_384).label == "none"
     assert plan_point(8, 16_384).warmup_prefill is False
-    assert plan_point(1024, 128).label == "none" and plan_point(512, 128).label == "timed-cold"
+    assert plan_point(1024, 128).label == "none" and plan_point(512, 128).label == "timed"
+    # a lower warm-up limit makes the points between the two limits cold
+    assert plan_point(4, 16_384, warmup_prefill_max_tokens=16_384).label == "timed-cold"
 
 
 def test_grid_of_normalises_and_rejects():

@@ -33,6 +33,12 @@ RENAMED: dict[str, tuple[str, float]] = {
 }
 #: (scenario, key path) -> why v0.1's value was wrong and is not compared
 CHANGED: dict[tuple[str, str], str] = {}
+#: scenarios whose outputs changed on purpose after issue 8's refactor, and why
+CHANGED_SCENARIOS: dict[str, str] = {
+    "fit-lesson": "issue 9: the fit frees terms v0.1 did not have where the data identify them "
+                  "(a batched step's per-layer extra, identified by batch 1 vs 2)",
+    "fit-graph-2": "issue 9: as fit-lesson (its held-out qwen2.5-7b error falls from 41% to 5%)",
+}
 IGNORED_KEYS = {"calibration_path"}  # a temporary file's name
 REL = 1e-9
 #: `fit` scenarios: least squares amplifies last-bit differences (the pass formula's products are
@@ -89,6 +95,8 @@ def _compare(name: str, path: str, old, new, problems: list[str]) -> None:
 
 @pytest.mark.parametrize("name", sorted(reg.SCENARIOS))
 def test_output_unchanged_since_v01(name, tmp_path, monkeypatch):
+    if name in CHANGED_SCENARIOS:
+        pytest.skip(CHANGED_SCENARIOS[name])
     monkeypatch.chdir(reg.ROOT)
     new = reg.run(name, reg.SCENARIOS[name], tmp_path)
     problems: list[str] = []
