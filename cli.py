@@ -221,6 +221,12 @@ TPOT_STATISTIC = ("mean", "median", "p10")
 @click.option("--model", "models", multiple=True, help="Fit only these models' rows (repeat; default: all).")
 @click.option("--tpot-statistic", type=click.Choice(TPOT_STATISTIC), default="mean", show_default=True,
               help="Which statistic of the measured decode steps to fit (median/p10 resist a noisy host).")
+@click.option("--attention-probe", type=click.Path(dir_okay=False),
+              help="Attention-probe file (calibrate.probes): the attention kernel timed alone, fitted with the decode terms.")
+@click.option("--collectives", type=click.Path(dir_okay=False),
+              help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
+@click.option("--base", type=click.Path(dir_okay=False),
+              help="Keep this calibration's terms; fit only what these measurements newly identify (e.g. MoE terms).")
 @options("fmt")
 @domain_errors
 def fit(measurements, fmt, **kw):

@@ -254,10 +254,19 @@ def fit(
     label: str | None = None,
     models=(),
     tpot_statistic: str = "mean",
+    attention_probe=None,
+    collectives=None,
+    base=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
-    in-sample and leave-one-model-out errors)."""
+    in-sample, leave-one-model-out and leave-one-context-out errors).
+
+    ``attention_probe``: a calibrate.probes attention file, fitted with the decode terms (it pins
+    the attention kernel's costs across head shapes). ``collectives``: a TP harness collectives
+    file (the all-reduce's latency and bandwidth, stored as measured). ``base``: a calibration
+    whose terms are kept and only the terms these measurements newly identify are fitted (the
+    MoE terms on MoE runs, say); its ``fitted_on`` is carried over."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -269,10 +278,28 @@ def fit(
     source = "fitted by `roofline fit` to " + ", ".join(Path(p).name for p in paths)
     if label:
         source = f"{label} ({source})"
-    cal = fit_calibration(
-        rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
-        tpot_statistic=tpot_statistic,
-    )
+    probe = ()
+    if attention_probe is not None:
+        from roofline.probes import attention_points
+
+        probe = attention_points(attention_probe)
+    link = None
+    if collectives is not None:
+        from roofline.atomic import read_json
+        from roofline.collectives import link_terms
+
+        link = {**link_terms(collectives), "world": read_json(Path(collectives), "collectives")["world"]}
+    if base is not None:
+        from roofline.calibration import Calibration, load_calibration
+        from roofline.fitting import fit_extra_terms
+
+        base_cal = base if isinstance(base, Calibration) else load_calibration(base)
+        cal = fit_extra_terms(base_cal, rows, card_p, source=source)
+    else:
+        cal = fit_calibration(
+            rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
+            tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link,
+        )
     if output is not None:
         save_calibration(cal, output)
     return cal

@@ -64,10 +64,10 @@ TERMS: dict[str, Term] = {
                               log=True),
     "attention_score_bytes": Term(
         0.0, 0.0, 64.0, "bytes moved per attention score element (query head x cached token x layer) in decode"),
-    "attention_lane_s_per_byte": Term(
-        0.0, 0.0, INF, "decode attention's serial time per byte of one (sequence, KV head)'s values, per layer: the "
-        "weighted sum over the context is a reduction the kernel does not split, its floor when few sequences run; "
-        "1 / (the bandwidth one such lane streams at), s/byte", fit_upper=1e-10),
+    "attention_lane_s_per_token": Term(
+        0.0, 0.0, INF, "decode attention's serial time per cached token of one (sequence, KV head), per layer: the "
+        "values' weighted sum over the context is a reduction the kernel does not split (one output tile spans the "
+        "head width), its floor when few sequences run, s", fit_upper=3e-8),
     "batch_layer_overhead_s": Term(
         0.0, 0.0, INF, "extra cost per layer of a decode pass of two or more sequences (kernels a single sequence "
         "does not launch, e.g. a copy its contiguous layout avoids), s", fit_upper=1e-4),
@@ -77,6 +77,9 @@ TERMS: dict[str, Term] = {
                                  fit_upper=1e-3),
     "expert_traffic_factor": Term(
         1.0, 1.0, 16.0, "time per routed-expert byte relative to a dense weight byte (grouped GEMM efficiency)"),
+    "expert_gemm_min_rows": Term(
+        0.0, 0.0, 4096.0, "rows a grouped GEMM computes per touched expert at least (its tile height: an expert "
+        "with fewer routed tokens still costs that many rows)", fit_upper=512.0),
 
     # prefill
     "prefill_overhead_s": Term(0.0, 0.0, INF, "fixed cost of a prefill, s", fit_upper=10.0),
@@ -94,8 +97,8 @@ DECODE_TERMS = ("step_overhead_s", "layer_overhead_s", "bandwidth_efficiency", "
                 "overhead_exponent", "batch_layer_overhead_s")
 #: Decode terms a fit only frees when its measurements can tell them apart (several contexts;
 #: MoE models; tensor-parallel runs): see roofline.fitting.
-CONTEXT_TERMS = ("attention_score_bytes", "attention_lane_s_per_byte", "attention_sequence_overhead_s")
-MOE_TERMS = ("moe_layer_overhead_s", "expert_traffic_factor")
+CONTEXT_TERMS = ("attention_score_bytes", "attention_lane_s_per_token", "attention_sequence_overhead_s")
+MOE_TERMS = ("moe_layer_overhead_s", "expert_traffic_factor", "expert_gemm_min_rows")
 PREFILL_TERMS = ("prefill_overhead_s", "prefill_compute_efficiency", "prefill_activation_traffic_coeff")
 MEMORY_TERMS = ("activation_coeff", "workspace_bytes")
 
@@ -125,11 +128,12 @@ class Calibration(BaseModel):
     roofline_exponent: float = _field("roofline_exponent")
     overhead_exponent: float = _field("overhead_exponent")
     attention_score_bytes: float = _field("attention_score_bytes")
-    attention_lane_s_per_byte: float = _field("attention_lane_s_per_byte")
+    attention_lane_s_per_token: float = _field("attention_lane_s_per_token")
     batch_layer_overhead_s: float = _field("batch_layer_overhead_s")
     attention_sequence_overhead_s: float = _field("attention_sequence_overhead_s")
     moe_layer_overhead_s: float = _field("moe_layer_overhead_s")
     expert_traffic_factor: float = _field("expert_traffic_factor")
+    expert_gemm_min_rows: float = _field("expert_gemm_min_rows")
     # tensor parallelism: the link as measured with the runs (roofline.collectives); default the card's
     allreduce_latency_s: float | None = Field(None, ge=0, description="fixed time of one all-reduce, s")
     allgather_latency_s: float | None = Field(None, ge=0, description="fixed time of the logits all-gather, s")
@@ -142,6 +146,13 @@ class Calibration(BaseModel):
     # memory
     activation_coeff: float = _field("activation_coeff")
     workspace_bytes: float = _field("workspace_bytes")
+    # facts of the engine's decode-attention kernels (read from its code, not fitted)
+    mla_latent_passes: float = Field(
+        1.0, ge=1.0, le=4.0, description="times decode attention reads an MLA latent per step (the graph engine's "
+        "absorbed kernel: once for the scores, once more for the values' latent: (2r + rope) / (r + rope))")
+    sink_score_bytes: float = Field(
+        0.0, ge=0.0, le=64.0, description="extra bytes per score element in layers with attention sinks (the graph "
+        "engine concatenates the sink column to the scores, then slices the probabilities: two more passes)")
     prefill_chunk_tokens: int | None = Field(
         None, gt=0, description="the engine prefills at most this many tokens per forward (whole sequences); None: all at once")
     # optional ceilings measured alongside the calibration (replace the profile's)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.calibration import CONTEXT_TERMS, DECODE_TERMS, MEMORY_TERMS, MOE_TERMS, PREFILL_TERMS, TERMS, Calibration
+from roofline.confidence import coverage_of, merge_coverage
 from roofline.decode import mean_tpot_s
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile
@@ -149,9 +150,13 @@ def _solve(residual, names, starts, loss="linear"):
     for start in starts:
         x0 = np.array([np.log(start[n]) if lg else start[n] for n, lg in zip(names, logs)])
         x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
-        res = least_squares(
-            lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale="jac", max_nfev=4000, loss=loss, f_scale=0.05
-        )
+        # each variable scaled by a tenth of its search range (or its start, where larger): a
+        # Jacobian-based scale divides by zero when a term slides onto its bound, and the solver
+        # then crawls a flat valley to max_nfev (a host-bound engine's fit took minutes)
+        scale = np.maximum(np.where(np.isfinite(hi - lo), 0.1 * (hi - lo), 1.0), np.abs(x0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            res = least_squares(lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale=scale, max_nfev=4000,
+                                loss=loss, f_scale=0.05)
         if best is None or res.cost < best.cost:
             best = res
     return unpack(best.x)
@@ -199,18 +204,21 @@ def _probe_models(card, points):
 
 
 def _probe_attention_s(card, cal: Calibration, specs, points):
-    """The attention family's time for each probe point: one layer, ``batch`` x ``context`` slots."""
+    """The attention family's time for each probe point: one layer, ``batch`` x ``context`` slots
+    (one StepModel per shape, its points priced as arrays)."""
     from roofline.step import decode_work, pnorm
 
     out = np.empty(len(points))
-    for i, p in enumerate(points):
-        m = StepModel(specs[(p.q_heads, p.kv_heads, p.head_dim)], card, cal)
-        parts = m.pass_parts(decode_work(float(p.batch), float(p.batch * p.context_tokens)))
-        out[i] = pnorm(parts.attention_memory_s, parts.attention_compute_s, cal.roofline_exponent)
+    for key, spec in specs.items():
+        idx = [i for i, p in enumerate(points) if (p.q_heads, p.kv_heads, p.head_dim) == key]
+        batch = np.array([points[i].batch for i in idx], dtype=float)
+        context = np.array([points[i].context_tokens for i in idx], dtype=float)
+        parts = StepModel(spec, card, cal).pass_parts(decode_work(batch, batch * context))
+        out[idx] = pnorm(parts.attention_memory_s, parts.attention_compute_s, cal.roofline_exponent)
     return out
 
 
-def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=()) -> Calibration:
+def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None) -> Calibration:
     held = _unidentifiable(groups) | set(fixed)
     names = [n for n in (*DECODE_TERMS, *CONTEXT_TERMS, *MOE_TERMS) if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
@@ -245,20 +253,21 @@ def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), pr
             "roofline_exponent": p,
             "overhead_exponent": q,
             "attention_score_bytes": 4.0,
-            "attention_lane_s_per_byte": 5e-12,
+            "attention_lane_s_per_token": 1.3e-9,
             "batch_layer_overhead_s": 2e-6,
             "attention_sequence_overhead_s": 0.0,
             "moe_layer_overhead_s": 2e-5,
             "expert_traffic_factor": 1.5,
+            "expert_gemm_min_rows": 64.0,
         }
         if "step_overhead_s" in names:
             s["step_overhead_s"], s["layer_overhead_s"] = share * min_tpot / 2, share * min_tpot / (2 * layers)
         starts.append(s)
-    best = _solve(residual, names, starts)
+    best = _solve(residual, names, _warm(warm, names) or starts)
     return _with(base, **best)
 
 
-def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
+def _fit_prefill(card, cal: Calibration, groups, warm=None) -> Calibration:
     """TTFT terms, the decode terms held. Small-batch TTFTs are a few ms of noisy launches, so
     the loss is robust (soft L1): a few wild points do not drag the large-batch fit."""
     have = [g for g in groups if np.isfinite(g.ttft).any()]
@@ -280,11 +289,11 @@ def _fit_prefill(card, cal: Calibration, groups) -> Calibration:
         {n: v for n, v in zip(PREFILL_TERMS, start)}
         for start in ((0.5 * min_ttft, 0.7, 4.0), (0.05 * min_ttft, 0.4, 0.0), (0.2 * min_ttft, 0.9, 10.0))
     ]
-    best = _solve(residual, names, starts, loss="soft_l1")
+    best = _solve(residual, names, _warm(warm, names) or starts, loss="soft_l1")
     return _with(cal, **best)
 
 
-def _fit_memory(card, cal: Calibration, groups, kv_cache) -> Calibration:
+def _fit_memory(card, cal: Calibration, groups, kv_cache, warm=None) -> Calibration:
     have = [g for g in groups if np.isfinite(g.peak).any()]
     if not have:
         return cal
@@ -300,15 +309,21 @@ def _fit_memory(card, cal: Calibration, groups, kv_cache) -> Calibration:
         return np.concatenate(out)
 
     starts = [{"activation_coeff": 3.0, "workspace_bytes": 1e7}, {"activation_coeff": 1.0, "workspace_bytes": 1e8}]
-    best = _solve(residual, list(MEMORY_TERMS), starts)
+    best = _solve(residual, list(MEMORY_TERMS), _warm(warm, MEMORY_TERMS) or starts)
     return _with(cal, **best)
 
 
-def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=()) -> Calibration:
+def _warm(warm, names) -> list[dict]:
+    """One start at ``warm``'s terms (a cross-validation refit starts from the full fit's optimum:
+    a fraction of the multi-start cost, the same optimum where the data allow one)."""
+    return [{n: getattr(warm, n) for n in names}] if warm is not None else []
+
+
+def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None) -> Calibration:
     """Decode terms on TPOT (and the attention probe's timings), then the prefill's on TTFT, then
-    memory's on peak memory."""
-    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe)
-    return _fit_memory(card, _fit_prefill(card, decode, groups), groups, kv_cache)
+    memory's on peak memory. ``warm``: a fitted calibration to start from (one start)."""
+    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe, warm)
+    return _fit_memory(card, _fit_prefill(card, decode, groups, warm), groups, kv_cache, warm)
 
 
 def _contexts(groups) -> list[tuple[int, int]]:
@@ -324,6 +339,13 @@ def _only_context(groups, context, keep: bool):
         if sel.any():
             out.append(g.subset(sel))
     return out
+
+
+def _engine_facts(engine: str) -> dict:
+    """The engine profile's facts (roofline.engines), where the engine has a profile."""
+    from roofline.engines import engine_ids, load_engine
+
+    return load_engine(engine).calibration_facts() if engine in engine_ids() else {}
 
 
 def fit_calibration(
@@ -348,41 +370,48 @@ def fit_calibration(
     attention alone, fitted with the decode terms (they pin the attention family's per-byte,
     per-score and lane costs across head shapes the models do not span)."""
     groups, engine, kv_cache, chunk = _groups(rows, tpot_statistic)
+    collectives = dict(collectives or {})
+    link_world = collectives.pop("world", None)
     bad_card = sorted({r.card for r in rows if r.ok and r.card != card.id})
     if bad_card:
         raise RooflineError(f"measurements were taken on {', '.join(bad_card)}, not {card.id}: give --card to match", "card")
+    facts = _engine_facts(engine)
+    facts["prefill_chunk_tokens"] = chunk  # as the rows were measured
     base = Calibration(
         card=card.id,
         engine=engine,
         kv_cache=kv_cache,
-        prefill_chunk_tokens=chunk,
+        **facts,
         measured_bandwidth_bytes_per_s=measured_bandwidth_bytes_per_s,
         measured_peak_flop_per_s=measured_peak_flop_per_s,
         source=source,
         fitted_on=sorted({g.spec.name for g in groups}),
         tpot_statistic=tpot_statistic,
-        **(collectives or {}),
+        **collectives,
         **(fixed or {}),
     )
     held_fixed = set(fixed or {})
     probe = tuple(attention_probe)
     cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe)
+    coverage = coverage_of(groups)
+    if link_world is not None:
+        coverage["link_tp"] = [int(link_world)]
     report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(_unidentifiable(groups)),
-              "fixed": {k: getattr(cal, k) for k in sorted(held_fixed)}}
+              "fixed": {k: getattr(cal, k) for k in sorted(held_fixed)}, "coverage": coverage}
     if cross_validate and len({g.spec.name for g in groups}) > 1:
         loo = {}
         for name in sorted({g.spec.name for g in groups}):
             rest = [g for g in groups if g.spec.name != name]
             held = [g for g in groups if g.spec.name == name]
-            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe), held, kv_cache)
+            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal), held, kv_cache)
         report["leave_one_model_out"] = loo
     contexts = _contexts(groups)
     if cross_validate and len(contexts) > 1:
         loco = {}
         for ctx in contexts:
             rest, held = _only_context(groups, ctx, keep=False), _only_context(groups, ctx, keep=True)
-            loco[f"{ctx[0]}/{ctx[1]}"] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe), held,
-                                                 kv_cache)
+            loco[f"{ctx[0]}/{ctx[1]}"] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal),
+                                                 held, kv_cache)
         report["leave_one_context_out"] = loco
     return _with(cal, fit_report=report)
 
@@ -426,8 +455,8 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
     if not rows:
         raise RooflineError(f"no measurement has a batch of {min_batch} or more", "min_batch")
     groups, engine, kv_cache, chunk = _groups(rows, statistic)
-    if chunk is not None and calibration.prefill_chunk_tokens != chunk:
-        calibration = _with(calibration, prefill_chunk_tokens=chunk)  # the prediction mirrors how it was measured
+    if calibration.prefill_chunk_tokens != chunk:  # the prediction mirrors how the rows were measured
+        calibration = _with(calibration, prefill_chunk_tokens=chunk)
     out_rows = []
     per_model = {}
     for g in groups:
@@ -460,3 +489,48 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
         "per_context": per_context,
         "rows": out_rows,
     }
+
+
+def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = "") -> Calibration:
+    """Keep ``base``'s terms and fit only those ``rows`` newly identify: the mixture-of-experts
+    terms (per-MoE-layer overhead, expert traffic) on MoE models' decode. The new rows' models join
+    ``fitted_on``; ``fit_report["extra"]`` holds the in-sample errors on them."""
+    groups, engine, kv_cache, chunk = _groups(rows, base.tpot_statistic)
+    if engine != base.engine:
+        raise RooflineError(f"measurements are of engine {engine}, the base calibration of {base.engine}")
+    names = [n for n in MOE_TERMS if n not in _unidentifiable(groups)]
+    if not names:
+        raise RooflineError("these measurements identify no term the base calibration lacks (no MoE model)")
+    if chunk is not None and base.prefill_chunk_tokens != chunk:
+        base = _with(base, prefill_chunk_tokens=chunk)
+
+    def residual(terms_):
+        cal = _with(base, **terms_)
+        return np.concatenate([mean_tpot_s(g.step_model(card, cal), g.batch, g.prompt, g.gen, kv_cache) / g.tpot - 1.0
+                               for g in groups])
+
+    starts = [{"moe_layer_overhead_s": v, "expert_traffic_factor": f, "expert_gemm_min_rows": r}
+              for v, f, r in ((2e-5, 1.5, 64.0), (5e-6, 2.5, 128.0), (5e-5, 1.1, 16.0))]
+    cal = _with(base, **_solve(residual, names, starts))
+    report = dict(base.fit_report)
+    report["extra"] = {"terms": names, "models": sorted({g.spec.name for g in groups}),
+                       "in_sample": _errors(card, cal, groups, kv_cache)}
+    if "coverage" in report:
+        report["coverage"] = merge_coverage(report["coverage"], coverage_of(groups))
+    fitted_on = sorted(set(base.fitted_on) | {g.spec.name for g in groups})
+    return _with(cal, fit_report=report, fitted_on=fitted_on,
+                 source=f"{base.source}; MoE terms: {source}" if source else base.source)
+
+
+def validation_entry(calibration: Calibration, rows, card: CardProfile, what: str, files=()) -> dict:
+    """The calibration's errors on measurements it was not fitted on (for ``fit_report["validation"]``:
+    the expected error of answers of that kind, roofline.confidence)."""
+    fitted = set(calibration.fitted_on)
+    rows = [r for r in rows if r.model not in fitted]
+    if not rows:
+        raise RooflineError(f"no held-out rows for the {what} validation: every model was fitted on")
+    result = compare(calibration, rows, card)
+    keys = ("tpot_mape_fraction", "tpot_worst_fraction", "ttft_mape_fraction", "ttft_mape_fraction_batch_64_up",
+            "peak_mem_mape_fraction", "points")
+    return {"what": what, "files": [str(f) for f in files], "models": sorted({r.model for r in rows}),
+            **{k: result.get(k) for k in keys}}

@@ -41,6 +41,20 @@ ROW_KEYS = (
     "bandwidth_ceiling_fraction",
     "bound",
 )
+#: Per-row keys beyond the columns: the expected error (nested) and the extrapolation reasons.
+CONFIDENCE_KEYS = ("expected_error", "extrapolation")
+#: The flat forms of the expected error (CSV).
+FLAT_ERROR_KEYS = ("expected_tpot_error_fraction", "expected_ttft_error_fraction", "expected_peak_mem_error_fraction")
+
+
+def _plain(value):
+    """A float, or None for a missing (NaN or None) error."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
 #: A doubling of the batch that costs more than sqrt(2) in TPOT (log-log slope 0.5) has left
 #: the flat region: throughput then grows by less than 41% per doubling.
 KNEE_ELASTICITY = 0.5
@@ -94,23 +108,49 @@ class Prediction:
     def bend(self) -> Bend:
         return bend(self.scenario)
 
+    @cached_property
+    def confidence(self) -> dict:
+        """How far to trust each row (roofline.confidence): ``errors`` = the expected relative error
+        of TPOT and TTFT (arrays, one per batch), of peak memory, and its ``basis`` in words;
+        ``extrapolation`` = per batch, the reasons the question leaves what the calibration saw."""
+        from roofline.confidence import expected_errors, extrapolation
+
+        sc, b = self.scenario, self.columns["batch"]
+        return {"errors": expected_errors(sc.calibration, sc, b), "extrapolation": extrapolation(sc.calibration, sc, b)}
+
+    def _confidence_value(self, key: str, i: int):
+        errors = self.confidence["errors"]
+        if key == "extrapolation":
+            return list(self.confidence["extrapolation"][i])
+        if key == "expected_error":
+            return {f"{k}_fraction": _plain(errors[f"{k}_fraction"] if k == "peak_mem" else errors[f"{k}_fraction"][i])
+                    for k in ("tpot", "ttft", "peak_mem")}
+        name = key[len("expected_"):-len("_error_fraction")]
+        return _plain(errors[f"{name}_fraction"] if name == "peak_mem" else errors[f"{name}_fraction"][i])
+
     def rows(self, keys=None) -> list[dict]:
-        keys = keys or list(self.columns)
+        """One dict per batch: every column, the expected error and the extrapolation reasons (or
+        ``keys`` only; the flat ``expected_{tpot,ttft,peak_mem}_error_fraction`` are keys too)."""
+        keys = keys or [*self.columns, *CONFIDENCE_KEYS]
         n = len(self.columns["batch"])
         out = []
         for i in range(n):
             row = {}
             for k in keys:
-                v = self.columns[k][i]
-                row[k] = v.item() if hasattr(v, "item") else v
+                if k in self.columns:
+                    v = self.columns[k][i]
+                    row[k] = v.item() if hasattr(v, "item") else v
+                else:
+                    row[k] = self._confidence_value(k, i)
             out.append(row)
         return out
 
     def meta(self) -> dict:
-        return self.scenario.meta()
+        return {**self.scenario.meta(), "expected_error_basis": self.confidence["errors"]["basis"]}
 
     def as_dict(self) -> dict:
-        """What `roofline predict --format json` prints: meta, rows and the bend."""
+        """What `roofline predict --format json` prints: meta, rows (each with its ``expected_error``
+        and ``extrapolation``) and the bend."""
         return {"meta": self.meta(), "rows": self.rows(), "bend": self.bend.as_dict()}
 
     def figure(self, show_bend: bool = True):

@@ -85,3 +85,10 @@ def gb_per_s(x: float) -> str:
 
 def tflop_per_s(x: float) -> str:
     return f"{x / TFLOP:,.2f} TFLOP/s"
+
+
+def batch_list(batches: list[int]) -> str:
+    """``1, 2, 4`` or, for more than four, ``2048 .. 65536`` (first .. last)."""
+    if len(batches) <= 4:
+        return ", ".join(str(b) for b in batches)
+    return f"{batches[0]} .. {batches[-1]}"

@@ -171,6 +171,7 @@ class StepModel:
         # the attention layout, one GPU's share: (layers, KV elements, FLOPs, score elements) per token or pair
         kv_b = dtype_bytes(self.kv_dtype)
         full_kv = win_kv = full_flop = win_flop = full_scores = win_scores = full_lane = win_lane = 0.0
+        full_read = win_read = 0.0
         windows = {g.window for g in spec.attention_groups if g.window is not None}
         if len(windows) > 1:
             from roofline.errors import RooflineError
@@ -180,14 +181,21 @@ class StepModel:
             kv_share = g.kv_elements_per_token * kv_heads_share(g.kind, g.kv_heads, tp)
             kv = g.layers * kv_share * kv_b
             flop = g.layers * g.flop_per_pair / tp
+            # score elements per pair, weighted by their bytes relative to a plain layer's
             scores = g.layers * g.q_heads / tp
-            lane = g.layers * (g.kv_elements_per_token // (2 if g.kind == "gqa" else 1)) // max(g.kv_heads, 1) * kv_b
+            if g.sinks and cal.attention_score_bytes > 0:
+                scores *= 1.0 + cal.sink_score_bytes / cal.attention_score_bytes
+            read = kv * (cal.mla_latent_passes if g.kind == "mla" else 1.0)  # bytes a step's attention reads
+            # the values' weighted sum runs serially over each (sequence, KV head)'s cached tokens:
+            # one output tile spans the whole head width, so its time per token does not depend on
+            # the width (the attention probe: 64-wide heads cost as much per token as 128-wide)
+            lane = float(g.layers)
             if g.window is None:
                 full_kv, full_flop, full_scores = full_kv + kv, full_flop + flop, full_scores + scores
-                full_lane += lane
+                full_lane, full_read = full_lane + lane, full_read + read
             else:
                 win_kv, win_flop, win_scores = win_kv + kv, win_flop + flop, win_scores + scores
-                win_lane += lane
+                win_lane, win_read = win_lane + lane, win_read + read
         set_(self, "window", next(iter(windows)) if windows else None)
         set_(self, "_window_layers", sum(g.layers for g in spec.attention_groups if g.window is not None))
         set_(self, "attention_flop_per_pair", full_flop)
@@ -206,6 +214,9 @@ class StepModel:
         s_per_attention_flop = 1.0 / (cal.attention_efficiency * self.peak_flop_per_s)
         s_per_prefill_flop = 1.0 / (cal.prefill_compute_efficiency * self.peak_flop_per_s)
         score_s = cal.attention_score_bytes * s_per_byte
+        # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
+        # (min_rows x touched - tokens x k, when positive) costs FLOPs of one expert row each
+        expert_row_flop = spec.moe_layers * (2.0 * spec.routed_expert_weight_params + spec.routed_expert_bias_params) / tp
         # collectives per pass (tp > 1): 2 all-reduces a layer and the embedding's, of hidden x act
         # bytes per token; the logits all-gathered (vocab x act bytes per logit row); ring algorithms
         if tp > 1:
@@ -225,7 +236,7 @@ class StepModel:
             float(spec.linear_flop_per_token) / tp * s_per_decode_flop,           # 3 per decode token
             float(spec.body_linear_flop_per_token) / tp * s_per_prefill_flop,     # 4 per prompt token
             float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop,      # 5 per prefill logit row
-            full_kv * s_per_byte,                                                 # 6 per KV token moved, full layers
+            full_read * s_per_byte,                                               # 6 per KV token moved, full layers
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
             full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers
             full_flop * s_per_prefill_flop,                                       # 9 per prefill pair, full layers
@@ -233,7 +244,7 @@ class StepModel:
             self.prefill_act_bytes_per_token * s_per_byte,                        # 11 per prompt token
             float(cal.roofline_exponent),                                         # 12 p
             float(cal.overhead_exponent),                                         # 13 q
-            win_kv * s_per_byte,                                                  # 14 per KV token moved, windowed
+            win_read * s_per_byte,                                                # 14 per KV token moved, windowed
             win_flop * s_per_attention_flop,                                      # 15 per decode pair, windowed
             win_flop * s_per_prefill_flop,                                        # 16 per prefill pair, windowed
             full_scores * score_s,                                                # 17 score traffic per pair, full
@@ -245,9 +256,12 @@ class StepModel:
             reduce_fixed,                                                         # 23 collectives, fixed
             reduce_per_token,                                                     # 24 per token in the pass
             gather_per_row,                                                       # 25 per logit row gathered
-            cal.attention_lane_s_per_byte * full_lane,                            # 26 lane, full layers
-            cal.attention_lane_s_per_byte * win_lane,                             # 27 lane, windowed layers
+            cal.attention_lane_s_per_token * full_lane,                            # 26 lane, full layers
+            cal.attention_lane_s_per_token * win_lane,                             # 27 lane, windowed layers
             cal.batch_layer_overhead_s * spec.num_hidden_layers,                  # 28 from two sequences up
+            expert_row_flop * s_per_decode_flop,                                  # 29 per padded expert row
+            float(cal.expert_gemm_min_rows),                                      # 30 rows per touched expert
+            float(spec.experts_per_token),                                        # 31 k
         ))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
@@ -323,8 +337,12 @@ class StepModel:
         if pairsw is None:
             pairsw = pairs
         matmul_memory = c[2]
+        matmul_compute = d * c[3] + p * c[4] + rows * c[5]
         if c[21]:
-            matmul_memory = matmul_memory + c[20] * self.experts_touched(d + p)
+            touched = self.experts_touched(d + p)
+            matmul_memory = matmul_memory + c[20] * touched
+            if c[30]:
+                matmul_compute = matmul_compute + _max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29]
         written = d + p
         kv_s = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14]
         if c[26] or c[27]:
@@ -335,7 +353,7 @@ class StepModel:
         return (
             self.overhead_s(d, p),
             matmul_memory,
-            d * c[3] + p * c[4] + rows * c[5],
+            matmul_compute,
             kv_s + kv * c[17] + kvw * c[18] + d * c[19],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11],

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from roofline import report
-from roofline.prediction import ROW_KEYS, Bend, Prediction
+from roofline.prediction import FLAT_ERROR_KEYS, ROW_KEYS, Bend, Prediction
 from roofline.units import GB, GiB, TFLOP
 
-PREDICT_CSV_KEYS = list(ROW_KEYS) + ["e2e_s", "ttft_bound", "peak_mem_bytes", "fits_in_memory"]
+PREDICT_CSV_KEYS = list(ROW_KEYS) + ["e2e_s", "ttft_bound", "peak_mem_bytes", "fits_in_memory", *FLAT_ERROR_KEYS,
+                                     "extrapolation"]
 
 
 def _describe_scenario(p: Prediction) -> list[str]:
@@ -32,21 +33,35 @@ def predict_view(p: Prediction, fmt: str) -> str:
     if fmt == "json":
         return report.to_json(p.as_dict())
     if fmt == "csv":
-        return report.to_csv(p.rows(PREDICT_CSV_KEYS), PREDICT_CSV_KEYS).rstrip("\n")
+        rows = p.rows(PREDICT_CSV_KEYS)
+        for r in rows:
+            r["extrapolation"] = "; ".join(r["extrapolation"])
+        return report.to_csv(rows, PREDICT_CSV_KEYS).rstrip("\n")
     headers = [
-        "batch", "TTFT (s)", "TPOT (ms)", "per user (tok/s)", "throughput (tok/s)",
+        "batch", "TTFT (s)", "TPOT (ms)", "TPOT ±", "per user (tok/s)", "throughput (tok/s)",
         "peak mem (GiB)", "intensity (FLOP/byte)", "% compute", "% bandwidth", "bound",
     ]
     rows = []
+    flagged = {}
     for r in p.rows():
         mem = report.gib(r["peak_mem_bytes"]) + ("" if r["fits_in_memory"] else " OOM")
+        err = r["expected_error"]["tpot_fraction"]
+        mark = "*" if r["extrapolation"] else ""
+        for reason in r["extrapolation"]:
+            flagged.setdefault(reason, []).append(r["batch"])
         rows.append([
-            r["batch"], f"{r['ttft_s']:.3f}", report.ms(r["tpot_s"]), report.thousands(r["per_user_tok_s"]),
+            f"{r['batch']}{mark}", f"{r['ttft_s']:.3f}", report.ms(r["tpot_s"]),
+            "?" if err is None else f"{100 * err:.0f}%", report.thousands(r["per_user_tok_s"]),
             report.thousands(r["throughput_tok_s"]), mem, f"{r['intensity_flop_per_byte']:.1f}",
             f"{100 * r['compute_ceiling_fraction']:.2f}%", f"{100 * r['bandwidth_ceiling_fraction']:.1f}%", r["bound"],
         ])
-    lines = _describe_scenario(p) + ["", report.table(headers, rows, "rrrrrrrrrl"), ""]
+    lines = _describe_scenario(p) + ["", report.table(headers, rows, "rrrrrrrrrrl"), ""]
     lines.append(f"card memory {p.scenario.card.memory_bytes / GiB:.1f} GiB; peak memory in GiB (2^30 bytes), bandwidth in GB/s (1e9)")
+    lines.append("TPOT ±: expected error (mean absolute), from " + p.meta()["expected_error_basis"])
+    n = len(rows)
+    for reason, batches in flagged.items():
+        where = "" if len(batches) == n else f" (batch {report.batch_list(batches)})"
+        lines.append(f"* extrapolating: {reason}{where}")
     lines.append("bend: " + bend_result.describe())
     return "\n".join(lines)
 
@@ -112,6 +127,10 @@ def fit_view(cal, output, fmt) -> str:
     err_rows = [["in-sample", *_mapes(rep["in_sample"])]]
     for model, e in rep.get("leave_one_model_out", {}).items():
         err_rows.append([f"held out: {model}", *_mapes(e)])
+    for context, e in rep.get("leave_one_context_out", {}).items():
+        err_rows.append([f"held out: context {context}", *_mapes(e)])
+    if "extra" in rep:
+        err_rows.append([f"in-sample: {', '.join(rep['extra']['models'])}", *_mapes(rep["extra"]["in_sample"])])
     lines.append("")
     lines.append(report.table(["fit", *MAPE_HEADERS], err_rows, "lrrrrr"))
     return "\n".join(lines)
@@ -137,16 +156,20 @@ def compare_view(result: dict, fmt: str) -> str:
         def pair(m, p, f):
             return ("-" if m is None else f(m)) + " / " + f(p)
         rows.append([
-            r["model"], r["batch"], pair(r["tpot_measured_s"], r["tpot_predicted_s"], report.ms),
+            r["model"], f"{r['prompt_tokens']}/{r['gen_tokens']}", r["batch"],
+            pair(r["tpot_measured_s"], r["tpot_predicted_s"], report.ms),
             pair(r["ttft_measured_s"], r["ttft_predicted_s"], lambda x: f"{x:.3f}"),
             pair(r["peak_mem_measured_bytes"], r["peak_mem_predicted_bytes"], report.gib),
         ])
-    headers = ["model", "batch", "TPOT ms (meas / pred)", "TTFT s (meas / pred)", "peak GiB (meas / pred)"]
+    headers = ["model", "prompt/gen", "batch", "TPOT ms (meas / pred)", "TTFT s (meas / pred)",
+               "peak GiB (meas / pred)"]
     lines = [f"calibration {result['calibration']} against {len(rows)} measured points on {result['card']}",
-             report.table(headers, rows, "lrrrr"), ""]
+             report.table(headers, rows, "lrrrrr"), ""]
     err_rows = [[m, *_mapes(e)] for m, e in result["per_model"].items()]
+    if len(result.get("per_context", {})) > 1:
+        err_rows += [[f"context {c}", *_mapes(e)] for c, e in result["per_context"].items()]
     err_rows.append(["all", *_mapes(result)])
-    lines.append(report.table(["model", *MAPE_HEADERS], err_rows, "lrrrrr"))
+    lines.append(report.table(["model / context", *MAPE_HEADERS], err_rows, "lrrrrr"))
     return "\n".join(lines)
 
 

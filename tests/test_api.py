@@ -58,7 +58,11 @@ def test_fit_compare_and_calibrate_are_in_the_api(tmp_path):
 def test_predict_rows_are_plain_records():
     rows = roofline.predict("rtx3060", "qwen2.5-1.5b", [1, 2]).rows()
     assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows)
-    assert all(type(v) in (int, float, bool, str) for r in rows for v in r.values())
+    plain = (int, float, bool, str)
+    for r in rows:
+        assert all(type(v) in plain for k, v in r.items() if k not in ("expected_error", "extrapolation"))
+        assert all(type(v) in plain for v in r["expected_error"].values())  # tpot/ttft/peak_mem fractions
+        assert all(type(v) is str for v in r["extrapolation"])
 
 
 def test_bend_agrees():

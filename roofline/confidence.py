@@ -1,0 +1,183 @@
+"""How far to trust an answer: the calibration's measured errors, and where a question leaves what
+it saw (issue 9).
+
+* **Coverage** (``coverage_of``, stored by the fit in ``fit_report["coverage"]``): the contexts,
+  batches, model sizes, dtypes, attention kinds, mixture-of-experts and tensor-parallel degrees
+  the calibration's measurements spanned.
+* **Expected error** (``expected_errors``): the calibration's own out-of-sample errors, per
+  answer -- for TPOT the larger of the mean over held-out models (leave-one-model-out) and the
+  error on the held-out context nearest the question's (leave-one-context-out); for TTFT the same
+  from batch 64 up and over all batches below; for a mixture-of-experts or tensor-parallel question,
+  the errors on the held-out models of that kind the calibration was validated on
+  (``fit_report["validation"]``, benchmarks/make_calibrations.py). A card with no calibration gets
+  the pure roofline's record instead (hardware_profiles/measurements/floor-errors.json): its times are floors.
+* **Extrapolation** (``extrapolation``): a list of reasons, one per way the question leaves the
+  coverage; empty when none. The expected error holds inside the coverage; outside it, it is a
+  lower bound and the reasons say why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The record of the pure roofline against measured decode (benchmarks/floor_errors.py writes it).
+FLOOR_FILE = "measurements/floor-errors.json"
+
+#: A model this much larger or smaller (by parameters) than every fitted one is an extrapolation.
+SIZE_MARGIN = 1.25
+
+
+def coverage_of(groups) -> dict:
+    """What the measurements of a fit span (fitting._Group list)."""
+    contexts = np.concatenate([g.prompt + g.gen for g in groups])
+    params = [g.spec.param_count for g in groups]
+    return {
+        "context_tokens": [int(contexts.min()), int(contexts.max())],
+        "prompt_tokens": [int(min(g.prompt.min() for g in groups)), int(max(g.prompt.max() for g in groups))],
+        "batch": [int(min(g.batch.min() for g in groups)), int(max(g.batch.max() for g in groups))],
+        "params": [int(min(params)), int(max(params))],
+        "weight_dtypes": sorted({g.weight_dtype for g in groups}),
+        "kv_dtypes": sorted({g.kv_dtype for g in groups}),
+        "attention": sorted({g.spec.attention_label for g in groups}),
+        "windows": any(g.spec.layer_windows is not None and any(g.spec.windows) for g in groups),
+        "sinks": any(g.spec.attention_sinks for g in groups),
+        "moe": any(g.spec.moe_layers for g in groups),
+        "tp": sorted({int(g.tp) for g in groups}),
+    }
+
+
+def merge_coverage(a: dict, b: dict) -> dict:
+    """The coverage of two fits' measurements together (a calibration extended by fit_extra_terms)."""
+    out = dict(a)
+    if b["moe"]:  # mixture-of-experts sizes are their own range: a dense model is judged by the dense ones
+        out["moe_params"] = b["params"] if not a.get("moe_params") else [min(a["moe_params"][0], b["params"][0]),
+                                                                           max(a["moe_params"][1], b["params"][1])]
+        b = {**b, "params": a["params"]}
+    for key in ("context_tokens", "prompt_tokens", "batch", "params"):
+        out[key] = [min(a[key][0], b[key][0]), max(a[key][1], b[key][1])]
+    for key in ("weight_dtypes", "kv_dtypes", "attention", "tp"):
+        out[key] = sorted(set(a[key]) | set(b[key]))
+    for key in ("windows", "sinks", "moe"):
+        out[key] = bool(a[key] or b[key])
+    return out
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def floor_record() -> dict:
+    """The pure roofline's measured record (pooled over the committed measurements)."""
+    from roofline.atomic import read_json
+    from roofline.hardware import profiles_dir
+
+    return read_json(profiles_dir() / FLOOR_FILE, "floor errors")
+
+
+def _context_key(key: str) -> int:
+    prompt, gen = key.split("/")
+    return int(prompt) + int(gen)
+
+
+#: Which measured error stands for each quantity: TTFT from batch 64 up where the answer is there
+#: (small-batch TTFTs are a few ms of launches, their relative error larger).
+_KEYS = {"tpot": "tpot_mape_fraction", "ttft": "ttft_mape_fraction", "ttft_large": "ttft_mape_fraction_batch_64_up",
+         "peak_mem": "peak_mem_mape_fraction"}
+
+
+def expected_errors(calibration, scenario, batches) -> dict:
+    """The expected relative error of each answer, per batch: {tpot_fraction, ttft_fraction (arrays),
+    peak_mem_fraction (a number), basis (words)}. Fractions are mean absolute errors measured out
+    of sample; None where nothing measured them. See the module doc."""
+    batches = np.atleast_1d(np.asarray(batches, dtype=float))
+    n = len(batches)
+    if calibration.is_uncalibrated:
+        pooled = floor_record()["pooled"]
+        return {"tpot_fraction": np.full(n, pooled["tpot"]["mape_fraction"]),
+                "ttft_fraction": np.full(n, pooled["ttft"]["mape_fraction"]),
+                "peak_mem_fraction": pooled["peak_mem"]["mape_fraction"],
+                "basis": (f"floor: no calibration, so times are lower bounds; the pure roofline has been "
+                          f"{100 * abs(pooled['tpot']['mean_signed_fraction']):.0f}% too fast in TPOT on average "
+                          f"(worst {100 * abs(pooled['tpot']['worst_fraction']):.0f}%) over {pooled['tpot']['points']} "
+                          f"measured points (hardware_profiles/{FLOOR_FILE})")}
+    rep = calibration.fit_report or {}
+    lomo = list(rep.get("leave_one_model_out", {}).values())
+    loco = rep.get("leave_one_context_out", {})
+    context = scenario.prompt_tokens + scenario.gen_tokens
+    nearest = min(loco, key=lambda k: abs(np.log(_context_key(k)) - np.log(max(context, 1)))) if loco else None
+    held = [lomo] + ([[loco[nearest]]] if nearest else [])
+    basis = "held-out errors of the calibration (leave one model out; leave out the nearest context"
+    basis += f", {nearest})" if nearest else ")"
+    category = "moe" if scenario.model.moe_layers else "tp" if scenario.tp > 1 else None
+    validation = rep.get("validation", {}).get(category or "dense")
+    if validation and category:
+        held = [[validation]]
+        basis = f"held-out {validation.get('what', category)} ({', '.join(validation.get('models', []))})"
+    elif validation:
+        held.append([validation])
+        basis = basis[:-1] + f"; held-out {', '.join(validation.get('models', []))})"
+    elif not lomo and not loco:
+        held = [[rep.get("in_sample", {})]]
+        basis = "the calibration's in-sample error (it held nothing out, so this understates it)"
+
+    def pick(key):
+        values = [_mean(e.get(_KEYS[key]) for e in group) for group in held]
+        values = [v for v in values if v is not None]
+        return max(values) if values else None
+
+    ttft_small, ttft_large = pick("ttft"), pick("ttft_large")
+    ttft = np.where(batches >= 64, np.nan if ttft_large is None else ttft_large,
+                    np.nan if ttft_small is None else ttft_small)
+    tpot = pick("tpot")
+    return {"tpot_fraction": np.full(n, np.nan if tpot is None else tpot), "ttft_fraction": ttft,
+            "peak_mem_fraction": pick("peak_mem"), "basis": basis}
+
+
+def extrapolation(calibration, scenario, batches) -> list[list[str]]:
+    """Per batch, the reasons the answer leaves what the calibration saw (empty lists: none)."""
+    batches = np.atleast_1d(np.asarray(batches))
+    common: list[str] = []
+    if calibration.is_uncalibrated:
+        common.append("no calibration: the card's ceilings alone (a floor)")
+        return [list(common) for _ in batches]
+    if calibration.card != scenario.card.id:
+        common.append(f"calibration fitted on {calibration.card}, not {scenario.card.id}")
+    cov = (calibration.fit_report or {}).get("coverage")
+    if not cov:
+        common.append("the calibration records no coverage (fitted before roofline 0.2)")
+        return [list(common) for _ in batches]
+    spec = scenario.model
+    context = scenario.prompt_tokens + scenario.gen_tokens
+    lo, hi = cov["context_tokens"]
+    if context > hi:
+        common.append(f"context {context:,} tokens beyond the {hi:,} the calibration saw")
+    elif context < lo:
+        common.append(f"context {context:,} tokens below the {lo:,} the calibration saw")
+    plo, phi = cov["moe_params"] if spec.moe_layers and cov.get("moe_params") else cov["params"]
+    if spec.param_count > SIZE_MARGIN * phi or spec.param_count < plo / SIZE_MARGIN:
+        common.append(f"model of {spec.param_count / 1e9:.2g}B parameters outside the "
+                      f"{plo / 1e9:.2g}-{phi / 1e9:.2g}B the calibration saw")
+    if scenario.weight_dtype not in cov["weight_dtypes"]:
+        common.append(f"weights in {scenario.weight_dtype}, the calibration saw {', '.join(cov['weight_dtypes'])}")
+    if scenario.kv_dtype not in cov["kv_dtypes"]:
+        common.append(f"KV cache in {scenario.kv_dtype}, the calibration saw {', '.join(cov['kv_dtypes'])}")
+    if spec.attention_label not in cov["attention"] and not (spec.attention_label in ("mha", "mqa", "gqa")
+                                                                and {"mha", "gqa", "mqa"} & set(cov["attention"])):
+        common.append(f"{spec.attention_label} attention, the calibration saw {', '.join(cov['attention'])}")
+    if spec.moe_layers and not cov["moe"]:
+        common.append("mixture of experts: the calibration saw dense models only")
+    if any(spec.windows) and spec.layer_windows is not None and not cov["windows"]:
+        common.append("sliding-window layers: the calibration saw full attention only")
+    if spec.attention_sinks and not cov["sinks"]:
+        common.append("attention sinks: the calibration saw none")
+    tps = sorted(set(cov["tp"]) | set(cov.get("link_tp", [])))
+    if scenario.tp not in tps:
+        common.append(f"tensor parallelism {scenario.tp}: the calibration measured {' and '.join(map(str, tps))} GPU(s)")
+    out = []
+    for b in batches:
+        reasons = list(common)
+        if b > cov["batch"][1]:
+            reasons.append(f"batch {int(b):,} beyond the {cov['batch'][1]:,} the calibration saw")
+        out.append(reasons)
+    return out
