@@ -77,6 +77,12 @@ OPTIONS = {
     "kv_dtype": _opt("--kv-dtype", default="bf16", show_default=True, type=click.Choice(DTYPE_CHOICES)),
     "logits": _opt("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True,
                    help="Logits kept at prefill: the last position (logits_to_keep=1) or every position."),
+    "tp": _opt("--tp", "tp", default=1, show_default=True, type=int,
+               help="Tensor parallelism: split the weights and KV heads over this many GPUs (Megatron-style, two "
+                    "all-reduces a layer); memory is per GPU."),
+    "routing_skew": _opt("--routing-skew", "routing_skew", default=0.0, show_default=True, type=float,
+                         help="Mixture of experts: 0 = tokens routed uniformly; s > 0 = expert popularity falls as "
+                              "1/rank^s (a trained router's skew; fewer experts touched per step)."),
     "batches": _opt("--batches", default="1..128", show_default=True,
                     help="Batch sizes: 1,2,4 | 1-64 (every integer) | 1..1024 (powers of two)."),
     "fmt": _opt("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
@@ -102,7 +108,7 @@ FLAGS = {
     "prompt_tokens_list": "--prompts", "tp": "--tp", "routing_skew": "--routing-skew", "budget_s": "--budget-s",
 }
 SCENARIO_OPTIONS = ("card", "model", "prompt_tokens", "gen_tokens", "calibration", "no_calibration", "engine",
-                    "kv_cache", "weight_dtype", "kv_dtype")
+                    "kv_cache", "weight_dtype", "kv_dtype", "tp", "routing_skew")
 
 
 def options(*names):
@@ -400,7 +406,10 @@ def simulate(fmt, **kw):
 
 
 @main.command()
-@options(*SCENARIO_OPTIONS)
+@options(*(o for o in SCENARIO_OPTIONS if o != "tp"))
+@click.option("--tp", "tp", default="1", show_default=True,
+              help="Tensor-parallel degree, or several (1,2,4,8) to choose among: the one with the fewest "
+                   "GPU-seconds per token.")
 @click.option("--ttft-max", "ttft_max_s", type=float, help="Largest acceptable TTFT, s.")
 @click.option("--tpot-max", "tpot_max_s", type=float, help="Largest acceptable TPOT, s.")
 @click.option("--min-user-tok-s", "min_user_tok_s", type=float, help="Smallest acceptable speed per user, tok/s.")
@@ -415,8 +424,11 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
     from roofline import api
     from roofline.batching_views import choose_view
 
+    sc = scenario_kwargs(kw)
+    degrees = parse_ints(sc.pop("tp"), "tp")
+    sc["tp"] = degrees if len(degrees) > 1 else degrees[0]
     result = api.choose(ttft_max_s=ttft_max_s, tpot_max_s=tpot_max_s, min_user_tok_s=min_user_tok_s,
-                        max_batch=max_batch, **scenario_kwargs(kw))
+                        max_batch=max_batch, **sc)
     click.echo(choose_view(result, fmt))
 
 
@@ -426,7 +438,7 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
 @options("prompt_tokens", "gen_tokens")
 @click.option("--calibration", type=click.Path(dir_okay=False), help="A fitted calibration JSON for the --card cards (default: each card's shipped one, if any).")
 @click.option("--no-calibration", is_flag=True, help="The pure roofline for the --card cards.")
-@options("engine", "kv_cache", "weight_dtype", "kv_dtype")
+@options("engine", "kv_cache", "weight_dtype", "kv_dtype", "tp", "routing_skew")
 @click.option("--measurements", multiple=True, type=click.Path(dir_okay=False), help="Measurement CSV whose points to overlay; repeat for several.")
 @click.option("--mix", default="8x32,8x256", show_default=True, help="Length mix COUNTxGEN for the static-batching panels.")
 @click.option("--batch", default=16, show_default=True, type=int, help="Static batch size, and the slots of both servers.")

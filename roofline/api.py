@@ -8,6 +8,10 @@ Scenario options (``**options`` below; all keyword, validated by roofline.scenar
     engine="hf-eager"                   whose shipped calibration "auto" picks
     kv_cache=None                       "dynamic" or "static" (default: the calibration's)
     weight_dtype="bf16", kv_dtype="bf16", logits="last"
+    tp=1                                tensor parallelism: GPUs the model is split over (memory
+                                        is then per GPU)
+    routing_skew=0.0                    mixture of experts: 0 uniform routing, s > 0 popularity
+                                        falling as 1/rank^s
 
 ``card`` and ``model`` are names (``"rtx3060"``, ``"qwen2.5-1.5b"``, an HF repo id of a catalog
 model, a config.json or profile path) or loaded objects; ``scenario=`` passes a ready
@@ -22,7 +26,7 @@ from roofline import validate
 from roofline.errors import RooflineError
 from roofline.prediction import DEFAULT_BATCHES, Bend, Prediction, evaluate
 from roofline.prediction import bend as _bend
-from roofline.scenario import Scenario, make_scenario
+from roofline.scenario import MAX_TP, Scenario, make_scenario
 
 
 def _scenario(card, model, scenario: Scenario | None, options: dict) -> Scenario:
@@ -58,9 +62,20 @@ def choose(
     **options,
 ):
     """The largest batch meeting every given limit and fitting in memory, and which limit binds
-    (a roofline.choice.Choice; ``.as_dict()`` for plain data)."""
-    from roofline.choice import choose_batch
+    (a roofline.choice.Choice; ``.as_dict()`` for plain data). ``tp`` a list of degrees (e.g.
+    ``[1, 2, 4, 8]``): the best batch at each, and the degree with the fewest GPU-seconds per
+    token (a roofline.choice.TPChoice)."""
+    from roofline.choice import choose_batch, choose_tp
 
+    tp = options.get("tp")
+    if isinstance(tp, (list, tuple)):
+        if scenario is not None:
+            raise RooflineError("give tp as a list without a scenario, or a scenario without a tp list", "tp")
+        degrees = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp]
+        if not degrees or len(set(degrees)) != len(degrees):
+            raise RooflineError("tp: give one or more distinct degrees, e.g. 1,2,4,8", "tp")
+        scenarios = [_scenario(card, model, None, {**options, "tp": t}) for t in degrees]
+        return choose_tp(scenarios, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
     return choose_batch(_scenario(card, model, scenario, options), ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
 
 

@@ -127,10 +127,33 @@ def _limit_text(limits: dict) -> str:
     return ", ".join(parts)
 
 
-def choose_view(choice: Choice, fmt: str) -> str:
+def choose_view(choice, fmt: str) -> str:
+    """A Choice, or a TPChoice (several tensor-parallel degrees: a table of each, then the best)."""
     data = choice.as_dict()
     if fmt == "json":
         return report.to_json(data)
+    if "tp_options" in data:
+        if fmt == "csv":
+            rows = [{k: o[k] for k in ("tp", *CHOOSE_KEYS, "throughput_tok_s_per_gpu", "gpu_s_per_token")}
+                    for o in data["tp_options"]]
+            return report.to_csv(rows).rstrip("\n")
+        rows = [[o["tp"], f"{o['batch']:,}", report.thousands(o["throughput_tok_s"]),
+                 report.thousands(o["throughput_tok_s_per_gpu"]), f"{o['gpu_s_per_token'] * 1e3:.3f}",
+                 report.ms(o["tpot_s"]), _s(o["ttft_s"]), report.gib(o["peak_mem_bytes"]), o["binding"]]
+                for o in data["tp_options"]]
+        rows += [[int(tp), "-", "-", "-", "-", "-", "-", "-", "no batch meets the limits"]
+                 for tp in data["tp_infeasible"]]
+        rows.sort(key=lambda r: r[0])
+        best = choice.best
+        lines = [
+            f"{data['meta']['model']} on {data['meta']['card']}, prompt {data['meta']['prompt_tokens']}, gen "
+            f"{data['meta']['gen_tokens']}: largest batch with {_limit_text(data['limits'])}, per tensor-parallel degree",
+            report.table(["tp", "batch", "throughput (tok/s)", "per GPU (tok/s)", "GPU-ms per token", "TPOT (ms)",
+                          "TTFT (s)", "peak mem per GPU (GiB)", "binding"], rows, "rrrrrrrrl"),
+            f"best: tp {best.tp} at batch {best.batch:,}, the fewest GPU-seconds per token "
+            f"({best.gpu_s_per_token * 1e3:.3f} GPU-ms; the cost of a token is this times a GPU-second's price)",
+        ]
+        return "\n".join(lines)
     if fmt == "csv":
         row = {k: data[k] for k in CHOOSE_KEYS}
         row.update({k: v for k, v in data["limits"].items()})

@@ -34,10 +34,23 @@ class Choice:
     next_row: dict | None
     meta: dict
 
+    @property
+    def tp(self) -> int:
+        return int(self.meta.get("tp", 1))
+
+    @property
+    def gpu_s_per_token(self) -> float:
+        """GPU-seconds per generated token at the chosen batch: GPUs / throughput (the cost per
+        token per GPU: multiply by a GPU-second's price)."""
+        return self.tp / self.row["throughput_tok_s"]
+
     def as_dict(self) -> dict:
         return {
             "batch": self.batch,
+            "tp": self.tp,
+            "gpu_s_per_token": self.gpu_s_per_token,
             "throughput_tok_s": self.row["throughput_tok_s"],
+            "throughput_tok_s_per_gpu": self.row["throughput_tok_s"] / self.tp,
             "ttft_s": self.row["ttft_s"],
             "tpot_s": self.row["tpot_s"],
             "per_user_tok_s": self.row["per_user_tok_s"],
@@ -127,3 +140,34 @@ def choose_batch(
         next_row=next_row,
         meta=pred.meta(),
     )
+
+
+@dataclass(frozen=True)
+class TPChoice:
+    """``choose`` over tensor-parallel degrees: the Choice at each degree that has one, and the
+    best -- the fewest GPU-seconds per token (the most throughput per GPU), ties to fewer GPUs."""
+
+    best: Choice
+    options: tuple  # Choice per degree, in the order given
+    infeasible: dict  # degree -> why no batch meets the limits there
+
+    def as_dict(self) -> dict:
+        return {**self.best.as_dict(), "tp_options": [c.as_dict() for c in self.options],
+                "tp_infeasible": {str(k): v for k, v in self.infeasible.items()}}
+
+
+def choose_tp(scenarios, ttft_max_s=None, tpot_max_s=None, min_user_tok_s=None, max_batch: int = 4096) -> TPChoice:
+    """choose_batch at each scenario (one per TP degree); the best by GPU-seconds per token."""
+    options, infeasible = [], {}
+    for sc in scenarios:
+        try:
+            options.append(choose_batch(sc, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch))
+        except RooflineError as exc:
+            if "no batch meets the limits" not in str(exc):
+                raise
+            infeasible[sc.tp] = str(exc)
+    if not options:
+        raise RooflineError("no tensor-parallel degree meets the limits: " +
+                            "; ".join(f"tp {k}: {v}" for k, v in infeasible.items()))
+    best = min(options, key=lambda c: (c.gpu_s_per_token, c.tp))
+    return TPChoice(best, tuple(options), infeasible)

@@ -70,17 +70,28 @@ class Bend:
     intensity_limit_flop_per_byte: float
     region_low_batch: int | None
     region_high_batch: int | None
+    #: Mixture of experts: the batch from which a step touches 90% of the routed experts (the first
+    #: bend: until then weight traffic grows with the batch); None for a dense model.
+    experts_saturated_batch: int | None = None
+    num_experts: int = 0
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
     def describe(self) -> str:
+        moe = ""
+        if self.num_experts:
+            moe = (f"mixture of experts: weight traffic grows with the batch until the step touches every expert "
+                   f"(90% of {self.num_experts} from batch {self.experts_saturated_batch}), the first bend; "
+                   if self.experts_saturated_batch is not None else
+                   f"mixture of experts: a step touches fewer than 90% of the {self.num_experts} experts below "
+                   f"batch {BEND_MAX_BATCH}; ")
         if self.crossing_batch is None and self.knee_batch is None:
-            return (
+            return moe + (
                 f"decode never bends: intensity tops out at {self.intensity_limit_flop_per_byte:.1f} FLOP/byte, "
                 f"under the balance point {self.balance_point_flop_per_byte:.1f}"
             )
-        parts = []
+        parts = [moe + "then like a dense model of all the experts:"] if moe else []
         if self.crossing_batch is not None:
             parts.append(
                 f"intensity reaches the balance point ({self.balance_point_flop_per_byte:.1f} FLOP/byte) "
@@ -93,7 +104,8 @@ class Bend:
         region = ""
         if self.region_low_batch is not None:
             region = f"; bends between batch {self.region_low_batch} and {self.region_high_batch}"
-        return "; ".join(parts) + region
+        text = "; ".join(parts) + region
+        return text.replace(":; ", ": ")
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,22 +233,35 @@ def bend(scenario: Scenario) -> Bend:
     spec = scenario.model
     balance = m.balance_point_flop_per_byte
     dec1 = mean_decode(m, np.array([1.0]), scenario.prompt_tokens, scenario.gen_tokens, scenario.kv_cache)
-    kv_per_request = float(dec1["bytes_counted"][0]) - m.weight_read_bytes
+    weights1 = m.weight_read_bytes
+    if spec.moe_layers:  # a one-sequence step reads only the experts it touches
+        weights1 -= spec.moe_layers * m.expert_bytes * (spec.num_experts - float(m.experts_touched(1.0)))
+    kv_per_request = float(dec1["bytes_counted"][0]) - weights1
     flop_per_request = spec.linear_flop_per_token
     limit = flop_per_request / kv_per_request if kv_per_request > 0 else math.inf
-    crossing = None
-    if flop_per_request > balance * kv_per_request:
+    crossing = saturated = None
+    grid = bend_grid()
+    if spec.moe_layers:
+        # the weights a step reads grow with the experts its tokens touch: solve on the grid
+        touched = m.experts_touched(grid.astype(float))
+        weights = m.weight_read_bytes - spec.moe_layers * m.expert_bytes * (spec.num_experts - touched)
+        hit = np.nonzero(grid * flop_per_request >= balance * (weights + grid * kv_per_request))[0]
+        crossing = int(grid[hit[0]]) if hit.size else None
+        full = np.nonzero(touched >= 0.9 * spec.num_experts)[0]
+        saturated = int(grid[full[0]]) if full.size else None
+    elif flop_per_request > balance * kv_per_request:
         exact = balance * m.weight_read_bytes / (flop_per_request - balance * kv_per_request)
         crossing = max(1, math.ceil(exact - 1e-9))
-    grid = bend_grid()
     tpot = mean_tpot_s(m, grid, scenario.prompt_tokens, scenario.gen_tokens, scenario.kv_cache)
     # slope of ln TPOT against ln batch over a doubling: compare each batch with its double
     doubled = np.interp(np.log(grid * 2), np.log(grid), np.log(tpot), right=np.nan)
     slope = (doubled - np.log(tpot)) / np.log(2.0)
-    hits = np.nonzero(slope >= KNEE_ELASTICITY)[0]
+    # a mixture of experts' TPOT climbs steeply while each doubling touches more experts (the
+    # first bend, reported apart): its knee is looked for once the experts are all touched
+    hits = np.nonzero((slope >= KNEE_ELASTICITY) & (grid >= (saturated or 1)))[0]
     knee = int(grid[hits[0]] * 2 ** 0.5) if hits.size else None
     region = (None, None)
     found = [x for x in (crossing, knee) if x is not None]
     if found:
         region = _pow2_bracket(min(found), max(found))
-    return Bend(crossing, knee, balance, limit, *region)
+    return Bend(crossing, knee, balance, limit, *region, saturated, int(spec.num_experts) if spec.moe_layers else 0)

@@ -441,9 +441,14 @@ def kv_heads_share(kind: str, kv_heads: int, tp: int) -> float:
 
 def _touched_table(experts: int, top_k: int, skew: float, max_tokens: int = 1 << 16):
     """(tokens grid, experts touched) for skewed routing: expert i (popularity ∝ 1/i^skew) is chosen by
-    a token with probability min(1, k·p_i); touched(N) = Σ_i 1 − (1 − that)^N."""
+    a token with probability r_i = min(1, c·p_i), c set so that Σ r_i = k (each token picks exactly k
+    experts; an expert cannot be picked twice); touched(N) = Σ_i 1 − (1 − r_i)^N."""
     p = 1.0 / np.arange(1, experts + 1, dtype=float) ** skew
-    r = np.minimum(1.0, top_k * p / p.sum())
+    lo, hi = 0.0, float(top_k) / p.min()
+    for _ in range(200):  # bisection on c: Σ min(1, c·p_i) grows with c from 0 to E >= k
+        c = 0.5 * (lo + hi)
+        lo, hi = (c, hi) if np.minimum(1.0, c * p).sum() < top_k else (lo, c)
+    r = np.minimum(1.0, hi * p)
     grid = np.unique(np.concatenate([np.arange(0, 1025, dtype=float), np.geomspace(1024, max_tokens, 400)]))
     log_miss = np.log1p(-np.minimum(r, 1.0 - 1e-15))
     values = experts - np.exp(np.outer(grid, log_miss)).sum(axis=1)

@@ -1,0 +1,57 @@
+"""Mixture of experts in the step model and bend (issue 11): experts touched, the two bends, skew."""
+
+import math
+
+import numpy as np
+import pytest
+
+import roofline
+from roofline.calibration import load_calibration
+from roofline.hardware import load_card
+from roofline.model_spec import load_model
+from roofline.step import StepModel
+
+GRAPH = "hardware_profiles/calibrations/h200-graph.json"
+
+
+def _step(model, skew=0.0):
+    return StepModel(load_model(model), load_card("h200"), load_calibration(GRAPH), routing_skew=skew)
+
+
+def test_experts_touched_under_uniform_routing_by_hand():
+    # qwen3-30b-a3b: 128 routed experts, top-8. One token touches 8; 16 tokens 128 (1 - (120/128)^16)
+    m = _step("qwen3-30b-a3b")
+    assert m.experts_touched(1.0) == pytest.approx(8.0)
+    assert m.experts_touched(16.0) == pytest.approx(128 * (1 - (120 / 128) ** 16))  # 80.3
+    assert m.experts_touched(4096.0) == pytest.approx(128.0)
+
+
+def test_skewed_routing_touches_fewer_experts():
+    uniform, skewed = _step("qwen3-30b-a3b"), _step("qwen3-30b-a3b", 1.2)
+    tokens = np.array([4.0, 16.0, 64.0, 256.0])
+    assert np.all(skewed.experts_touched(tokens) < uniform.experts_touched(tokens))
+    assert skewed.experts_touched(1.0) == pytest.approx(8.0, rel=0.02)  # a token still picks k experts
+
+
+def test_the_first_bend_is_where_90_percent_of_the_experts_are_touched():
+    """(1 - k/E)^B <= 0.1: B >= ln 0.1 / ln(1 - k/E) -- 35.7 for 8 of 128, 8.004 for 2 of 8."""
+    for model, k, e in (("qwen3-30b-a3b", 8, 128), ("mixtral-8x7b", 2, 8)):
+        b = roofline.bend("h200", model, engine="graph", calibration=GRAPH)
+        assert b.num_experts == e
+        assert b.experts_saturated_batch == math.ceil(math.log(0.1) / math.log(1 - k / e))
+        # the TPOT knee is looked for after the experts are all touched
+        assert b.knee_batch is None or b.knee_batch >= b.experts_saturated_batch
+        text = b.describe()
+        assert "first bend" in text and f"90% of {e}" in text
+    dense = roofline.bend("h200", "qwen2.5-7b", engine="graph", calibration=GRAPH)
+    assert dense.experts_saturated_batch is None and "experts" not in dense.describe()
+
+
+def test_moe_tpot_grows_with_the_experts_then_like_a_dense_model_of_all_of_them():
+    p = roofline.predict("h200", "qwen3-30b-a3b", [1, 2, 4, 8, 16, 32, 64, 128, 256], engine="graph",
+                         calibration=GRAPH)
+    tpot = p.columns["tpot_s"]
+    # a step at batch 8 reads ~6x the expert weights of batch 1 (8 -> 52 experts): TPOT rises well
+    assert tpot[3] / tpot[0] > 1.3
+    # from 64 to 128 nearly every expert is already touched: the step barely grows
+    assert tpot[7] / tpot[6] < 1.2
