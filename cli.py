@@ -8,12 +8,13 @@ with the flag that sets it (``FLAGS``).
 from __future__ import annotations
 
 import functools
+import warnings
 import sys
 from pathlib import Path
 
 import click
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, RooflineWarning
 
 FORMATS = ("table", "json", "csv")
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
@@ -50,6 +51,39 @@ def parse_batches(text: str) -> list[int]:
     if any(b <= 0 for b in out):
         raise RooflineError(f"batch sizes must be at least 1, not {min(out)}", "batches")
     return sorted(set(out))
+
+
+class Duration(click.ParamType):
+    """A time limit: ``50ms``, ``0.5s``, ``200us``; a bare number is seconds. A bare TPOT limit of
+    a second or more is refused (a TPOT of seconds per token is not a latency limit anyone sets:
+    it is ms written without the unit)."""
+
+    name = "duration"
+    SCALE = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+    def __init__(self, bare_max_s: float | None = None):
+        self.bare_max_s = bare_max_s
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().lower()
+        for unit in ("us", "µs", "ms", "s"):
+            if text.endswith(unit):
+                number, scale = text[: -len(unit)].strip(), self.SCALE[unit]
+                break
+        else:
+            number, scale = text, None
+        try:
+            seconds = float(number) * (scale or 1.0)
+        except ValueError:
+            self.fail(f"{value!r}: give a time such as 50ms, 0.5s or 0.05 (seconds)", param, ctx)
+        if not (seconds > 0 and seconds < float("inf")):
+            self.fail(f"{value!r}: must be a positive time", param, ctx)
+        if scale is None and self.bare_max_s is not None and seconds >= self.bare_max_s:
+            self.fail(f"{value} would be {seconds:g} s; write {number}ms for milliseconds "
+                      f"(or {number}s if you mean seconds)", param, ctx)
+        return seconds
 
 
 def _opt(*decls, **attrs):
@@ -103,7 +137,7 @@ FLAGS = {
     "kv_dtype": "--kv-dtype", "logits": "--logits", "batches": "--batches", "batch": "--batch", "mix": "--mix",
     "requests": "--requests", "count": "--count", "arrival_rate": "--arrival-rate", "seed": "--seed",
     "return_policy": "--return-policy", "ttft_max_s": "--ttft-max", "tpot_max_s": "--tpot-max",
-    "min_user_tok_s": "--min-user-tok-s", "max_batch": "--max-batch", "min_batch": "--min-batch",
+    "min_user_tok_s": "--min-user-tok-s", "max_batch": "--max-batch", "memory_headroom": "--memory-headroom", "min_batch": "--min-batch",
     "models": "--model", "tpot_statistic": "--tpot-statistic", "stream_count": "--count",
     "prompt_tokens_list": "--prompts", "tp": "--tp", "routing_skew": "--routing-skew", "budget_s": "--budget-s",
 }
@@ -128,7 +162,11 @@ def domain_errors(f):
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
-            return f(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RooflineWarning)
+                result = f(*args, **kwargs)
+            _echo_warnings(caught)
+            return result
         except RooflineError as exc:
             raise click.ClickException(exc.for_flag(FLAGS.get(exc.field))) from None
         except KeyboardInterrupt:
@@ -136,6 +174,18 @@ def domain_errors(f):
             sys.exit(130)
 
     return wrapper
+
+
+def _echo_warnings(caught) -> None:
+    """Each distinct RooflineWarning once, on stderr, after the command's output."""
+    seen = set()
+    for w in caught:
+        text = str(w.message)
+        if issubclass(w.category, RooflineWarning) and text not in seen:
+            seen.add(text)
+            click.echo(f"warning: {text}", err=True)
+        elif not issubclass(w.category, RooflineWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def scenario_kwargs(kw: dict) -> dict:
@@ -410,13 +460,17 @@ def simulate(fmt, **kw):
 @click.option("--tp", "tp", default="1", show_default=True,
               help="Tensor-parallel degree, or several (1,2,4,8) to choose among: the one with the fewest "
                    "GPU-seconds per token.")
-@click.option("--ttft-max", "ttft_max_s", type=float, help="Largest acceptable TTFT, s.")
-@click.option("--tpot-max", "tpot_max_s", type=float, help="Largest acceptable TPOT, s.")
+@click.option("--ttft-max", "ttft_max_s", type=Duration(), help="Largest acceptable TTFT: 500ms, 0.5s or 0.5 (s).")
+@click.option("--tpot-max", "tpot_max_s", type=Duration(bare_max_s=1.0),
+              help="Largest acceptable TPOT: 50ms, 0.05s or 0.05 (s).")
 @click.option("--min-user-tok-s", "min_user_tok_s", type=float, help="Smallest acceptable speed per user, tok/s.")
+@click.option("--memory-headroom", "memory_headroom", type=float, default=0.0, show_default=True,
+              help="Fraction of the card's memory to leave free (0.1 keeps 10% free), as engines reserve "
+                   "(vLLM's --gpu-memory-utilization 0.9).")
 @click.option("--max-batch", default=4096, show_default=True, type=int, help="Largest batch to consider.")
 @options("fmt")
 @domain_errors
-def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
+def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, memory_headroom, **kw):
     """The largest batch meeting latency limits and fitting in memory, and what binds.
 
     Example: roofline choose --card rtx3060 --model qwen2.5-1.5b --ttft-max 0.5
@@ -428,7 +482,7 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
     degrees = parse_ints(sc.pop("tp"), "tp")
     sc["tp"] = degrees if len(degrees) > 1 else degrees[0]
     result = api.choose(ttft_max_s=ttft_max_s, tpot_max_s=tpot_max_s, min_user_tok_s=min_user_tok_s,
-                        max_batch=max_batch, **sc)
+                        max_batch=max_batch, memory_headroom=memory_headroom, **sc)
     click.echo(choose_view(result, fmt))
 
 
@@ -444,7 +498,7 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
 @click.option("--batch", default=16, show_default=True, type=int, help="Static batch size, and the slots of both servers.")
 @click.option("--count", type=int, help="Requests in the static-vs-continuous stream (default: the mix four times).")
 @options("return_policy")
-@click.option("--ttft-max", "ttft_max_s", default=0.5, show_default=True, type=float, help="TTFT limit, s: the line and the chosen batch.")
+@click.option("--ttft-max", "ttft_max_s", default="0.5s", show_default=True, type=Duration(), help="TTFT limit (500ms, 0.5s): the line and the chosen batch.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
 @click.option("--png-dir", type=click.Path(file_okay=False), help="Also write a PNG of each chart here (needs chromium).")
 @domain_errors

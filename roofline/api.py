@@ -58,10 +58,12 @@ def choose(
     tpot_max_s: float | None = None,
     min_user_tok_s: float | None = None,
     max_batch: int = 4096,
+    memory_headroom: float = 0.0,
     scenario: Scenario | None = None,
     **options,
 ):
-    """The largest batch meeting every given limit and fitting in memory, and which limit binds
+    """The largest batch meeting every given limit and fitting in memory (less ``memory_headroom``,
+    a fraction of the card's memory kept free), and which limit binds
     (a roofline.choice.Choice; ``.as_dict()`` for plain data). ``tp`` a list of degrees (e.g.
     ``[1, 2, 4, 8]``): the best batch at each, and the degree with the fewest GPU-seconds per
     token (a roofline.choice.TPChoice)."""
@@ -75,8 +77,9 @@ def choose(
         if not degrees or len(set(degrees)) != len(degrees):
             raise RooflineError("tp: give one or more distinct degrees, e.g. 1,2,4,8", "tp")
         scenarios = [_scenario(card, model, None, {**options, "tp": t}) for t in degrees]
-        return choose_tp(scenarios, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
-    return choose_batch(_scenario(card, model, scenario, options), ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
+        return choose_tp(scenarios, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, memory_headroom)
+    return choose_batch(_scenario(card, model, scenario, options), ttft_max_s, tpot_max_s, min_user_tok_s, max_batch,
+                        memory_headroom)
 
 
 def waste(
@@ -235,6 +238,12 @@ def read_measurement_files(paths, models=()) -> list:
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    seen = {}
+    for p in paths:  # the same file twice would count its rows twice
+        key = Path(p).resolve()
+        if key in seen:
+            raise RooflineError(f"{p} is given twice (as {seen[key]})", "measurements")
+        seen[key] = p
     rows = []
     for p in paths:
         rows.extend(read_measurements(p))
@@ -375,6 +384,14 @@ def calibrate(
             f"calibration needs torch and transformers ({exc.name} is missing): pip install 'roofline[calibrate]'"
         ) from None
     tp = validate.whole(tp, "tp", maximum=64)
+    # everything a sweep needs is checked before the first measurement, not after it
+    from roofline.hardware import load_card
+    from roofline.model_spec import load_model
+
+    for m in models:
+        load_model(m)
+    if fit and not str(device).startswith("cpu"):
+        load_card(card)  # the fit prices the runs with the card's profile
     if not cudnn_attention:
         disable_cudnn_attention()
     out_dir = Path(out_dir)

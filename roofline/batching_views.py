@@ -120,10 +120,12 @@ def _limit_text(limits: dict) -> str:
     if limits["ttft_max_s"] is not None:
         parts.append(f"TTFT <= {limits['ttft_max_s']:g} s")
     if limits["tpot_max_s"] is not None:
-        parts.append(f"TPOT <= {limits['tpot_max_s']:g} s")
+        parts.append(f"TPOT <= {limits['tpot_max_s'] * 1e3:g} ms")
     if limits["min_user_tok_s"] is not None:
         parts.append(f">= {limits['min_user_tok_s']:g} tok/s per user")
-    parts.append(f"fits in memory, batch <= {limits['max_batch']}")
+    headroom = limits.get("memory_headroom") or 0.0
+    parts.append(f"fits in {100 * (1 - headroom):g}% of memory" if headroom else "fits in memory")
+    parts.append(f"batch <= {limits['max_batch']}")
     return ", ".join(parts)
 
 

@@ -30,6 +30,11 @@ def _describe_scenario(p: Prediction) -> list[str]:
     return lines
 
 
+BOUND_LEGEND = ("bound: what a step's time is mostly spent on -- memory (bytes / bandwidth), compute (FLOPs / peak) "
+                "or overhead (launches and host work); knee: the batch past which one doubling costs over 41% more "
+                "TPOT (throughput gains less than 41%)")
+
+
 def predict_view(p: Prediction, fmt: str) -> str:
     bend_result = p.bend
     if fmt == "json":
@@ -65,6 +70,7 @@ def predict_view(p: Prediction, fmt: str) -> str:
         where = "" if len(batches) == n else f" (batch {report.batch_list(batches)})"
         lines.append(f"* extrapolating: {reason}{where}")
     lines.append("bend: " + bend_result.describe())
+    lines.append(BOUND_LEGEND)
     return "\n".join(lines)
 
 

@@ -38,6 +38,8 @@ CHANGED_SCENARIOS: dict[str, str] = {
     "fit-lesson": "issue 9: the fit frees terms v0.1 did not have where the data identify them "
                   "(a batched step's per-layer extra, identified by batch 1 vs 2)",
     "fit-graph-2": "issue 9: as fit-lesson (its held-out qwen2.5-7b error falls from 41% to 5%)",
+    "predict-a100-32b-graphcal": "issue 15: a calibration fitted on another card (here the H200's on an A100) is "
+                                 "refused with a one-line error instead of silently bringing that card's ceilings",
 }
 IGNORED_KEYS = {"calibration_path"}  # a temporary file's name
 REL = 1e-9
