@@ -412,7 +412,7 @@ def calibrate(
                                     ("max_seconds_per_point", max_seconds_per_point)) if v is not None}
         csv_path = run_calibration(card, list(models), engine, list(batches), prompts if len(prompts) > 1 else prompts[0],
                                    gen_tokens, out_dir, device=device, resume=resume, budget_s=budget_s, **limits)
-    out = {"measurements_path": csv_path, "calibration_path": None, "calibration": None}
+    out = {"measurements_path": csv_path, "calibration_path": None, "calibration": None, "card_path": None}
     if not fit:
         return out
     from roofline.calibration import save_calibration
@@ -421,7 +421,19 @@ def calibrate(
 
     ceilings = out_dir / f"ceilings-{card}.json"
     bw, fl = read_ceilings(ceilings) if ceilings.is_file() else (None, None)
-    cal = fit_calibration(read_measurement_files([csv_path]), load_card(card),
+    card_p, out["card_path"] = None, None
+    if str(device).startswith("cpu"):
+        try:
+            card_p = load_card(card)
+        except RooflineError:  # this machine's CPU, not a catalog card: its profile from its ceilings
+            from roofline.local_card import write_cpu_card
+
+            if not ceilings.is_file():
+                raise RooflineError(f"{card} is not a known card and {ceilings} is missing: run without --resume "
+                                    "so the ceilings are measured, or give a card profile", "card") from None
+            out["card_path"] = write_cpu_card(card, ceilings, out_dir / f"card-{card}.json")
+            card_p = load_card(str(out["card_path"]))
+    cal = fit_calibration(read_measurement_files([csv_path]), card_p or load_card(card),
                           source=f"`roofline calibrate` run in {out_dir}",
                           measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
     out["calibration_path"] = save_calibration(cal, out_dir / f"{card}-{engine}.json")

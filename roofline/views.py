@@ -183,6 +183,9 @@ def compare_view(result: dict, fmt: str) -> str:
 
 def calibrate_view(result: dict) -> str:
     lines = [f"measurements written to {result['measurements_path']}"]
+    if result.get("card_path"):
+        lines.append(f"this CPU's card profile (from its measured ceilings) written to {result['card_path']}: "
+                     f"use it as --card {result['card_path']}")
     if result["calibration"] is not None:
         lines.append(fit_view(result["calibration"], result["calibration_path"], "table"))
     return "\n".join(lines)
