@@ -25,6 +25,8 @@ MODEL_HELP = "Catalog name (see `roofline models`), HF repo id of a catalog mode
 
 def parse_batches(text: str) -> list[int]:
     """'1,2,4' | '1-64' (every integer) | '1..1024' (powers of two) | a mix of these."""
+    from roofline.prediction import MAX_BATCHES
+
     out: list[int] = []
     for item in text.split(","):
         item = item.strip()
@@ -41,6 +43,9 @@ def parse_batches(text: str) -> list[int]:
                 lo, hi = (int(x) for x in item.split("-"))
                 if lo <= 0 or hi < lo:
                     raise ValueError
+                if hi - lo >= MAX_BATCHES:  # refused before a list of that size is built
+                    raise RooflineError(f"{item}: at most {MAX_BATCHES:,} batch sizes at once; use powers of two "
+                                        f"({lo}..{hi}) for a wide range", "batches")
                 out.extend(range(lo, hi + 1))
             else:
                 out.append(int(item))
@@ -480,6 +485,8 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, memory_headro
 
     sc = scenario_kwargs(kw)
     degrees = parse_ints(sc.pop("tp"), "tp")
+    if not degrees:
+        raise RooflineError("give a tensor-parallel degree, or several: 1,2,4,8", "tp")
     sc["tp"] = degrees if len(degrees) > 1 else degrees[0]
     result = api.choose(ttft_max_s=ttft_max_s, tpot_max_s=tpot_max_s, min_user_tok_s=min_user_tok_s,
                         max_batch=max_batch, memory_headroom=memory_headroom, **sc)

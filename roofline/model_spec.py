@@ -1024,7 +1024,7 @@ def read_family(config: dict, name: str) -> dict:
     if not isinstance(config, dict):
         raise RooflineError(f"{name}: config.json must hold a JSON object")
     model_type = config.get("model_type")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise RooflineError(
             f"{name}: model_type {model_type!r} is not supported: not a decoder-only model we read "
             f"(supported: {', '.join(sorted(FAMILIES))})"
