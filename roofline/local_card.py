@@ -15,6 +15,11 @@ from roofline.atomic import read_json, write_text_atomic
 from roofline.errors import RooflineError
 
 
+def _sig(x: float) -> float:
+    """x to 9 significant digits (a measurement written as measured, without float noise)."""
+    return float(f"{x:.9g}")
+
+
 def mem_total_bytes() -> int | None:
     """MemTotal from /proc/meminfo, bytes (None off Linux)."""
     try:
@@ -39,7 +44,7 @@ def cpu_card_profile(card_id: str, ceilings_path: str | Path) -> dict:
         raise RooflineError("cannot tell this machine's memory (no /proc/meminfo): write the card profile by hand")
     src = f"measured by `roofline calibrate --device cpu` ({path.name}, {c.get('timestamp', '')[:10]}, " \
           f"{c.get('threads')} threads)"
-    bf16 = c["gemm_bf16_flop_per_s"] / 1e12
+    bf16 = _sig(c["gemm_bf16_flop_per_s"] / 1e12)
     profile = {
         "id": card_id,
         "name": f"{c.get('cpu_model') or 'this CPU'} ({c.get('threads')} threads, {c.get('cpu_capability') or 'CPU'})",
@@ -47,15 +52,15 @@ def cpu_card_profile(card_id: str, ceilings_path: str | Path) -> dict:
         "kind": "cpu",
         "memory": {"value": round(total / 2**30, 3), "unit": "GiB", "source": "MemTotal in /proc/meminfo"},
         "datasheet_bandwidth": {
-            "value": round(c["read_bandwidth_bytes_per_s"] / 1e9, 3), "unit": "GB/s",
+            "value": _sig(c["read_bandwidth_bytes_per_s"] / 1e9), "unit": "GB/s",
             "source": f"{src}: read (sum) bandwidth of a {c.get('buffer_bytes', 0) / 2**30:.2f} GiB buffer",
             "note": "a measurement, not a datasheet figure: this machine as it ran"},
         "datasheet_bf16_flops": {
-            "value": round(bf16, 6), "unit": "TFLOP/s",
+            "value": bf16, "unit": "TFLOP/s",
             "source": f"{src}: bf16 GEMM {c.get('n')}^3", "note": "a measurement, not a datasheet figure"},
         "tensor_peaks": {
-            "bf16": {"value": round(bf16, 6), "unit": "TFLOP/s", "source": f"{src}: bf16 GEMM"},
-            "fp32": {"value": round(c["gemm_fp32_flop_per_s"] / 1e12, 6), "unit": "TFLOP/s",
+            "bf16": {"value": bf16, "unit": "TFLOP/s", "source": f"{src}: bf16 GEMM"},
+            "fp32": {"value": _sig(c["gemm_fp32_flop_per_s"] / 1e12), "unit": "TFLOP/s",
                      "source": f"{src}: fp32 GEMM"},
         },
         "note": f"made from measured ceilings by roofline.local_card; MemAvailable at the run: "
