@@ -33,10 +33,9 @@ all at once with numpy arrays through the same function.
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,7 +65,9 @@ def static_batch_times(model: StepModel, prompt_tokens: np.ndarray, gen_tokens: 
 
 @dataclass(frozen=True)
 class Served:
-    """One policy's outcome: per-request times (input order) and slot accounting."""
+    """One policy's outcome: per-request times (input order; NaN for a rejected request, TPOT
+    NaN when it generated one token) and slot accounting. ``extra`` holds the continuous
+    server's counters (preemptions, max_running, rejected, the KV pool)."""
 
     ttft_s: np.ndarray
     e2e_s: np.ndarray
@@ -75,6 +76,9 @@ class Served:
     passes: int
     useful_slot_steps: int
     makespan_s: float
+    tpot_s: np.ndarray | None = None
+    gen_tokens: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
 
     @property
     def slot_steps(self) -> int:
@@ -84,16 +88,20 @@ class Served:
     def idle_slot_steps(self) -> int:
         return self.slot_steps - self.useful_slot_steps
 
-    def summary(self) -> dict:
+    def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
+        """Throughput, latency percentiles (over the served requests; TPOT over those with more
+        than one token), slot accounting, the continuous server's counters, and with an SLO the
+        goodput (``latency_percentiles`` and ``goodput``)."""
         out = {
             "requests": int(len(self.e2e_s)),
             "generated_tokens": self.useful_slot_steps,
             "makespan_s": self.makespan_s,
             "throughput_tok_s": self.useful_slot_steps / self.makespan_s if self.makespan_s > 0 else float("inf"),
         }
-        for name, values in (("ttft", self.ttft_s), ("e2e", self.e2e_s)):
-            for q, v in zip(PERCENTILES, np.percentile(values, PERCENTILES)):
-                out[f"{name}_p{q}_s"] = float(v)
+        served = ~np.isnan(self.e2e_s)
+        pct = latency_percentiles(self.ttft_s[served], self.tpot_s[served] if self.tpot_s is not None else None,
+                                  self.e2e_s[served])
+        out.update({k: v for k, v in pct.items() if not k.startswith("tpot")})
         out.update(
             mean_occupancy=self.useful_slot_steps / self.slot_steps,
             waste_fraction=self.idle_slot_steps / self.slot_steps,
@@ -101,7 +109,56 @@ class Served:
             slot_steps=self.slot_steps,
             passes=self.passes,
         )
+        out.update({k: v for k, v in pct.items() if k.startswith("tpot")})
+        out.update(self.extra)
+        if slo_ttft_s is not None or slo_tpot_s is not None:
+            out.update(goodput(self, slo_ttft_s, slo_tpot_s))
         return out
+
+
+def latency_percentiles(ttft_s, tpot_s, e2e_s) -> dict:
+    """``ttft/e2e/tpot_p{50,90,99}_s``: numpy's linear percentiles (roofline.serving_runs.percentile
+    is the same definition) over the given requests; TPOT over the finite values (a request of
+    one token has none); None where there is nothing to take them over."""
+    out = {}
+    for name, values in (("ttft", ttft_s), ("e2e", e2e_s), ("tpot", tpot_s)):
+        if values is None:
+            continue
+        values = np.asarray(values, dtype=float)
+        values = values[np.isfinite(values)]
+        qs = np.percentile(values, PERCENTILES) if len(values) else [None] * len(PERCENTILES)
+        for q, v in zip(PERCENTILES, qs):
+            out[f"{name}_p{q}_s"] = None if v is None else float(v)
+    return out
+
+
+def goodput(served: Served, slo_ttft_s: float | None, slo_tpot_s: float | None) -> dict:
+    """Requests meeting the SLO: TTFT <= ``slo_ttft_s`` and TPOT <= ``slo_tpot_s`` (each when
+    given; a request of one token meets any TPOT limit; a rejected one meets none).
+    ``slo_attainment`` = their fraction of all requests; ``goodput_req_s`` and ``goodput_tok_s``
+    = their count and tokens per second of makespan."""
+    ok = ~np.isnan(served.e2e_s)
+    if slo_ttft_s is not None:
+        ok &= served.ttft_s <= slo_ttft_s
+    if slo_tpot_s is not None and served.tpot_s is not None:
+        ok &= ~(served.tpot_s > slo_tpot_s)  # NaN (one token) passes
+    n = len(served.e2e_s)
+    span = served.makespan_s
+    tokens = float(served.gen_tokens[ok].sum()) if served.gen_tokens is not None else float("nan")
+    return {
+        "slo_ttft_s": slo_ttft_s,
+        "slo_tpot_s": slo_tpot_s,
+        "slo_attainment": float(ok.sum() / n) if n else 0.0,
+        "goodput_req_s": float(ok.sum() / span) if span > 0 else float("inf"),
+        "goodput_tok_s": tokens / span if span > 0 else float("inf"),
+    }
+
+
+def tpot_of(first_s, finish_s, gen_tokens) -> np.ndarray:
+    """(finish - first token) / (gen - 1) per request; NaN for one-token requests."""
+    gen = np.asarray(gen_tokens, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(gen > 1, (np.asarray(finish_s) - np.asarray(first_s)) / np.maximum(gen - 1.0, 1.0), np.nan)
 
 
 def _sorted_stream(prompt_tokens, gen_tokens, arrival_s):
@@ -142,68 +199,49 @@ def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: 
         finish[i:j] = t if whole else first + cum[g[i:j] - 1]
         passes += len(cum)
         i = j
+    tpot = tpot_of(ttft, finish, g)
     ttft -= arr
     e2e = finish - arr
-    ttft, e2e, finish = _unsort(order, ttft, e2e, finish)
+    ttft, e2e, finish, tpot, gen = _unsort(order, ttft, e2e, finish, tpot, g)
     start = float(arr[0]) if n else 0.0
-    return Served(ttft, e2e, finish, slots, passes, int(g.sum()), float(finish.max()) - start if n else 0.0)
+    return Served(ttft, e2e, finish, slots, passes, int(g.sum()), float(finish.max()) - start if n else 0.0,
+                  tpot, gen)
 
 
-def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int) -> Served:
-    """Continuous batching: finished requests leave, arrived ones join at every iteration."""
-    pass_s = model.pass_s
-    order, p_arr, g_arr, arr = _sorted_stream(prompt_tokens, gen_tokens, arrival_s)
-    n = len(g_arr)
-    p = p_arr.tolist()
-    g = g_arr.tolist()
-    arr_list = arr.tolist()
-    # prefix sums so a group of newcomers' prompt tokens and pairs cost O(1)
-    pf = p_arr.astype(float)
-    cum_p = [0.0] + np.cumsum(pf).tolist()
-    cum_pairs = [0.0] + np.cumsum(pf * (pf + 1.0) / 2.0).tolist()
-    cum_p1 = [0.0] + np.cumsum(pf + 1.0).tolist()
-    ttft = [0.0] * n
-    finish = [0.0] * n
-    ends: list = []  # heap of (iteration of its last token, request index)
-    t = 0.0
-    it = 0
-    nxt = 0
-    running = 0
-    kv = 0.0  # sum over running sequences of prompt + tokens produced so far
-    useful = 0
-    while nxt < n or running:
-        if running == 0 and arr_list[nxt] > t:
-            t = arr_list[nxt]
-        k = 0
-        if running < slots and nxt < n:
-            k = min(slots - running, bisect_right(arr_list, t, nxt) - nxt)
-        if k:
-            j = nxt + k
-            # a PassWork is a tuple: the hot loop builds its five counts as a plain tuple, in its order
-            t += pass_s((float(running), kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], float(k), None, None))
-            it += 1
-            kv += running + cum_p1[j] - cum_p1[nxt]
-            for r in range(nxt, j):
-                ttft[r] = t
-                heapq.heappush(ends, (it + g[r] - 1, r))
-            running += k
-            nxt = j
-        else:
-            t += pass_s((float(running), kv, 0.0, 0.0, 0.0, None, None))
-            it += 1
-            kv += running
-        useful += running
-        while ends and ends[0][0] == it:
-            r = heapq.heappop(ends)[1]
-            finish[r] = t
-            kv -= p[r] + g[r]
-            running -= 1
-    ttft_a = np.asarray(ttft) - arr
-    finish_a = np.asarray(finish)
-    e2e = finish_a - arr
-    ttft_a, e2e, finish_a = _unsort(order, ttft_a, e2e, finish_a)
-    start = float(arr[0]) if n else 0.0
-    return Served(ttft_a, e2e, finish_a, slots, it, useful, float(finish_a.max()) - start if n else 0.0)
+def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int, *, pool=None,
+                     max_model_len: int | None = None, max_num_batched_tokens: int | None = None,
+                     schedule: str = "decode-first", cost=None) -> Served:
+    """Continuous batching (roofline.scheduler): at most ``slots`` running sequences, a KV pool of
+    blocks (``pool``, a roofline.kvpool.KVPool; None: one that never binds), admission, preemption
+    by recompute, chunked prefill under ``max_num_batched_tokens``, ``schedule`` decode-first or
+    prefill-first; pass times from ``cost`` (roofline.pass_costs; default FusedCost(model)).
+    With the defaults it is v0.1's server: newcomers' prefills join the running decodes' pass."""
+    from roofline.kvpool import unlimited_pool
+    from roofline.pass_costs import FusedCost
+    from roofline.scheduler import ServerConfig, serve_stream
+
+    pool = pool or unlimited_pool()
+    config = ServerConfig(slots, pool.num_blocks, pool.block_size, max_model_len, max_num_batched_tokens, schedule)
+    order, p, g, arr = _sorted_stream(prompt_tokens, gen_tokens, arrival_s)
+    run = serve_stream(p, g, arr, config, cost or FusedCost(model))
+    first, finish = run.first_token_s, run.finish_s
+    tpot = tpot_of(first, finish, g)
+    ttft, e2e = first - arr, finish - arr
+    pre = run.preemptions
+    ttft, e2e, finish, tpot, gen, pre_u, rej = _unsort(order, ttft, e2e, finish, tpot, g, pre, run.rejected)
+    served = ~rej
+    start = float(arr[0]) if len(g) else 0.0
+    makespan = float(np.max(finish[served])) - start if served.any() else 0.0
+    extra = {
+        "preemptions": int(pre.sum()),
+        "preempted_requests": int((pre > 0).sum()),
+        "max_running": run.max_running,
+        "rejected": int(rej.sum()),
+        "prefill_iterations": run.prefill_iterations,
+        "decode_iterations": run.decode_iterations,
+        "kv_capacity_tokens": pool.capacity_tokens if pool.source != "unlimited" else None,
+    }
+    return Served(ttft, e2e, finish, slots, run.iterations, run.generated_tokens, makespan, tpot, gen, extra)
 
 
 def by_generation_length(gen_tokens, served: dict, max_lengths: int = 8) -> list[dict] | None:
@@ -217,7 +255,8 @@ def by_generation_length(gen_tokens, served: dict, max_lengths: int = 8) -> list
         mine = gen_tokens == g
         row = {"gen_tokens": int(g), "requests": int(mine.sum())}
         for name, s in served.items():
-            row[f"{name}_ttft_p50_s"] = float(np.median(s.ttft_s[mine]))
-            row[f"{name}_e2e_p50_s"] = float(np.median(s.e2e_s[mine]))
+            for key, values in (("ttft", s.ttft_s[mine]), ("e2e", s.e2e_s[mine])):
+                values = values[~np.isnan(values)]  # rejected requests have no times
+                row[f"{name}_{key}_p50_s"] = float(np.median(values)) if len(values) else None
         rows.append(row)
     return rows
