@@ -458,6 +458,55 @@ def simulate(fmt, **kw):
     click.echo(simulate_view(api.simulate(**sc, **server, **kw), fmt))
 
 
+@main.command("choose-server")
+@click.option("--card", "cards", multiple=True, required=True,
+              help=CARD_HELP + " Repeat to compare cards: the best serves the most requests/s per GPU.")
+@options("model", *CARD_MODEL_TIMING, "routing_skew")
+@click.option("--tp", "tp", default="1", show_default=True,
+              help="Tensor-parallel degree, or several (1,2,4) to compare per GPU.")
+@click.option("--batch", "batch", default="64", show_default=True,
+              help="The server's most running sequences (max_num_seqs), or several (64,128,256) to compare.")
+@options("requests")
+@click.option("--mix", help="Instead of --requests: length classes COUNTxGEN, repeated up to --count requests.")
+@click.option("--count", type=int, help="With --mix: how many requests (default 1,000).")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request (with --mix).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals (the same at every rate).")
+@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s")
+@click.option("--slo-percentile", default=99, show_default=True, type=int,
+              help="Which percentile of TTFT and TPOT must meet the SLOs.")
+@click.option("--rates", help="Arrival rates to sweep, req/s (e.g. 5,10,20); default: a grid up to the capacity, refined.")
+@click.option("--chart", type=click.Path(dir_okay=False),
+              help="Also write latency percentiles vs arrival rate, with the SLO and the chosen rate, to this HTML file "
+                   "(self-contained, opens offline).")
+@options("fmt")
+@domain_errors
+def choose_server(fmt, cards, tp, batch, rates, **kw):
+    """The highest arrival rate a continuous server meets latency SLOs at; with several cards, TP
+    degrees or --batch limits, the best per GPU.
+
+    Example: roofline choose-server --card h200 --model qwen2.5-7b --engine graph --mix 4x64,1x512 --slo-ttft 0.5 --slo-tpot 0.03
+    """
+    from roofline import api
+    from roofline.batching_views import choose_server_view
+
+    sc = scenario_kwargs(kw)
+    sc.pop("card", None)
+    server = server_kwargs(kw)
+    tp_list, batch_list = parse_ints(tp, "tp"), parse_ints(batch, "batch")
+    rate_list = None
+    if rates is not None:
+        try:
+            rate_list = [float(x) for x in rates.split(",") if x.strip()]
+        except ValueError:
+            raise RooflineError(f"give numbers separated by commas, not {rates!r}", "rates") from None
+    result = api.choose_server(list(cards), tp=tp_list if len(tp_list) > 1 else tp_list[0],
+                               batch=batch_list if len(batch_list) > 1 else batch_list[0], rates=rate_list,
+                               **sc, **server, **kw)
+    click.echo(choose_server_view(result, fmt))
+    if result.meta.get("chart"):
+        click.echo(f"wrote {result.meta['chart']}", err=True)
+
+
 @main.command()
 @options(*(o for o in SCENARIO_OPTIONS if o != "tp"))
 @click.option("--tp", "tp", default="1", show_default=True,

@@ -241,6 +241,70 @@ def request_stream(requests=None, mix: str | None = None, count: int | None = No
     return stream
 
 
+def choose_server(
+    cards="rtx3060",
+    model=None,
+    *,
+    batch=64,
+    tp=1,
+    requests=None,
+    mix: str | None = None,
+    count: int | None = None,
+    prompt_tokens: int = 128,
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    slo_percentile: int = 99,
+    rates=None,
+    chart=None,
+    schedule: str = "decode-first",
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+    kv_capacity_tokens: int | None = None,
+    gpu_memory_utilization: float | None = 0.9,
+    block_size: int = 16,
+    engine_reserve_bytes: float | None = None,
+    pass_cost: str = "fused",
+    loop_terms=None,
+    **options,
+):
+    """The highest Poisson arrival rate a continuous server sustains with the ``slo_percentile``
+    of TTFT <= ``slo_ttft_s`` and of TPOT <= ``slo_tpot_s`` (roofline.server_choice), for a stream
+    shape (``requests`` -- its arrivals are replaced -- or ``mix`` + ``count``, 1,000 by
+    default). ``cards``, ``batch`` (the running-sequence limit) and ``tp`` may each be a list:
+    every combination is swept and the best is the highest rate per GPU. ``rates``: sweep these
+    instead of the automatic grid. The server options are simulate's. ``chart``: also write the
+    latency-vs-rate figure (self-contained HTML) there. Returns a roofline.server_choice.ServerChoice
+    (``.as_dict()`` for plain data)."""
+    from roofline.server_choice import Candidate, choose_server as _choose
+    from roofline.servers import ServerOptions
+
+    if mix is not None and count is None:
+        count = 1000
+    stream = request_stream(requests, mix, count, prompt_tokens, None, seed)
+    seed = validate.whole(seed, "seed", minimum=0)
+    slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
+    slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
+    server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+    as_list = lambda v: list(v) if isinstance(v, (list, tuple)) else [v]  # noqa: E731
+    card_list, batch_list, tp_list = as_list(cards), as_list(batch), as_list(tp)
+    for name, values in (("cards", card_list), ("batch", batch_list), ("tp", tp_list)):
+        if not values or len(set(map(str, values))) != len(values):
+            raise RooflineError("give one or more distinct values", name)
+    batch_list = [validate.whole(b, "batch") for b in batch_list]
+    tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
+    candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
+                  for c in card_list for t in tp_list for b in batch_list]
+    result = _choose(candidates, stream, server_options, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                     slo_percentile=slo_percentile, seed=seed, rates=rates)
+    if chart is not None:
+        from roofline.serving_figures import write_server_chart
+
+        result.meta["chart"] = write_server_chart(result, chart)
+    return result
+
+
 def chart(
     output,
     cards=("rtx3060",),

@@ -232,3 +232,57 @@ def choose_view(choice, fmt: str) -> str:
     else:
         lines.append(f"every batch up to --max-batch {data['limits']['max_batch']} meets the limits")
     return "\n".join(lines)
+
+
+# ---- choose-server --------------------------------------------------------------------------
+def _slo_text(slo: dict) -> str:
+    q = slo["slo_percentile"]
+    parts = []
+    if slo["slo_ttft_s"] is not None:
+        parts.append(f"TTFT p{q} <= {slo['slo_ttft_s']:g} s")
+    if slo["slo_tpot_s"] is not None:
+        parts.append(f"TPOT p{q} <= {slo['slo_tpot_s'] * 1e3:g} ms")
+    return " and ".join(parts)
+
+
+def choose_server_view(choice, fmt: str) -> str:
+    """A roofline.server_choice.ServerChoice: one row per candidate, then the best."""
+    data = choice.as_dict()
+    if fmt == "json":
+        return report.to_json(data)
+    q = data["slo"]["slo_percentile"]
+    keys = ["card", "tp", "max_num_seqs", "capacity_req_s", "best_rate_req_s", "best_rate_req_s_per_gpu", "binding"]
+    at = [f"ttft_p{q}_s", f"tpot_p{q}_s", "throughput_tok_s", "max_running", "preemptions"]
+    if fmt == "csv":
+        rows = [{**{k: c[k] for k in keys}, **{k: (c["at_best"] or {}).get(k) for k in at}} for c in data["candidates"]]
+        return report.to_csv(rows, keys + at).rstrip("\n")
+
+    def num(x, fmt_="{:,.2f}"):
+        return "-" if x is None else fmt_.format(x)
+
+    rows = []
+    for c in data["candidates"]:
+        b = c["at_best"] or {}
+        rows.append([c["card"], c["tp"], f"{c['max_num_seqs']:,}", num(c["capacity_req_s"]), num(c["best_rate_req_s"]),
+                     num(c["best_rate_req_s_per_gpu"]), num(b.get(f"ttft_p{q}_s"), "{:.3f}"),
+                     num(None if b.get(f"tpot_p{q}_s") is None else b[f"tpot_p{q}_s"] * 1e3),
+                     num(b.get("throughput_tok_s"), "{:,.0f}"), c["binding"]])
+    lines = [
+        f"{data['meta']['model']}, {data['meta']['requests']:,} requests ({data['meta']['source']}, Poisson arrivals "
+        f"seed {data['meta']['seed']}): the highest arrival rate with {_slo_text(data['slo'])}",
+        report.table(["card", "tp", "max seqs", "capacity (req/s)", "best rate (req/s)", "per GPU", f"TTFT p{q} (s)",
+                      f"TPOT p{q} (ms)", "throughput (tok/s)", "next rate breaks"], rows, "lrrrrrrrrl"),
+    ]
+    best = data["best"]
+    if best is None:
+        lines.append("no candidate meets the SLOs at any rate swept: relax them, or serve with more GPUs")
+    else:
+        b = best["at_best"]
+        lines.append(
+            f"best: {best['card']} tp {best['tp']} max_num_seqs {best['max_num_seqs']:,} at {best['best_rate_req_s']:.3g} "
+            f"req/s ({best['best_rate_req_s_per_gpu']:.3g} per GPU): TTFT p{q} {b[f'ttft_p{q}_s']:.3f} s, TPOT p{q} "
+            f"{b[f'tpot_p{q}_s'] * 1e3:.2f} ms, {b['slo_attainment'] * 100:.1f}% of requests within both; the next rate "
+            f"breaks {best['binding']}")
+        lines.append(server_line(best["server"]))
+    return "\n".join(lines)
+
