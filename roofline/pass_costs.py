@@ -84,6 +84,10 @@ class FusedCost:
 
         self.decode_s, self.pass_s = decode_s, pass_s
 
+    def decode_costs(self, slots, decoding, kv_read):
+        """decode_s for an array of ``kv_read`` (one vectorised pass-model call)."""
+        return self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
+
 
 class Term(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -182,6 +186,12 @@ class LoopCost:
             return device + host_p + per_p * chunks
 
         self.decode_s, self.pass_s = decode_s, pass_s
+
+    def decode_costs(self, slots, decoding, kv_read):
+        """decode_s for an array of ``kv_read`` (the static cache: the same price every step)."""
+        import numpy as np
+
+        return np.full(len(kv_read), self.decode_s(slots, decoding, 0.0))
 
     def prefill_device_s(self, tokens: float, pairs: float, chunks: float) -> float:
         """One eager prefill pass: the GPU's work and the host's launches, blended."""

@@ -50,12 +50,17 @@ object's ``wake_s``).
 Speed: O(1) Python work per iteration outside admissions, leaves and preemptions. A decoding
 sequence's KV is ``base + D`` (D = decode steps so far), so the sequences that need a block at
 step D are those with (-base) % B == D % B: a count per residue answers "how many need a block"
-without visiting them; finish steps sit in a dict keyed by step.
+without visiting them; finish steps sit in a heap. A *quiet stretch* -- decode steps during which
+no head can be admitted (none has arrived, or it does not fit: blocks only shrink until someone
+leaves), nobody finishes and the blocks taken fit -- is priced with one vectorised call of the
+cost object's ``decode_costs`` and the clock advanced step by step over its prices (the same
+additions, so the same times up to the last bit of the pass formula's float vs array path).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -63,6 +68,11 @@ from roofline import validate
 from roofline.errors import RooflineError
 
 SCHEDULES = ("decode-first", "prefill-first")
+INF = float("inf")
+#: Quiet stretches of decode steps at least this long are priced in one vectorised call (shorter
+#: ones one step at a time: a numpy call costs as much as ~30 scalar ones), at most FAST_MAX at once.
+FAST_MIN, FAST_MAX = 32, 4096
+_ARANGE = np.arange(FAST_MAX, dtype=float)
 #: The most requests one simulation takes (the work is bounded before it starts).
 MAX_REQUESTS = 10_000_000
 
@@ -157,16 +167,30 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
     k = [0] * n  # tokens produced (at its last admission, for a running sequence)
     base = [0] * n  # a decoding sequence's KV = base + D
     fin_step = [-1] * n
-    fin_at: dict[int, list] = {}
+    fh: list = []  # heap of (finish step, sequence); stale entries skipped by fin_step
     counts = [0] * B  # decoding sequences per residue (-base) % B
     running: dict[int, None] = {}  # admission order
     requeue: list[int] = []  # preempted, the front of the queue last
     free, D, sum_base, t = cfg.num_blocks, 0, 0, 0.0
     nxt, total = 0, len(order)
     iterations = prefills = max_running = tokens_out = 0
+    decode_costs = getattr(cost, "decode_costs", None)
     while nxt < total or requeue or running:
         if not running and not requeue and arr[order[nxt]] > t:
             t = arr[order[nxt]] + wake  # idle: wait for the next arrival
+        if running and decode_costs is not None and (not fh or fh[0][0] - D >= FAST_MIN):
+            # a quiet stretch of decode steps, priced at once
+            until = _quiet_until_prefill_first(s, k, requeue, nxt, total, len(running), S, B, M, free, t)
+            if until is not None:
+                m = len(running)
+                steps = _quiet_steps(fh, fin_step, counts, D, B, m, free)
+                if steps >= FAST_MIN:
+                    t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
+                    free -= _need(counts, D, B, m, done)
+                    D += done
+                    iterations += done
+                    tokens_out += m * done
+                    continue
         # 1. admit, FIFO without skipping
         adm = []
         if len(running) < S:
@@ -218,11 +242,7 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
                 sum_base += b
                 fs = D + g[h] - kh - 1
                 fin_step[h] = fs
-                lst = fin_at.get(fs)
-                if lst is None:
-                    fin_at[fs] = [h]
-                else:
-                    lst.append(h)
+                heappush(fh, (fs, h))
             continue
         # 3. one decode step of every running sequence
         r = D % B
@@ -249,19 +269,18 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
             max_running = m
         t += decode_s(m, m, float(sum_base + m * (D + 1)))
         tokens_out += m
-        lst = fin_at.pop(D, None)
         D += 1
-        if lst is not None:
-            for h in lst:
-                if fin_step[h] != D - 1:
-                    continue  # preempted since (a stale entry)
-                fin_step[h] = -1
-                finish[h] = t
-                b = base[h]
-                free += -(-(b + D) // B)
-                del running[h]
-                counts[-b % B] -= 1
-                sum_base -= b
+        while fh and fh[0][0] < D:
+            fs, h = heappop(fh)
+            if fin_step[h] != fs:
+                continue  # preempted since (a stale entry)
+            fin_step[h] = -1
+            finish[h] = t
+            b = base[h]
+            free += -(-(b + D) // B)
+            del running[h]
+            counts[-b % B] -= 1
+            sum_base -= b
     return iterations, prefills, iterations - prefills, max_running, tokens_out
 
 
@@ -274,7 +293,7 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
     k = [0] * n
     base = [0] * n
     fin_step = [-1] * n
-    fin_at: dict[int, list] = {}
+    fh: list = []
     counts = [0] * B
     running: dict[int, None] = {}
     requeue: list[int] = []
@@ -282,9 +301,24 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
     pf, pf_c = -1, 0  # the prefilling sequence (the latest admitted) and its cached tokens
     nxt, total = 0, len(order)
     iterations = prefills = decodes = max_running = tokens_out = 0
+    decode_costs = getattr(cost, "decode_costs", None)
     while nxt < total or requeue or running:
         if not running and not requeue and arr[order[nxt]] > t:
             t = arr[order[nxt]] + wake
+        if running and pf < 0 and decode_costs is not None and (not fh or fh[0][0] - D >= FAST_MIN):
+            # a quiet stretch of decode steps, priced at once
+            m = len(running)
+            until = _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free - counts[D % B], t)
+            if until is not None:
+                steps = _quiet_steps(fh, fin_step, counts, D, B, m, free)
+                if steps >= FAST_MIN:
+                    t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
+                    free -= _need(counts, D, B, m, done)
+                    D += done
+                    iterations += done
+                    decodes += done
+                    tokens_out += m * done
+                    continue
         budget = M
         chunks = []  # (sequence, tokens, cached before)
         n_dec = len(running) - (pf >= 0)
@@ -375,19 +409,18 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
         if n_dec:
             decodes += 1
             tokens_out += n_dec
-            lst = fin_at.pop(D, None)
             D += 1
-            if lst is not None:
-                for h in lst:
-                    if fin_step[h] != D - 1:
-                        continue
-                    fin_step[h] = -1
-                    finish[h] = t
-                    b = base[h]
-                    free += -(-(b + D) // B)
-                    del running[h]
-                    counts[-b % B] -= 1
-                    sum_base -= b
+            while fh and fh[0][0] < D:
+                fs, h = heappop(fh)
+                if fin_step[h] != fs:
+                    continue
+                fin_step[h] = -1
+                finish[h] = t
+                b = base[h]
+                free += -(-(b + D) // B)
+                del running[h]
+                counts[-b % B] -= 1
+                sum_base -= b
         for h, tt, c in chunks:
             cached = c + tt
             if cached < p[h] + k[h]:  # cut: still prefilling
@@ -411,9 +444,72 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             sum_base += b
             fs = D + g[h] - kh - 1
             fin_step[h] = fs
-            lst = fin_at.get(fs)
-            if lst is None:
-                fin_at[fs] = [h]
-            else:
-                lst.append(h)
+            heappush(fh, (fs, h))
     return iterations, prefills, decodes, max_running, tokens_out
+
+
+# ---- quiet stretches: decode steps with nothing to admit, nobody to finish or preempt ---------
+def _quiet_until_prefill_first(s, k, requeue, nxt, total, m, S, B, M, free, t):
+    """None if this iteration could admit; else the time until which none can (inf: until a
+    sequence leaves, since blocks only shrink while nothing leaves)."""
+    if m >= S:
+        return INF
+    h = requeue[-1] if requeue else (s.order[nxt] if nxt < total else -1)
+    if h < 0:
+        return INF
+    if s.arr[h] > t:
+        return s.arr[h]
+    nn = s.p[h] + k[h]
+    return INF if -(-nn // B) > free or nn > M else None
+
+
+def _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free_after_needs, t):
+    """As _quiet_until_prefill_first under decode-first admission (after the decodes' blocks)."""
+    budget = M - m
+    if m >= S or budget <= 0:
+        return INF
+    h = requeue[-1] if requeue else (s.order[nxt] if nxt < total else -1)
+    if h < 0:
+        return INF
+    if s.arr[h] > t:
+        return s.arr[h]
+    nn = s.p[h] + k[h]
+    return INF if -(-min(nn, budget) // B) > free_after_needs else None
+
+
+def _quiet_steps(fh, fin_step, counts, D, B, m, free) -> int:
+    """How many decode steps from step D run with nobody finishing (the next finish step's
+    excluded) and no preemption (the blocks they take fit in ``free``); at most FAST_MAX."""
+    while fh and fin_step[fh[0][1]] != fh[0][0]:
+        heappop(fh)  # stale entries of preempted sequences
+    steps = fh[0][0] - D if fh else FAST_MAX
+    if steps < FAST_MIN:
+        return steps
+    cycles = free // m  # every B steps each running sequence takes exactly one block
+    fit = cycles * B
+    if fit < steps:
+        left = free - cycles * m
+        for j in range(B):
+            left -= counts[(D + j) % B]
+            if left < 0:
+                break
+            fit += 1
+    return min(steps, fit, FAST_MAX)
+
+
+def _need(counts, D, B, m, steps) -> int:
+    """Blocks taken by ``steps`` decode steps from step D."""
+    cycles, rest = divmod(steps, B)
+    return cycles * m + sum(counts[(D + j) % B] for j in range(rest))
+
+
+def _run_quiet(costs, t, until):
+    """Advance the clock step by step (the same additions as one step at a time) while the next
+    step starts before ``until``; (time, steps run)."""
+    done = 0
+    for c in costs.tolist():
+        if t >= until:
+            break
+        t += c
+        done += 1
+    return t, done
