@@ -70,8 +70,8 @@ from roofline.errors import RooflineError
 SCHEDULES = ("decode-first", "prefill-first")
 INF = float("inf")
 #: Quiet stretches of decode steps at least this long are priced in one vectorised call (shorter
-#: ones one step at a time: a numpy call costs as much as ~30 scalar ones), at most FAST_MAX at once.
-FAST_MIN, FAST_MAX = 32, 4096
+#: ones one step at a time: a numpy call costs as much as 10-20 scalar ones), at most FAST_MAX at once.
+FAST_MIN, FAST_MAX = 16, 4096
 _ARANGE = np.arange(FAST_MAX, dtype=float)
 #: The most requests one simulation takes (the work is bounded before it starts).
 MAX_REQUESTS = 10_000_000
