@@ -1,8 +1,9 @@
 """One request stream served two ways: static batching and continuous (iteration-level) batching.
 
 Both servers hold at most ``slots`` (N) sequences. Time advances pass by pass; each pass's time
-comes from the one pass model (roofline.step.StepModel.pass_s) for the work it does. The simulations assume a dynamic KV cache: a sequence that has produced k
-tokens attends to prompt + k cached tokens in its next decode step (as roofline.decode does).
+comes from the one pass model (roofline.step.StepModel.pass_s) for the work it does. Both price a
+sequence's decode by its context so far (a sequence that has produced k tokens attends to prompt
++ k cached tokens in its next decode step, as roofline.decode does with a dynamic cache).
 
 Static: whenever the server is free it takes up to N requests that have arrived (in arrival
 order; it does not wait to fill the batch), prefills them in one pass (the prefill of the sum of
@@ -13,12 +14,20 @@ n costs ``pass_s(decode_work(n, sum(prompt) + n * i))``. A member's first token 
 prefill; with ``return_policy="early-return"`` its end-to-end time ends at its own last token, with
 ``"whole-batch"`` at the batch's last step.
 
-Continuous: each iteration, requests that finished in the previous one have left, arrived
-requests fill the free slots (up to N, in arrival order), and the newcomers' prefill joins the
-iteration's pass: ``PassWork(D, kv, P, pairs, k)`` with D the sequences already running, kv the
-sum of their contexts, P the sum of the newcomers' prompts, pairs the sum of p(p+1)/2 and k the
-newcomers (one LM-head row each). A newcomer's first token comes out of that iteration; a pass
-that only prefills pays the prefill's overhead, one that mixes pays the larger of the two.
+Continuous: roofline.scheduler (a KV pool of blocks, FIFO admission by free blocks, preemption
+by recompute, decode-first with chunked prefill or prefill-first), its iterations priced by a
+roofline.pass_costs object. By default (a pool that never binds, decode-first without a token
+budget, ``FusedCost``) each iteration is v0.1's: requests that finished in the previous one have
+left, arrived requests fill the free slots (up to N, in arrival order), and the newcomers'
+prefill joins the iteration's pass: ``PassWork(D, kv, P, pairs, k)`` with D the sequences
+already running, kv the sum of their contexts, P the sum of the newcomers' prompts, pairs the sum
+of p(p+1)/2 and k the newcomers (one LM-head row each). A newcomer's first token comes out of
+that iteration; a pass that only prefills pays the prefill's overhead, one that mixes pays the
+larger of the two.
+
+Per request: TTFT = first token - arrival, TPOT = (finish - first token) / (gen - 1) (none for
+one token), E2E = finish - arrival; percentiles are numpy's linear ones over the served requests
+(``latency_percentiles``); ``goodput`` counts the requests within an SLO.
 
 Slot accounting: every pass (a prefill or a decode step) offers N slot-steps; a slot-step is
 useful when it produces a token some request needs. Useful slot-steps therefore equal the total
@@ -27,13 +36,13 @@ slots and finished members still computing. ``mean_occupancy`` = useful / (N x p
 ``waste_fraction`` = idle / (N x passes).
 
 Speed: the hot loops price passes with Python floats through the one pass model
-(``StepModel.pass_s``, whose float path avoids numpy); a static batch's decode steps are priced
-all at once with numpy arrays through the same function.
+(``StepModel.pass_s``, whose float path avoids numpy); a static batch's decode steps, and the
+continuous server's quiet stretches of decode steps, are priced all at once with numpy arrays
+through the same function.
 """
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
