@@ -52,7 +52,7 @@ sequence's KV is ``base + D`` (D = decode steps so far), so the sequences that n
 step D are those with (-base) % B == D % B: a count per residue answers "how many need a block"
 without visiting them; finish steps sit in a heap. A *quiet stretch* -- decode steps during which
 no head can be admitted (none has arrived, or it does not fit: blocks only shrink until someone
-leaves), nobody finishes and the blocks taken fit -- is priced with one vectorised call of the
+leaves), nobody finishes before its last step and the blocks taken fit -- is priced with one vectorised call of the
 cost object's ``decode_costs`` and the clock advanced step by step over its prices (the same
 additions, so the same times up to the last bit of the pass formula's float vs array path).
 """
@@ -178,7 +178,7 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
     while nxt < total or requeue or running:
         if not running and not requeue and arr[order[nxt]] > t:
             t = arr[order[nxt]] + wake  # idle: wait for the next arrival
-        if running and decode_costs is not None and (not fh or fh[0][0] - D >= FAST_MIN):
+        if running and decode_costs is not None and (not fh or fh[0][0] - D + 1 >= FAST_MIN):
             # a quiet stretch of decode steps, priced at once
             until = _quiet_until_prefill_first(s, k, requeue, nxt, total, len(running), S, B, M, free, t)
             if until is not None:
@@ -190,6 +190,17 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
                     D += done
                     iterations += done
                     tokens_out += m * done
+                    while fh and fh[0][0] < D:  # the stretch's last step finished someone
+                        fs, h = heappop(fh)
+                        if fin_step[h] != fs:
+                            continue
+                        fin_step[h] = -1
+                        finish[h] = t
+                        b = base[h]
+                        free += -(-(b + D) // B)
+                        del running[h]
+                        counts[-b % B] -= 1
+                        sum_base -= b
                     continue
         # 1. admit, FIFO without skipping
         adm = []
@@ -305,7 +316,7 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
     while nxt < total or requeue or running:
         if not running and not requeue and arr[order[nxt]] > t:
             t = arr[order[nxt]] + wake
-        if running and pf < 0 and decode_costs is not None and (not fh or fh[0][0] - D >= FAST_MIN):
+        if running and pf < 0 and decode_costs is not None and (not fh or fh[0][0] - D + 1 >= FAST_MIN):
             # a quiet stretch of decode steps, priced at once
             m = len(running)
             until = _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free - counts[D % B], t)
@@ -318,6 +329,17 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
                     iterations += done
                     decodes += done
                     tokens_out += m * done
+                    while fh and fh[0][0] < D:  # the stretch's last step finished someone
+                        fs, h = heappop(fh)
+                        if fin_step[h] != fs:
+                            continue
+                        fin_step[h] = -1
+                        finish[h] = t
+                        b = base[h]
+                        free += -(-(b + D) // B)
+                        del running[h]
+                        counts[-b % B] -= 1
+                        sum_base -= b
                     continue
         budget = M
         chunks = []  # (sequence, tokens, cached before)
@@ -478,11 +500,12 @@ def _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free_after_
 
 
 def _quiet_steps(fh, fin_step, counts, D, B, m, free) -> int:
-    """How many decode steps from step D run with nobody finishing (the next finish step's
-    excluded) and no preemption (the blocks they take fit in ``free``); at most FAST_MAX."""
+    """How many decode steps from step D run with the same sequences -- up to and including the
+    next step at which one finishes -- and no preemption (the blocks they take fit in ``free``);
+    at most FAST_MAX."""
     while fh and fin_step[fh[0][1]] != fh[0][0]:
         heappop(fh)  # stale entries of preempted sequences
-    steps = fh[0][0] - D if fh else FAST_MAX
+    steps = fh[0][0] - D + 1 if fh else FAST_MAX
     if steps < FAST_MIN:
         return steps
     cycles = free // m  # every B steps each running sequence takes exactly one block

@@ -185,6 +185,41 @@ def _unsort(order, *arrays):
     return out
 
 
+#: A backlog of at least this many full static batches is priced in one vectorised call, at most
+#: BACKLOG_MAX_STEPS decode steps at a time.
+BACKLOG_MIN_BATCHES, BACKLOG_MAX_STEPS = 4, 1 << 21
+
+
+def _backlog(model: StepModel, p, g, i: int, batches: int, slots: int, t: float):
+    """Consecutive full static batches of ``slots`` from request i, started back to back from t
+    (static_batch_times for all of them in one call each for prefills and decode steps): (the
+    index after them, first-token time per batch, end per batch, each member's last token after
+    its batch's first token, decode steps + prefills)."""
+    g_all = g[i:i + batches * slots].reshape(batches, slots)
+    longest = g_all.max(axis=1)
+    batches = max(1, int(np.searchsorted(np.cumsum(longest), BACKLOG_MAX_STEPS, side="right")))
+    j = i + batches * slots
+    pb = p[i:j].reshape(batches, slots).astype(float)
+    gb, longest = g_all[:batches], longest[:batches]
+    psum = pb.sum(axis=1)
+    pre = model.pass_s(prefill_work(psum, (pb * (pb + 1.0)).sum(axis=1) / 2.0, float(slots)))
+    steps = longest - 1
+    start = np.concatenate([[0], np.cumsum(steps)[:-1]])
+    step_no = np.arange(int(steps.sum())) - np.repeat(start, steps) + 1.0
+    costs = model.pass_s(decode_work(float(slots), np.repeat(psum, steps) + slots * step_no))
+    total = np.concatenate([[0.0], np.cumsum(costs)])  # within a batch: differences of this sum
+    base = total[start]
+    last = total[start + steps] - base
+    member_done = total[np.repeat(start, slots) + (gb.ravel() - 1)] - np.repeat(base, slots)
+    firsts, ends = np.empty(batches), np.empty(batches)
+    for k, (pre_k, last_k) in enumerate(zip(np.broadcast_to(pre, (batches,)).tolist(), last.tolist())):
+        t = t + pre_k  # the clock added up batch by batch, as the loop does
+        firsts[k] = t
+        t = t + last_k
+        ends[k] = t
+    return j, firsts, ends, member_done, int(longest.sum())
+
+
 def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int,
                  return_policy: str = "whole-batch") -> Served:
     """Static batching: when free, take up to ``slots`` arrived requests; run them to the longest."""
@@ -200,7 +235,17 @@ def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: 
     while i < n:
         if arr_list[i] > t:
             t = arr_list[i]
-        j = min(i + slots, bisect_right(arr_list, t, i))
+        avail = bisect_right(arr_list, t, i)
+        if (avail - i) // slots >= BACKLOG_MIN_BATCHES:
+            # a backlog: the next batches are full and consecutive whatever the clock does
+            j, firsts, ends, member_done, steps = _backlog(model, p, g, i, (avail - i) // slots, slots, t)
+            t = ends[-1]
+            ttft[i:j] = np.repeat(firsts, slots)
+            finish[i:j] = np.repeat(ends, slots) if whole else np.repeat(firsts, slots) + member_done
+            passes += steps
+            i = j
+            continue
+        j = min(i + slots, avail)
         pre, cum = static_batch_times(model, p[i:j], g[i:j])
         first = t + pre
         ttft[i:j] = first
