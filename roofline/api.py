@@ -189,6 +189,8 @@ def simulate(
     served["continuous"] = serve_continuous(
         *args, pool=server.pool, max_model_len=server.config.max_model_len,
         max_num_batched_tokens=server.config.max_num_batched_tokens, schedule=server.config.schedule, cost=server.cost)
+    if served["continuous"].extra["rejected"] == len(stream):
+        raise server.nothing_served(stream)
     out = {
         "meta": {
             "card": step.card.id,

@@ -68,6 +68,20 @@ class BuiltServer:
     pool: object  # roofline.kvpool.KVPool
     cost: object  # roofline.pass_costs.FusedCost | LoopCost
 
+    def nothing_served(self, stream) -> RooflineError:
+        """The error when every request of ``stream`` is rejected: which limit each one breaks."""
+        c, pool = self.config, self.pool
+        need = int(np.min(np.asarray(stream.prompt_tokens) + np.asarray(stream.gen_tokens) - 1))
+        if c.max_model_len is not None and need > c.max_model_len:
+            return RooflineError(f"every request is rejected: the shortest needs {need:,} tokens, more than "
+                                 f"max_model_len {c.max_model_len:,}", "max_model_len")
+        if c.schedule == "prefill-first" and c.max_num_batched_tokens is not None and need > c.max_num_batched_tokens:
+            return RooflineError(f"every request is rejected: the shortest needs {need:,} tokens, more than a "
+                                 f"prefill-first pass takes ({c.max_num_batched_tokens:,})", "max_num_batched_tokens")
+        field = "kv_capacity_tokens" if pool.source == "kv_capacity_tokens" else "gpu_memory_utilization"
+        return RooflineError(f"every request is rejected: the shortest needs {need:,} tokens of KV, the pool holds "
+                             f"{pool.capacity_tokens:,}", field)
+
     def meta(self, options: ServerOptions) -> dict:
         c = self.config
         out = {

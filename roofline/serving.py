@@ -111,9 +111,10 @@ class Served:
         pct = latency_percentiles(self.ttft_s[served], self.tpot_s[served] if self.tpot_s is not None else None,
                                   self.e2e_s[served])
         out.update({k: v for k, v in pct.items() if not k.startswith("tpot")})
+        steps = self.slot_steps or float("nan")  # no pass at all: every request rejected
         out.update(
-            mean_occupancy=self.useful_slot_steps / self.slot_steps,
-            waste_fraction=self.idle_slot_steps / self.slot_steps,
+            mean_occupancy=self.useful_slot_steps / steps,
+            waste_fraction=self.idle_slot_steps / steps,
             idle_slot_steps=self.idle_slot_steps,
             slot_steps=self.slot_steps,
             passes=self.passes,

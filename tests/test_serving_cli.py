@@ -104,6 +104,13 @@ def test_absurd_counts_name_the_flag_and_the_limit():
                    "--count: must be at most 10,000,000")
 
 
+def test_a_stream_nothing_of_which_can_be_served_says_why():
+    one_line_error(run("simulate", "--mix", "8x32", "--prompt", "3000", *LESSON, "--batch", "4", "--max-model-len", "1000"),
+                   "--max-model-len: every request is rejected: the shortest needs 3,031 tokens")
+    one_line_error(run("simulate", "--mix", "8x32", "--prompt", "3000", *LESSON, "--batch", "4",
+                       "--kv-capacity-tokens", "2000"), "--kv-capacity-tokens", "the pool holds 2,000")
+
+
 def test_a_model_too_big_for_the_card_says_so():
     one_line_error(run("simulate", "--mix", "8x32", "--card", "rtx3060", "--model", "qwen2.5-14b", "--batch", "4"),
                    "--gpu-memory-utilization", "no room for a KV cache")
