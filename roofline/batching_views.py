@@ -280,7 +280,8 @@ def choose_server_view(choice, fmt: str) -> str:
         b = best["at_best"]
         lines.append(
             f"best: {best['card']} tp {best['tp']} max_num_seqs {best['max_num_seqs']:,} at {best['best_rate_req_s']:.3g} "
-            f"req/s ({best['best_rate_req_s_per_gpu']:.3g} per GPU): TTFT p{q} {b[f'ttft_p{q}_s']:.3f} s, TPOT p{q} "
+            f"req/s ({best['best_rate_req_s_per_gpu']:.3g} per GPU, {best['utilization']:.0%} of capacity): TTFT "
+            f"p{q} {b[f'ttft_p{q}_s']:.3f} s, TPOT p{q} "
             f"{b[f'tpot_p{q}_s'] * 1e3:.2f} ms, {b['slo_attainment'] * 100:.1f}% of requests within both; the next rate "
             f"breaks {best['binding']}")
         lines.append(server_line(best["server"]))

@@ -71,6 +71,7 @@ class Sweep:
         sc = self.candidate.scenario
         return {"card": sc.card.id, "model": sc.model.name, "tp": sc.tp, "max_num_seqs": self.candidate.max_num_seqs,
                 "capacity_req_s": self.capacity_req_s, "best_rate_req_s": self.best_rate_req_s,
+                "utilization": self.best_rate_req_s / self.capacity_req_s if self.best else None,
                 "best_rate_req_s_per_gpu": self.per_gpu if self.best else None, "binding": self.binding,
                 "at_best": self.best, "points": self.points, "server": self.server}
 
