@@ -168,6 +168,7 @@ def simulate(
     ``server``). ``keep_requests=True`` adds the per-request arrays under ``per_request``.
     """
     from roofline import batching
+    from roofline.scheduler import check_work
     from roofline.serving import RETURN_POLICIES, by_generation_length, serve_continuous, serve_static
     from roofline.servers import ServerOptions, build
 
@@ -179,6 +180,7 @@ def simulate(
     server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
                                    gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
     stream = request_stream(requests, mix, count, prompt_tokens, arrival_rate, seed)
+    check_work(stream.gen_tokens, batch, *(("count", "mix") if mix is not None else ("requests",)))
     sc = _scenario(card, model, scenario, options)
     step = sc.step
     server = build(step, server_options, batch, stream.prompt_tokens, stream.gen_tokens, sc.engine)
@@ -295,6 +297,9 @@ def choose_server(
         if not values or len(set(map(str, values))) != len(values):
             raise RooflineError("give one or more distinct values", name)
     batch_list = [validate.whole(b, "batch") for b in batch_list]
+    from roofline.scheduler import check_work
+
+    check_work(stream.gen_tokens, min(batch_list), *(("count", "mix") if mix is not None else ("requests",)))
     tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
     candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
                   for c in card_list for t in tp_list for b in batch_list]

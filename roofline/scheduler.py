@@ -73,8 +73,28 @@ INF = float("inf")
 #: ones one step at a time: a numpy call costs as much as 10-20 scalar ones), at most FAST_MAX at once.
 FAST_MIN, FAST_MAX = 16, 4096
 _ARANGE = np.arange(FAST_MAX, dtype=float)
-#: The most requests one simulation takes (the work is bounded before it starts).
+#: The work one simulation takes, bounded before it starts: requests, the longest generation (a
+#: static batch's decode steps are one array of that length) and decode steps (generated tokens /
+#: running-sequence limit: about a microsecond each, so at most a minute or two).
 MAX_REQUESTS = 10_000_000
+MAX_GEN_TOKENS = 10_000_000
+MAX_DECODE_STEPS = 50_000_000
+
+
+def check_work(gen_tokens, max_num_seqs: int, field: str, length_field: str | None = None) -> None:
+    """Refuse a stream whose simulation would not end in reasonable time or memory (one line
+    naming ``field``, the argument that sets the stream's size, or ``length_field`` its lengths)."""
+    gen = np.asarray(gen_tokens)
+    if len(gen) > MAX_REQUESTS:
+        raise RooflineError(f"at most {MAX_REQUESTS:,} requests in one simulation, not {len(gen):,}", field)
+    longest = int(gen.max())
+    if longest > MAX_GEN_TOKENS:
+        raise RooflineError(f"a generation of {longest:,} tokens: at most {MAX_GEN_TOKENS:,} in one simulation",
+                            length_field or field)
+    steps = int(gen.sum()) // max_num_seqs
+    if steps > MAX_DECODE_STEPS:
+        raise RooflineError(f"about {steps:,} decode steps (generated tokens / the running-sequence limit): at most "
+                            f"{MAX_DECODE_STEPS:,} in one simulation; use fewer requests or a larger --batch", field)
 
 
 @dataclass(frozen=True)
@@ -137,8 +157,6 @@ def serve_stream(prompt, gen, arrival, config: ServerConfig, cost) -> ServerRun:
     prompt = np.asarray(prompt, dtype=np.int64)
     gen = np.asarray(gen, dtype=np.int64)
     arrival = np.asarray(arrival, dtype=float)
-    if len(gen) > MAX_REQUESTS:
-        raise RooflineError(f"at most {MAX_REQUESTS:,} requests in one simulation, not {len(gen):,}", "count")
     rejected = rejected_mask(prompt, gen, config)
     state = _State(prompt, gen, arrival, rejected)
     run = _prefill_first if config.schedule == "prefill-first" else _decode_first

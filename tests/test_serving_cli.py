@@ -99,9 +99,17 @@ def test_simulate_server_errors_are_one_line(args, needles):
     one_line_error(run("simulate", "--mix", "8x32", *LESSON, *args), *needles)
 
 
-def test_absurd_counts_name_the_flag_and_the_limit():
+def test_absurd_counts_name_the_flag_and_the_limit(tmp_path):
     one_line_error(run("simulate", "--mix", "8x32", "--count", "20000000", *LESSON, "--batch", "4"),
                    "--count: must be at most 10,000,000")
+    one_line_error(run("simulate", "--mix", "1x20000000", *LESSON, "--batch", "4"),
+                   "--mix: a generation of 20,000,000 tokens: at most 10,000,000")
+    # 200,000 x 2,000 tokens / 4 running = 100 million decode steps
+    one_line_error(run("simulate", "--mix", "1x2000", "--count", "200000", *LESSON, "--batch", "4"),
+                   "--count: about 100,000,000 decode steps", "at most 50,000,000")
+    big = tmp_path / "big.csv"
+    big.write_text("prompt_tokens,gen_tokens\n" + "1,1\n" * 10_000_002)
+    one_line_error(run("simulate", "--requests", str(big), *LESSON, "--batch", "4"), "--requests", "more than 10,000,000")
 
 
 def test_a_stream_nothing_of_which_can_be_served_says_why():
