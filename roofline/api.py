@@ -167,7 +167,6 @@ def simulate(
     there are at most 8) and ``meta`` (with the continuous server's configuration under
     ``server``). ``keep_requests=True`` adds the per-request arrays under ``per_request``.
     """
-    from roofline import batching
     from roofline.scheduler import check_work
     from roofline.serving import RETURN_POLICIES, by_generation_length, serve_continuous, serve_static
     from roofline.servers import ServerOptions, build
@@ -233,6 +232,9 @@ def request_stream(requests=None, mix: str | None = None, count: int | None = No
     if mix is not None:
         if count is not None:
             count = validate.whole(count, "count", maximum=MAX_REQUESTS)
+        once = sum(c for c, _ in batching.parse_mix(mix))
+        if once > MAX_REQUESTS:  # refused before the requests are made
+            raise RooflineError(f"{once:,} requests: at most {MAX_REQUESTS:,} in one simulation", "mix")
         stream = batching.requests_from_mix(mix, prompt_tokens, count)
     elif isinstance(requests, batching.Requests):
         stream = requests
