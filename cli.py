@@ -133,7 +133,49 @@ OPTIONS = {
                           default="whole-batch", show_default=True,
                           help="Static batching: whole-batch returns every result when the batch ends; "
                                "early-return returns each when it ends."),
+    # the continuous server (simulate, choose-server): roofline.servers.ServerOptions
+    "schedule": _opt("--schedule", type=click.Choice(["decode-first", "prefill-first"]), default="decode-first",
+                     show_default=True,
+                     help="Continuous server: decode-first (running decodes first, prefill chunks fill the "
+                          "--max-num-batched-tokens budget; vLLM V1, SGLang) or prefill-first (an iteration that admits "
+                          "requests only prefills them; vLLM V0)."),
+    "max_num_batched_tokens": _opt("--max-num-batched-tokens", type=int,
+                                   help="Tokens one iteration takes (decode-first: longer prompts are prefilled in "
+                                        "chunks; default no limit). Prefill-first default: max(--max-model-len, 2048)."),
+    "max_model_len": _opt("--max-model-len", type=int,
+                          help="Longest prompt + generation a request may need; longer ones are rejected (default: the "
+                               "model's context; serving-loop: the longest request rounded up to 256)."),
+    "kv_capacity_tokens": _opt("--kv-capacity-tokens", type=int,
+                               help="The KV pool in tokens, given (default: sized from the card's memory)."),
+    "gpu_memory_utilization": _opt("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
+                                   help="Fraction of the card's memory the engine may use: the KV pool is what is left "
+                                        "of it after weights, workspace and activations."),
+    "block_size": _opt("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block."),
+    "engine_reserve_gib": _opt("--engine-reserve-gib", type=float,
+                               help="GiB the engine keeps out of the KV pool besides weights, workspace and "
+                                    "activations (CUDA graphs, buffers; default: the engine profile's, else 0)."),
+    "pass_cost": _opt("--pass-cost", type=click.Choice(["fused", "serving-loop"]), default="fused", show_default=True,
+                      help="fused: each iteration is one step-model pass; serving-loop: the graph engine's server loop "
+                           "(calibrate/serving_loop.py: bucketed CUDA-graph decode over a static cache of "
+                           "--max-model-len, eager prefill, measured host time)."),
+    "loop_terms": _opt("--loop-terms", type=click.Path(dir_okay=False),
+                       help="The serving loop's measured terms (default: hardware_profiles/serving/CARD-ENGINE-loop.json)."),
+    "slo_ttft_s": _opt("--slo-ttft", "slo_ttft_s", type=float, help="SLO: largest acceptable TTFT per request, s."),
+    "slo_tpot_s": _opt("--slo-tpot", "slo_tpot_s", type=float, help="SLO: largest acceptable TPOT per request, s."),
 }
+SERVER_OPTIONS = ("schedule", "max_num_batched_tokens", "max_model_len", "kv_capacity_tokens", "gpu_memory_utilization",
+                  "block_size", "engine_reserve_gib", "pass_cost", "loop_terms")
+
+
+def server_kwargs(kw: dict) -> dict:
+    """Pop the continuous server's options, as the API takes them (GiB -> bytes at this edge)."""
+    out = {k: kw.pop(k) for k in SERVER_OPTIONS if k in kw}
+    gib = out.pop("engine_reserve_gib", None)
+    if gib is not None:
+        from roofline.units import GiB
+
+        out["engine_reserve_bytes"] = gib * GiB
+    return out
 
 #: API argument -> the flag that sets it (for error messages).
 FLAGS = {
@@ -145,6 +187,12 @@ FLAGS = {
     "min_user_tok_s": "--min-user-tok-s", "max_batch": "--max-batch", "memory_headroom": "--memory-headroom", "min_batch": "--min-batch",
     "models": "--model", "tpot_statistic": "--tpot-statistic", "stream_count": "--count",
     "prompt_tokens_list": "--prompts", "tp": "--tp", "routing_skew": "--routing-skew", "budget_s": "--budget-s",
+    "schedule": "--schedule", "max_num_batched_tokens": "--max-num-batched-tokens", "max_model_len": "--max-model-len",
+    "kv_capacity_tokens": "--kv-capacity-tokens", "gpu_memory_utilization": "--gpu-memory-utilization",
+    "block_size": "--block-size", "engine_reserve_bytes": "--engine-reserve-gib", "pass_cost": "--pass-cost",
+    "loop_terms": "--loop-terms", "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
+    "max_num_seqs": "--batch", "rates": "--rates", "cards": "--card", "batches_list": "--batch", "tp_list": "--tp",
+    "slo_percentile": "--slo-percentile", "chart": "--chart",
 }
 SCENARIO_OPTIONS = ("card", "model", "prompt_tokens", "gen_tokens", "calibration", "no_calibration", "engine",
                     "kv_cache", "weight_dtype", "kv_dtype", "tp", "routing_skew")
@@ -446,10 +494,14 @@ OPTIONS_DEFAULTS = {"calibration": "auto", "engine": "hf-eager", "weight_dtype":
 @click.option("--batch", required=True, type=int, help="Slots: the most sequences the server holds at once.")
 @click.option("--arrival-rate", type=float, help="Poisson arrivals at this many requests/s (replaces the file's arrival_s).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals.")
-@options("return_policy", "fmt")
+@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s", "return_policy", "fmt")
 @domain_errors
 def simulate(fmt, **kw):
     """Serve one request stream by static and by continuous batching; compare.
+
+    --batch is the static batch and the continuous server's most running sequences; the continuous
+    server's KV pool comes from the card's memory (or --kv-capacity-tokens), admits by free blocks
+    and preempts by recompute (docs/serving.md).
 
     Example: roofline simulate --mix 8x32,8x256 --count 2000 --card rtx3060 --model qwen2.5-1.5b --batch 16
     """
@@ -457,7 +509,57 @@ def simulate(fmt, **kw):
     from roofline.batching_views import simulate_view
 
     sc = scenario_kwargs(kw)
-    click.echo(simulate_view(api.simulate(**sc, **kw), fmt))
+    server = server_kwargs(kw)
+    click.echo(simulate_view(api.simulate(**sc, **server, **kw), fmt))
+
+
+@main.command("choose-server")
+@click.option("--card", "cards", multiple=True, required=True,
+              help=CARD_HELP + " Repeat to compare cards: the best serves the most requests/s per GPU.")
+@options("model", *CARD_MODEL_TIMING, "routing_skew")
+@click.option("--tp", "tp", default="1", show_default=True,
+              help="Tensor-parallel degree, or several (1,2,4) to compare per GPU.")
+@click.option("--batch", "batch", default="64", show_default=True,
+              help="The server's most running sequences (max_num_seqs), or several (64,128,256) to compare.")
+@options("requests")
+@click.option("--mix", help="Instead of --requests: length classes COUNTxGEN, repeated up to --count requests.")
+@click.option("--count", type=int, help="With --mix: how many requests (default 1,000).")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request (with --mix).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals (the same at every rate).")
+@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s")
+@click.option("--slo-percentile", default=99, show_default=True, type=int,
+              help="Which percentile of TTFT and TPOT must meet the SLOs.")
+@click.option("--rates", help="Arrival rates to sweep, req/s (e.g. 5,10,20); default: a grid up to the capacity, refined.")
+@click.option("--chart", type=click.Path(dir_okay=False),
+              help="Also write latency percentiles vs arrival rate, with the SLO and the chosen rate, to this HTML file "
+                   "(self-contained, opens offline).")
+@options("fmt")
+@domain_errors
+def choose_server(fmt, cards, tp, batch, rates, **kw):
+    """The highest arrival rate a continuous server meets latency SLOs at; with several cards, TP
+    degrees or --batch limits, the best per GPU.
+
+    Example: roofline choose-server --card h200 --model qwen2.5-7b --engine graph --mix 4x64,1x512 --slo-ttft 0.5 --slo-tpot 0.03
+    """
+    from roofline import api
+    from roofline.batching_views import choose_server_view
+
+    sc = scenario_kwargs(kw)
+    sc.pop("card", None)
+    server = server_kwargs(kw)
+    tp_list, batch_list = parse_ints(tp, "tp"), parse_ints(batch, "batch")
+    rate_list = None
+    if rates is not None:
+        try:
+            rate_list = [float(x) for x in rates.split(",") if x.strip()]
+        except ValueError:
+            raise RooflineError(f"give numbers separated by commas, not {rates!r}", "rates") from None
+    result = api.choose_server(list(cards), tp=tp_list if len(tp_list) > 1 else tp_list[0],
+                               batch=batch_list if len(batch_list) > 1 else batch_list[0], rates=rate_list,
+                               **sc, **server, **kw)
+    click.echo(choose_server_view(result, fmt))
+    if result.meta.get("chart"):
+        click.echo(f"wrote {result.meta['chart']}", err=True)
 
 
 @main.command()

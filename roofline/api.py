@@ -133,7 +133,19 @@ def simulate(
     seed: int = 0,
     return_policy: str = "whole-batch",
     keep_requests: bool = False,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    static: bool = True,
     scenario: Scenario | None = None,
+    schedule: str = "decode-first",
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+    kv_capacity_tokens: int | None = None,
+    gpu_memory_utilization: float | None = 0.9,
+    block_size: int = 16,
+    engine_reserve_bytes: float | None = None,
+    pass_cost: str = "fused",
+    loop_terms=None,
     **options,
 ) -> dict:
     """The same request stream served by static and by continuous batching with ``batch`` slots.
@@ -142,33 +154,47 @@ def simulate(
     ``prompt_tokens``. ``arrival_rate`` (requests/s) replaces arrivals by seeded Poisson ones;
     without it and without arrival_s every request is queued at time 0. ``return_policy`` is the
     static server's: ``whole-batch`` (default, results return when the batch ends) or
-    ``early-return``. Returns ``static`` and ``continuous`` summaries (throughput_tok_s,
-    ttft/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps), ``classes`` (per
-    generation length, when there are at most 8) and ``meta``. ``keep_requests=True`` adds the
-    per-request arrays under ``per_request``. Definitions: roofline.serving.
+    ``early-return``. The continuous server holds at most ``batch`` running sequences and a KV
+    pool sized from the card's memory (``gpu_memory_utilization``, ``block_size``,
+    ``engine_reserve_bytes``; or ``kv_capacity_tokens`` given; ``gpu_memory_utilization=None``
+    without it: a pool that never binds), admits by free blocks and preempts by recompute;
+    ``schedule`` ("decode-first" | "prefill-first"), ``max_num_batched_tokens`` (chunked prefill
+    under decode-first), ``max_model_len``; ``pass_cost`` "fused" (one step-model pass per
+    iteration) or "serving-loop" (the graph engine's server loop, with its measured
+    ``loop_terms``). Definitions: roofline.scheduler, roofline.kvpool, roofline.pass_costs.
+
+    Returns ``static`` (unless ``static=False``) and ``continuous`` summaries (throughput_tok_s,
+    ttft/tpot/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps; continuous:
+    kv_capacity_tokens, max_running, preemptions, rejected; with ``slo_ttft_s`` / ``slo_tpot_s``:
+    slo_attainment, goodput_req_s, goodput_tok_s), ``classes`` (per generation length, when
+    there are at most 8) and ``meta`` (with the continuous server's configuration under
+    ``server``). ``keep_requests=True`` adds the per-request arrays under ``per_request``.
     """
-    from roofline import batching
+    from roofline.scheduler import check_work
     from roofline.serving import RETURN_POLICIES, by_generation_length, serve_continuous, serve_static
+    from roofline.servers import ServerOptions, build
 
     batch = validate.whole(batch, "batch")
     validate.choice(return_policy, "return_policy", RETURN_POLICIES)
     seed = validate.whole(seed, "seed", minimum=0)
-    if (requests is None) == (mix is None):
-        raise RooflineError("give either a request file or a mix (with a count), not both or neither", "requests")
-    if count is not None and mix is None:
-        raise RooflineError("goes with a mix (a request file has its own count)", "count")
-    if mix is not None:
-        stream = batching.requests_from_mix(mix, prompt_tokens, count)
-    elif isinstance(requests, batching.Requests):
-        stream = requests
-    else:
-        stream = batching.read_requests(requests)
-    if arrival_rate is not None:
-        stream = stream.with_poisson_arrivals(arrival_rate, seed)
+    slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
+    slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
+    server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+    stream = request_stream(requests, mix, count, prompt_tokens, arrival_rate, seed)
+    check_work(stream.gen_tokens, batch, *(("count", "mix") if mix is not None else ("requests",)))
     sc = _scenario(card, model, scenario, options)
     step = sc.step
+    server = build(step, server_options, batch, stream.prompt_tokens, stream.gen_tokens, sc.engine)
     args = (step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, batch)
-    served = {"static": serve_static(*args, return_policy=return_policy), "continuous": serve_continuous(*args)}
+    served = {}
+    if static:
+        served["static"] = serve_static(*args, return_policy=return_policy)
+    served["continuous"] = serve_continuous(
+        *args, pool=server.pool, max_model_len=server.config.max_model_len,
+        max_num_batched_tokens=server.config.max_num_batched_tokens, schedule=server.config.schedule, cost=server.cost)
+    if served["continuous"].extra["rejected"] == len(stream):
+        raise server.nothing_served(stream)
     out = {
         "meta": {
             "card": step.card.id,
@@ -181,15 +207,114 @@ def simulate(
                 f"poisson {arrival_rate:g}/s seed {seed}" if arrival_rate is not None else "from the file"
             ),
             "calibration": step.calibration.label,
+            "server": server.meta(server_options),
         },
-        **{name: s.summary() for name, s in served.items()},
+        **{name: s.summary(slo_ttft_s, slo_tpot_s) for name, s in served.items()},
     }
     classes = by_generation_length(stream.gen_tokens, served)
     if classes is not None:
         out["classes"] = classes
     if keep_requests:
-        out["per_request"] = {name: {"ttft_s": s.ttft_s, "e2e_s": s.e2e_s} for name, s in served.items()}
+        out["per_request"] = {name: {"ttft_s": s.ttft_s, "tpot_s": s.tpot_s, "e2e_s": s.e2e_s}
+                              for name, s in served.items()}
     return out
+
+
+def request_stream(requests=None, mix: str | None = None, count: int | None = None, prompt_tokens: int = 128,
+                   arrival_rate: float | None = None, seed: int = 0):
+    """A roofline.batching.Requests from a request file / Requests, or a mix (+ count), with
+    seeded Poisson arrivals at ``arrival_rate`` when given. At most
+    roofline.scheduler.MAX_REQUESTS requests."""
+    from roofline import batching
+    from roofline.scheduler import MAX_REQUESTS
+
+    if (requests is None) == (mix is None):
+        raise RooflineError("give either a request file or a mix (with a count), not both or neither", "requests")
+    if count is not None and mix is None:
+        raise RooflineError("goes with a mix (a request file has its own count)", "count")
+    if mix is not None:
+        if count is not None:
+            count = validate.whole(count, "count", maximum=MAX_REQUESTS)
+        once = sum(c for c, _ in batching.parse_mix(mix))
+        if once > MAX_REQUESTS:  # refused before the requests are made
+            raise RooflineError(f"{once:,} requests: at most {MAX_REQUESTS:,} in one simulation", "mix")
+        stream = batching.requests_from_mix(mix, prompt_tokens, count)
+    elif isinstance(requests, batching.Requests):
+        stream = requests
+    else:
+        stream = batching.read_requests(requests)
+    if len(stream) > MAX_REQUESTS:
+        raise RooflineError(f"at most {MAX_REQUESTS:,} requests in one simulation, not {len(stream):,}", "requests")
+    if arrival_rate is not None:
+        stream = stream.with_poisson_arrivals(arrival_rate, seed)
+    return stream
+
+
+def choose_server(
+    cards="rtx3060",
+    model=None,
+    *,
+    batch=64,
+    tp=1,
+    requests=None,
+    mix: str | None = None,
+    count: int | None = None,
+    prompt_tokens: int = 128,
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    slo_percentile: int = 99,
+    rates=None,
+    chart=None,
+    schedule: str = "decode-first",
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+    kv_capacity_tokens: int | None = None,
+    gpu_memory_utilization: float | None = 0.9,
+    block_size: int = 16,
+    engine_reserve_bytes: float | None = None,
+    pass_cost: str = "fused",
+    loop_terms=None,
+    **options,
+):
+    """The highest Poisson arrival rate a continuous server sustains with the ``slo_percentile``
+    of TTFT <= ``slo_ttft_s`` and of TPOT <= ``slo_tpot_s`` (roofline.server_choice), for a stream
+    shape (``requests`` -- its arrivals are replaced -- or ``mix`` + ``count``, 1,000 by
+    default). ``cards``, ``batch`` (the running-sequence limit) and ``tp`` may each be a list:
+    every combination is swept and the best is the highest rate per GPU. ``rates``: sweep these
+    instead of the automatic grid. The server options are simulate's. ``chart``: also write the
+    latency-vs-rate figure (self-contained HTML) there. Returns a roofline.server_choice.ServerChoice
+    (``.as_dict()`` for plain data)."""
+    from roofline.server_choice import Candidate, choose_server as _choose
+    from roofline.servers import ServerOptions
+
+    if mix is not None and count is None:
+        count = 1000
+    stream = request_stream(requests, mix, count, prompt_tokens, None, seed)
+    seed = validate.whole(seed, "seed", minimum=0)
+    slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
+    slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
+    server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+    as_list = lambda v: list(v) if isinstance(v, (list, tuple)) else [v]  # noqa: E731
+    card_list, batch_list, tp_list = as_list(cards), as_list(batch), as_list(tp)
+    for name, values in (("cards", card_list), ("batch", batch_list), ("tp", tp_list)):
+        if not values or len(set(map(str, values))) != len(values):
+            raise RooflineError("give one or more distinct values", name)
+    batch_list = [validate.whole(b, "batch") for b in batch_list]
+    from roofline.scheduler import check_work
+
+    check_work(stream.gen_tokens, min(batch_list), *(("count", "mix") if mix is not None else ("requests",)))
+    tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
+    candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
+                  for c in card_list for t in tp_list for b in batch_list]
+    result = _choose(candidates, stream, server_options, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                     slo_percentile=slo_percentile, seed=seed, rates=rates)
+    if chart is not None:
+        from roofline.serving_figures import write_server_chart
+
+        result.meta["chart"] = write_server_chart(result, chart)
+    return result
 
 
 def chart(
