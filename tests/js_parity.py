@@ -78,7 +78,9 @@ def python_result(data: dict, settings: dict) -> dict:
     out["waste"] = api.waste(mix=s["mix"], batch=s["batch"], prompt_tokens=s["prompt_tokens"], card=s["card"],
                              model=s["model"], return_policy="whole-batch", **common)
     sim = api.simulate(s["card"], s["model"], batch=s["batch"], mix=s["mix"], count=s["stream_count"],
-                       prompt_tokens=s["prompt_tokens"], return_policy=s["return_policy"], **common)
+                       prompt_tokens=s["prompt_tokens"], return_policy=s["return_policy"],
+                       gpu_memory_utilization=None,  # the page's server: slots only, no KV pool (yet)
+                       **common)
     out["serve_static"], out["serve_continuous"] = sim["static"], sim["continuous"]
     return out
 
