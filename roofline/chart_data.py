@@ -6,7 +6,9 @@ roofline.step (``StepModel``: its coefficient tuple, ``pass_s``, ``experts_touch
 skewed-routing table, the collectives of tensor parallelism), roofline.decode (``mean_decode``
 with the same 16-block context average and the windows), roofline.prefill (chunked),
 roofline.memory (per GPU), roofline.prediction (every column and ``bend``),
-roofline.confidence (expected error and extrapolation), roofline.batching and roofline.serving,
+roofline.confidence (expected error and extrapolation), roofline.batching and roofline.serving
+(the continuous server: roofline.scheduler's decode-first schedule with the KV pool of
+roofline.kvpool sized from the card's memory, priced by roofline.pass_costs.FusedCost),
 on exactly these numbers, so every what-if control (card, model, dtypes, prompt, gen, cache,
 calibration, tensor-parallel degree, routing skew) redraws in the page without a round trip;
 tests/test_model_js.py checks the port against the package under node,
@@ -18,7 +20,10 @@ the page offers) and the fitted calibration (the shipped one for card + engine, 
 and the parts of its fit report roofline.confidence reads. The pure roofline's terms once
 (``pure``), and the pure roofline's measured record (``floor``). Per model: the shape numbers
 StepModel derives its coefficients from (bytes per weight dtype, attention groups, FLOPs per
-token, experts), in base units (bytes, FLOP, seconds, bytes/s, FLOP/s). What the page derives
+token, experts, the longest sequence it takes), in base units (bytes, FLOP, seconds, bytes/s,
+FLOP/s). The continuous server's fixed knobs once (``server``: block size, the profiling
+prefill's tokens, the engine's reserve, the most running sequences), the memory fraction the
+engine may use as an initial setting (``gpu_memory_utilization``). What the page derives
 itself it derives with StepModel's formulas and order of operations (1e-9 agreement).
 """
 
@@ -28,6 +33,7 @@ from roofline import validate
 from roofline.calibration import MAX_EXPONENT, Calibration, load_calibration, shipped_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, all_cards, load_card
+from roofline.kvpool import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_PROFILE_TOKENS
 from roofline.model_spec import ModelSpec, catalog_names, load_model
 from roofline.prediction import BEND_MAX_BATCH, KNEE_ELASTICITY, bend_grid
 from roofline.scenario import MAX_TP, make_scenario
@@ -139,6 +145,8 @@ def model_entry(spec: ModelSpec) -> dict:
              "kv_elements_per_token": g.kv_elements_per_token, "flop_per_pair": g.flop_per_pair, "sinks": g.sinks}
             for g in spec.attention_groups
         ],
+        # roofline.servers.build: the continuous server's max_model_len (None: no limit)
+        "max_position_embeddings": spec.max_position_embeddings,
         "moe_layers": spec.moe_layers,
         "num_experts": spec.num_experts,
         "experts_per_token": spec.experts_per_token,
@@ -156,6 +164,19 @@ def bend_grid_tail() -> list[int]:
     """The knee grid of roofline.prediction.bend beyond 1..4096 (the page builds 1..4096 itself)."""
     grid = bend_grid()
     return [int(x) for x in grid[grid > 4096]]
+
+
+def server_entry(engine: str) -> dict:
+    """The continuous server's knobs the page does not offer, at roofline.api.simulate's defaults
+    (roofline.servers.build): blocks of ``block_size`` tokens; the pool sized after one profiling
+    prefill of ``profile_tokens`` tokens (no max_num_batched_tokens: DEFAULT_PROFILE_TOKENS) and
+    the engine's reserve (its profile's kv_pool_reserve_bytes, else 0); at most ``max_num_seqs``
+    running sequences (the slots)."""
+    from roofline.kvpool import _engine_reserve_bytes  # the one reading of the engine's fact
+    from roofline.servers import MAX_NUM_SEQS
+
+    return {"block_size": DEFAULT_BLOCK_SIZE, "profile_tokens": DEFAULT_PROFILE_TOKENS,
+            "engine_reserve_bytes": _engine_reserve_bytes(engine), "max_num_seqs": MAX_NUM_SEQS}
 
 
 def floor_entry() -> dict:
@@ -222,6 +243,7 @@ def page_data(
     stream_count: int | None = None,
     ttft_max_s: float = DEFAULT_TTFT_MAX_S,
     return_policy: str = "whole-batch",
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     **options,
 ) -> dict:
     """Everything the page needs, as plain JSON-able data.
@@ -233,7 +255,9 @@ def page_data(
     ``engine``, None the pure roofline, or a Calibration or file; other cards use their shipped
     calibration, if any; ``tp`` and ``routing_skew`` are the page's initial settings).
     ``stream_count``: requests in the static-vs-continuous stream (default: the mix four times
-    over); ``return_policy``: when the static server returns results.
+    over); ``return_policy``: when the static server returns results; ``gpu_memory_utilization``:
+    the fraction of the card's memory the continuous server's engine may use (its KV pool is the
+    rest after weights, workspace and activations; roofline.kvpool).
     """
     from roofline.batching import parse_mix
     from roofline.serving import RETURN_POLICIES
@@ -258,6 +282,8 @@ def page_data(
     classes = parse_mix(mix)
     validate.choice(return_policy, "return_policy", RETURN_POLICIES)
     ttft_max_s = validate.positive(ttft_max_s, "ttft_max_s", "a positive number of seconds")
+    gpu_memory_utilization = validate.positive(gpu_memory_utilization, "gpu_memory_utilization",
+                                               "a fraction of the card's memory in (0, 1]", maximum=1.0)
     count = sum(c for c, _ in classes)
     stream_count = validate.whole(stream_count, "stream_count") if stream_count is not None else 4 * count
     engine = first.engine
@@ -299,9 +325,11 @@ def page_data(
             "batch": batch,
             "stream_count": stream_count,
             "return_policy": return_policy,
+            "gpu_memory_utilization": gpu_memory_utilization,
         },
         "compare": [[c.id, m.name] for c in chosen_cards for m in chosen_models][1:],
         "engine": engine,
+        "server": server_entry(engine),
         "measurements": measurement_points(measurements),
         "bend_grid_tail": bend_grid_tail(),
         "bend_max_batch": BEND_MAX_BATCH,

@@ -3,7 +3,10 @@
 ``RooflineModel.compute(settings)`` in model.js, merged with ``RooflineServing.compute(settings)``
 in serving.js, returns for one what-if setting the numbers the page draws: predict's rows (every
 column, the expected error and the extrapolation reasons), the bend, the expected error's basis,
-the chosen and the largest fitting batch, static waste and both servers. ``python_result``
+the chosen and the largest fitting batch, static waste and both servers (the continuous one
+roofline.api.simulate's default: the KV pool from the card's memory, admission, preemption and
+rejection; where simulate refuses it -- no pool, every request rejected -- the port's
+serve_continuous is ``{"error": message, "field": field}`` with Python's words). ``python_result``
 computes the same with the package (roofline.api), and ``differences`` lists where they disagree.
 tests/test_model_js.py runs the port under node on many settings; tests/test_chart_browser.py
 runs it inside the page in chromium.
@@ -15,6 +18,7 @@ import math
 
 from roofline import api
 from roofline.chart_data import settings_calibration
+from roofline.errors import RooflineError
 from roofline.prediction import bend, evaluate
 from roofline.scenario import make_scenario
 
@@ -33,7 +37,10 @@ WASTE_EXACT = ("requests", "batches", "tokens_needed", "slots_used", "wasted_slo
 CLASS_FLOAT = ("ttft_in_batch_s", "e2e_in_batch_s", "e2e_alone_s", "slowdown")
 SERVER_EXACT = ("requests", "generated_tokens", "passes", "slot_steps", "idle_slot_steps")
 SERVER_FLOAT = ("makespan_s", "throughput_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "e2e_p50_s", "e2e_p90_s",
-                "e2e_p99_s", "mean_occupancy", "waste_fraction")
+                "e2e_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "mean_occupancy", "waste_fraction")
+#: The continuous server's counters (roofline.serving.serve_continuous's extra).
+CONTINUOUS_EXACT = ("preemptions", "preempted_requests", "max_running", "rejected", "prefill_iterations",
+                    "decode_iterations", "kv_capacity_tokens")
 PARITY_BATCHES = [1, 2, 3, 7, 16, 64, 100, 128, 1000, 4096]
 #: The largest batch the page searches (its bend_max_batch); choose is asked for the same range.
 MAX_BATCH = 65536
@@ -77,10 +84,24 @@ def python_result(data: dict, settings: dict) -> dict:
                   tp=scenario.tp, routing_skew=scenario.routing_skew)
     out["waste"] = api.waste(mix=s["mix"], batch=s["batch"], prompt_tokens=s["prompt_tokens"], card=s["card"],
                              model=s["model"], return_policy="whole-batch", **common)
-    sim = api.simulate(s["card"], s["model"], batch=s["batch"], mix=s["mix"], count=s["stream_count"],
-                       prompt_tokens=s["prompt_tokens"], return_policy=s["return_policy"],
-                       gpu_memory_utilization=None,  # the page's server: slots only, no KV pool (yet)
-                       **common)
+    # simulate's default continuous server; the page's engine (its reserve is exported per engine)
+    try:
+        sim = api.simulate(s["card"], s["model"], batch=s["batch"], mix=s["mix"], count=s["stream_count"],
+                           prompt_tokens=s["prompt_tokens"], return_policy=s["return_policy"], engine=data["engine"],
+                           gpu_memory_utilization=s["gpu_memory_utilization"], **common)
+    except RooflineError as exc:
+        if exc.field not in ("gpu_memory_utilization", "max_model_len"):
+            raise
+        # simulate refuses the continuous server (no pool, every request rejected); the page keeps
+        # the static one, which needs no pool: roofline.serving.serve_static on the same stream
+        from roofline.serving import serve_static
+
+        stream = api.request_stream(mix=s["mix"], count=s["stream_count"], prompt_tokens=s["prompt_tokens"])
+        static = serve_static(scenario.step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, s["batch"],
+                              return_policy=s["return_policy"])
+        out["serve_static"] = static.summary()
+        out["serve_continuous"] = {"error": exc.message, "field": exc.field}
+        return out
     out["serve_static"], out["serve_continuous"] = sim["static"], sim["continuous"]
     return out
 
@@ -127,7 +148,10 @@ def differences(js: dict, py: dict, rel: float) -> list[str]:
         for k in CLASS_FLOAT:
             close(f"waste class {pyc['class']} {k}", pc[k], pyc[k])
     for name in ("serve_static", "serve_continuous"):
-        for k in SERVER_EXACT:
+        if "error" in py[name] or "error" in js[name]:  # refused: the same words, the same field
+            same(f"{name} refused", js[name], py[name])
+            continue
+        for k in SERVER_EXACT + (CONTINUOUS_EXACT if name == "serve_continuous" else ()):
             same(f"{name} {k}", js[name][k], py[name][k])
         for k in SERVER_FLOAT:
             close(f"{name} {k}", js[name][k], py[name][k])

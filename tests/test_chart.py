@@ -95,6 +95,28 @@ def test_qwen_7b_exports_by_hand():
     assert g["layers"] * g["kv_elements_per_token"] * 2 == 56 * 1024  # KV bytes per token in bf16
 
 
+def test_the_continuous_servers_knobs_are_simulates_defaults():
+    """The page's continuous server is roofline.api.simulate's default one: its pool's block
+    size, profiling prefill, memory share and the engine's reserve, the slot limit, and each
+    model's max_model_len (Qwen2.5-7B's config.json: 32,768 positions)."""
+    import inspect
+
+    from roofline import api
+    from roofline.kvpool import DEFAULT_PROFILE_TOKENS
+    from roofline.servers import MAX_NUM_SEQS
+
+    defaults = {k: v.default for k, v in inspect.signature(api.simulate).parameters.items()}
+    assert (defaults["schedule"], defaults["max_num_batched_tokens"], defaults["pass_cost"]) == ("decode-first", None, "fused")
+    data = page_data()
+    assert data["server"] == {"block_size": defaults["block_size"], "profile_tokens": DEFAULT_PROFILE_TOKENS,
+                              "engine_reserve_bytes": 0.0, "max_num_seqs": MAX_NUM_SEQS}
+    assert data["initial"]["gpu_memory_utilization"] == defaults["gpu_memory_utilization"] == 0.9
+    assert page_data(gpu_memory_utilization=0.5)["initial"]["gpu_memory_utilization"] == 0.5
+    for m in data["models"]:
+        assert m["max_position_embeddings"] == load_model(m["name"]).max_position_embeddings, m["name"]
+    assert next(m for m in data["models"] if m["name"] == "qwen2.5-7b")["max_position_embeddings"] == 32768
+
+
 def test_card_links_are_the_profiles():
     """Per TP degree the page offers, each card's link is CardProfile.tp_link_bytes_per_s (None:
     tensor parallelism cannot be costed there), and the initial degree is offered too."""
@@ -223,6 +245,8 @@ def test_measurements_are_resolved_to_page_ids(tmp_path):
     ({"ttft_max_s": -1}, "ttft_max_s: must be a positive number"),
     ({"return_policy": "sometimes"}, "return_policy: must be one of"),
     ({"batch": 0}, "batch: must be at least 1"),
+    ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization: must be at most 1, not 1.5"),
+    ({"gpu_memory_utilization": 0}, "gpu_memory_utilization: must be a fraction of the card's memory in (0, 1]"),
 ])
 def test_page_data_rejects_bad_input(kwargs, message):
     with pytest.raises(RooflineError, match=re.escape(message)):

@@ -64,6 +64,13 @@ PARITY_SETTINGS = [
     dict(card="h100-sxm", model="gpt-oss-20b", prompt_tokens=6000, gen_tokens=300, weight_dtype="int4", kv_dtype="bf16",
          kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x64", batch=8, stream_count=24,
          return_policy="whole-batch", tp=2),
+    # the continuous server's KV pool binds (preemptions), and refuses a 30k-token prompt
+    dict(card="rtx3060", model="qwen2.5-1.5b", prompt_tokens=1000, gen_tokens=128, weight_dtype="bf16", kv_dtype="bf16",
+         kv_cache="auto", calibrated=True, logits="last", mix="8x64,8x1024", batch=32, stream_count=96,
+         return_policy="whole-batch", gpu_memory_utilization=0.35),
+    dict(card="h100-sxm", model="qwen2.5-72b", prompt_tokens=30000, gen_tokens=100, weight_dtype="fp8", kv_dtype="fp8",
+         kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x256", batch=16, stream_count=64,
+         return_policy="whole-batch"),
 ]
 
 
@@ -173,7 +180,8 @@ def test_bad_control_value_shows_an_error_and_keeps_the_plots(page):
 
 # ---- the page's numbers are Python's ----
 def settings_id(s):
-    return f"{s['card']}-{s['model']}-{s['kv_dtype']}-{s['kv_cache']}-tp{s.get('tp', 1)}-skew{s.get('routing_skew', 0)}"
+    return (f"{s['card']}-{s['model']}-{s['kv_dtype']}-{s['kv_cache']}-tp{s.get('tp', 1)}-skew{s.get('routing_skew', 0)}"
+            f"-mem{s.get('gpu_memory_utilization', 0.9)}")
 
 
 @pytest.mark.parametrize("settings", PARITY_SETTINGS, ids=settings_id)
@@ -231,6 +239,54 @@ def test_tp_and_skew_controls_redraw_with_python_numbers(page):
         for setting, value in (("tp", "1"), ("routing_skew", "0"), ("card", "rtx3060"), ("model", "qwen2.5-1.5b")):
             b.evaluate(f"(() => {{ const el = document.querySelector(\"[data-setting='{setting}']\"); el.value = '{value}';"
                        " el.dispatchEvent(new Event('change')); return window.rooflineLastDraw; })()")
+
+
+def test_the_serving_note_shows_the_pool_and_a_refusal(page):
+    """Under the serving chart, as text: the continuous server's KV pool, how many sequences ran
+    at once and the preemptions (Python's numbers); when the server cannot serve, Python's reason
+    instead of a line, the static server and the other charts still drawn."""
+    from roofline import api
+
+    b = page["browser"]
+
+    def set_control(setting, value):
+        b.evaluate(f"(() => {{ const el = document.querySelector(\"[data-setting='{setting}']\"); el.value = '{value}';"
+                   " el.dispatchEvent(new Event('change')); return window.rooflineLastDraw; })()")
+        assert b.evaluate("document.getElementById('status').textContent") == ""
+
+    def note():
+        # one text node, nothing parsed as markup
+        assert b.evaluate("Array.from(document.getElementById('serving-note').childNodes).map(n => n.nodeType)") == [3]
+        return b.evaluate("document.getElementById('serving-note').textContent")
+
+    sim = api.simulate("rtx3060", "qwen2.5-1.5b", batch=16, mix="8x32,8x256", count=64, prompt_tokens=128)["continuous"]
+    text = note()
+    assert f"a KV pool of {sim['kv_capacity_tokens']:,} tokens" in text and "0.9 x 12.00 GiB" in text
+    assert "At most 16 of 16 slots ran at once; no preemption" in text
+    try:
+        for setting, value in (("prompt_tokens", 1000), ("mix", "8x64,8x1024"), ("batch", 32), ("stream_count", 96),
+                               ("gpu_memory_utilization", 0.35)):
+            set_control(setting, value)
+        sim = api.simulate("rtx3060", "qwen2.5-1.5b", batch=32, mix="8x64,8x1024", count=96, prompt_tokens=1000,
+                           gpu_memory_utilization=0.35)["continuous"]
+        assert sim["preemptions"] > 0
+        text = note()
+        assert (f"a KV pool of {sim['kv_capacity_tokens']:,} tokens" in text
+                and f"At most {sim['max_running']} of 32 slots ran at once; {sim['preemptions']} preemptions "
+                    f"({sim['preempted_requests']} requests recomputed)" in text), text
+        names = b.evaluate("document.getElementById('plot-serving').data.map(t => t.name)")
+        assert f"{sim['preemptions']} preemptions" in names[1]
+        set_control("model", "llama-3.1-8b")  # 15 GiB of weights on a 12 GiB card: no pool
+        text = note()
+        assert text.startswith("The continuous server cannot serve this stream: no room for a KV cache: 0.35 x 12.0 GiB"), text
+        traces = b.evaluate("document.getElementById('plot-serving').data.map(t => [t.name, t.x.length])")
+        assert traces[0][1] > 2 and traces[1] == ["continuous: cannot serve this stream (see below)", 1]
+        assert b.evaluate("document.getElementById('plot-ttft').data[0].y.length") > 10
+    finally:
+        for setting, value in (("model", "qwen2.5-1.5b"), ("prompt_tokens", 128), ("mix", "8x32,8x256"), ("batch", 16),
+                               ("stream_count", 64), ("gpu_memory_utilization", 0.9)):
+            set_control(setting, value)
+    assert "no preemption" in note()
 
 
 def test_lesson_numbers_on_the_page(page):

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from js_parity import PARITY_BATCHES, differences, python_result, python_scenario
+from roofline.batching import parse_mix
 from roofline.calibration import Calibration
 from roofline.chart_data import page_data
 from roofline.errors import RooflineError
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL_JS = ROOT / "roofline" / "chart_assets" / "model.js"
 SERVING_JS = ROOT / "roofline" / "chart_assets" / "serving.js"
 RUNNER = ROOT / "tests" / "js" / "run_model.js"
+SERVING_RUNNER = ROOT / "tests" / "js" / "run_serving.js"
 NODE = shutil.which("node")
 REQUIRED = os.environ.get("ROOFLINE_REQUIRE_TOOLS") == "1"
 REL = 1e-9
@@ -80,10 +82,11 @@ FOREIGN = dict(
 
 def setting(card, model, prompt=128, gen=128, w="bf16", kv="bf16", cache="auto", calibrated=True, logits="last",
             mix="8x32,8x256", batch=16, count=64, policy="whole-batch", tp=1, skew=0.0, serving=True,
-            batches=PARITY_BATCHES):
+            batches=PARITY_BATCHES, mem=0.9):
     return dict(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, weight_dtype=w, kv_dtype=kv,
                 kv_cache=cache, calibrated=calibrated, logits=logits, mix=mix, batch=batch, stream_count=count,
-                return_policy=policy, batches=batches, ttft_max_s=0.5, tp=tp, routing_skew=skew, serving=serving)
+                return_policy=policy, batches=batches, ttft_max_s=0.5, tp=tp, routing_skew=skew, serving=serving,
+                gpu_memory_utilization=mem)
 
 
 #: (page options, settings on that page)
@@ -101,6 +104,7 @@ PAGES = {
         setting("l4", "mistral-7b-v0.3", 4000, 1000, w="int4", kv="int8", cache="static", batch=4, count=12),
         setting("a100-80gb", "qwen2.5-32b", 300, 50, kv="fp8", logits="all", policy="early-return"),
         setting("rtx4090", "llama-3.2-3b", 64, 2000, cache="dynamic", mix="2x2000,6x10", batch=3, count=30),
+        # the KV pool (9,520 tokens) cannot hold one 30k-token prompt: the continuous server refused
         setting("h100-sxm", "qwen2.5-72b", 30000, 100, w="fp8", kv="fp8"),
         setting("rtx3090", "qwen2.5-3b", 1, 8, mix="1x1", batch=1, count=3),
         setting("l40s", "qwen2.5-14b", 8000, 16, w="int4", cache="static", mix="3x7,2x9", batch=2, count=11,
@@ -110,6 +114,15 @@ PAGES = {
         # a mixture of experts on a calibration that saw dense models only; at TP 2 over the card's link
         setting("h200", "qwen3-30b-a3b", 512, 128, mix="8x16,8x64", count=32),
         setting("h200", "qwen2.5-14b", 2048, 128, tp=2, mix="8x16,8x64", count=32),
+        # the continuous server's KV pool binds: 37 preemptions of 26 requests, a pool of 30,960 tokens
+        setting("rtx3060", "qwen2.5-1.5b", 1000, 128, mix="8x64,8x1024", batch=32, count=96, mem=0.35),
+        # some requests rejected (prompt + generation beyond the 9,520-token pool), the rest served
+        setting("h100-sxm", "qwen2.5-72b", 4000, 100, w="fp8", kv="fp8", mix="6x32,2x6000,4x300", batch=8, count=36),
+        # beyond the model's 32,768 positions: some rejected; then all (max_model_len's refusal)
+        setting("h200", "qwen2.5-1.5b", 30000, 100, mix="4x100,4x5000", batch=8, count=16),
+        setting("h200", "qwen2.5-1.5b", 30000, 100, mix="4x5000", batch=8, count=8),
+        # weights beyond the card's memory: no room for a KV cache (the pool's refusal)
+        setting("rtx3060", "llama-3.1-8b", 128, 100, mix="8x16", count=8),
     ]),
     "shipped-graph": (dict(cards=("h200",), engine="graph"), [
         setting("h200", "qwen2.5-0.5b", 200, 256),
@@ -130,9 +143,13 @@ PAGES = {
         setting("h200", "llama-3.1-70b", 2048, 128, tp=2, mix="8x32,8x128", count=32),
         setting("h200", "llama-3.1-70b", 512, 512, tp=8, w="fp8", kv="fp8", mix="8x32,8x128", count=32),
         setting("h200", "qwen3-30b-a3b", 4096, 128, tp=4, skew=0.7, serving=False),
+        # a mixture of experts on half the card: 11 preemptions
+        setting("h200", "qwen3-30b-a3b", 3000, 256, skew=0.8, mix="16x64,16x768", batch=64, count=128, mem=0.5),
     ]),
     "pure": (dict(cards=("h100-sxm",), calibration=None), [
         setting("h100-sxm", "llama-3.1-70b", 1000, 200, tp=2, mix="8x32,8x128", count=32),  # NVSwitch link
+        # at TP 2 the pool per GPU (34,848 tokens) binds as 16 prompts of 2,000 grow: preemptions
+        setting("h100-sxm", "llama-3.1-70b", 2000, 200, tp=2, mix="8x32,8x512", count=32),
         setting("mi300x", "llama-3.1-70b", 1000, 200, tp=8, w="fp8"),  # a mesh: one link per peer
         setting("rtx4090", "qwen2.5-7b", 1000, 200, tp=2, serving=False),  # over PCIe
         setting("h100-sxm", "mixtral-8x7b", 700, 300, skew=1.0, serving=False),
@@ -159,10 +176,11 @@ PAGES = {
 }
 
 
-def run_node(data: dict, settings: list[dict], tmp_path: Path, model_js: Path = MODEL_JS) -> list[dict]:
+def run_node(data: dict, settings: list[dict], tmp_path: Path, model_js: Path = MODEL_JS,
+             serving_js: Path = SERVING_JS, runner: Path = RUNNER) -> list[dict]:
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"data": data, "settings": settings}, allow_nan=False), encoding="utf-8")
-    done = subprocess.run([NODE, str(RUNNER), str(model_js), str(SERVING_JS), str(job)], capture_output=True,
+    done = subprocess.run([NODE, str(runner), str(model_js), str(serving_js), str(job)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -212,6 +230,118 @@ def test_the_scenarios_cover_what_they_claim():
                     "static", "fp8-weights", "lane"}
 
 
+@pytest.mark.filterwarnings("ignore::roofline.errors.RooflineWarning")  # weights beyond a card: on purpose
+def test_the_server_settings_cover_what_they_claim():
+    """The pages' serving settings reach every outcome of the continuous server: preemptions
+    (with a mixture of experts and at TP 2 among them), requests rejected beside served ones (by
+    the pool and by max_model_len), and each refusal: no room for a KV cache, every request
+    beyond the pool, every request beyond max_model_len."""
+    seen = set()
+    for options, settings in PAGES.values():
+        data = page_data(**options)
+        for s in settings:
+            if not s["serving"]:
+                continue
+            c = python_result(data, {**s, "batches": [1]})["serve_continuous"]
+            if "error" in c:
+                seen.add((c["field"], c["error"].split(":")[0]))
+                continue
+            if c["preemptions"]:
+                seen |= {"preempted"} | ({"preempted-moe"} if s["model"].startswith("qwen3") else set()) \
+                    | ({"preempted-tp"} if s["tp"] > 1 else set())
+                assert c["preempted_requests"] <= c["preemptions"] and c["max_running"] <= s["batch"]
+            if 0 < c["rejected"] < c["requests"]:  # by the model's positions, or else by the pool
+                most = s["prompt_tokens"] + max(g for _, g in parse_mix(s["mix"])) - 1
+                limit = next(m for m in data["models"] if m["name"] == s["model"])["max_position_embeddings"]
+                seen.add("some-rejected-" + ("max_model_len" if most > limit else "pool"))
+    assert seen == {"preempted", "preempted-moe", "preempted-tp", "some-rejected-pool", "some-rejected-max_model_len",
+                    ("gpu_memory_utilization", "no room for a KV cache"),
+                    ("gpu_memory_utilization", "every request is rejected"),
+                    ("max_model_len", "every request is rejected")}, seen
+
+
+@pytest.mark.filterwarnings("ignore::roofline.errors.RooflineWarning")  # weights beyond a card: on purpose
+def test_kv_pool_equals_python_on_every_card(tmp_path):
+    """The page's KV pool (roofline.kvpool.kv_pool from memory: blocks, or Python's refusal with
+    its words) for every card profile and a spread of models, dtypes, TP degrees and memory
+    shares, pure and calibrated."""
+    from roofline.kvpool import kv_pool
+
+    data = page_data(cards=("h200",), engine="graph")
+    models = ("qwen2.5-0.5b", "llama-3.1-8b", "gemma-3-4b", "deepseek-v2-lite", "gpt-oss-20b", "llama-3.1-70b")
+    settings = []
+    for i, card in enumerate(c["id"] for c in data["cards"]):
+        for j, model in enumerate(models):
+            tp = (1, 2, 4, 8)[(i + j) % 4] if data["cards"][i]["tp_link_bytes_per_s"].get("2") else 1
+            settings.append(setting(card, model, w=("bf16", "fp8", "int4")[(i + j) % 3], kv=("bf16", "fp8")[j % 2], tp=tp,
+                                    calibrated=bool(i % 2), mem=(0.9, 0.5, 1.0, 0.95)[(i * 7 + j) % 4]))
+    results = run_node(data, settings, tmp_path, runner=SERVING_RUNNER)
+    sizes = set()
+    for s, js in zip(settings, results):
+        step = python_scenario(data, s).step
+        try:
+            pool = kv_pool(step, gpu_memory_utilization=s["gpu_memory_utilization"], engine=data["engine"])
+        except RooflineError as exc:
+            assert js == {"error": exc.message, "field": exc.field}, s
+            sizes.add("refused")
+            continue
+        assert js == {"num_blocks": pool.num_blocks, "capacity_tokens": pool.capacity_tokens}, s
+        sizes.add("fits")
+    assert sizes == {"fits", "refused"}
+
+
+def random_streams(seed: int, count: int) -> list[dict]:
+    """Streams for the scheduler alone: ragged prompts and generations, few slots and pools from
+    a little over the longest request to a few times it (rejections, many preemptions: several
+    in one step, the lone sequence's own), sometimes a max_model_len."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    streams = []
+    for _ in range(count):
+        n = int(rng.integers(1, 40))
+        prompts = rng.integers(1, 300, n)
+        gens = rng.integers(1, 200, n)
+        need = -(-(prompts + gens - 1) // 16)  # blocks each request needs at its end
+        blocks = int(rng.integers(int(need.min()), int(need.max()) * 3 + 2))
+        max_model_len = int(rng.integers(100, 500)) if rng.random() < 0.3 else None
+        streams.append({"prompts": prompts.tolist(), "gens": gens.tolist(), "slots": int(rng.integers(1, 12)),
+                        "num_blocks": blocks, "max_model_len": max_model_len})
+    return streams
+
+
+def test_continuous_server_equals_python_on_random_streams(tmp_path):
+    """roofline.scheduler's decode-first server (roofline.serving.serve_continuous, FusedCost)
+    and the page's serveContinuous on 120 random streams and pools: every counter exactly, every
+    time percentile and throughput to 1e-9."""
+    from js_parity import CONTINUOUS_EXACT, SERVER_EXACT, SERVER_FLOAT, rel_err
+    from roofline.kvpool import KVPool
+    from roofline.serving import serve_continuous
+
+    data = page_data(cards=("h200",), engine="graph")
+    settings = [{**setting("h200", "qwen2.5-0.5b"), "streams": random_streams(1, 60)},
+                {**setting("h200", "qwen3-30b-a3b", skew=0.6, tp=2), "streams": random_streams(2, 60)}]
+    results = run_node(data, settings, tmp_path, runner=SERVING_RUNNER)
+    seen = {"preempted": 0, "rejected": 0}
+    for s, js_all in zip(settings, results):
+        step = python_scenario(data, s).step
+        for x, js in zip(s["streams"], js_all):
+            pool = KVPool(x["num_blocks"], data["server"]["block_size"], "kv_capacity_tokens", step.kv_bytes_per_token)
+            served = serve_continuous(step, x["prompts"], x["gens"], None, x["slots"], pool=pool,
+                                      max_model_len=x["max_model_len"])
+            py = served.summary()
+            if py["rejected"] == py["requests"]:
+                assert js["rejected"] == py["rejected"]
+                continue
+            for k in SERVER_EXACT + CONTINUOUS_EXACT:
+                assert js[k] == py[k], (k, x)
+            for k in SERVER_FLOAT:
+                assert (js[k] is None) == (py[k] is None) and (py[k] is None or rel_err(js[k], py[k]) < REL), (k, x)
+            seen["preempted"] += py["preemptions"] > 0
+            seen["rejected"] += py["rejected"] > 0
+    assert seen["preempted"] >= 30 and seen["rejected"] >= 10, seen
+
+
 def test_a_setting_python_rejects_is_rejected_by_the_port(tmp_path):
     """Tensor parallelism on a card with no interconnect on record: the port raises where
     StepModel raises, with the same words."""
@@ -248,3 +378,32 @@ def test_a_drifted_js_formula_is_caught(needle, replacement, page, index, where,
     assert not differences(run_node(data, [s], tmp_path)[0], python_result(data, s), REL)
     bad = differences(run_node(data, [s], tmp_path, drifted)[0], python_result(data, s), REL)
     assert any(where in b for b in bad), bad
+
+
+@pytest.mark.parametrize("needle, replacement, page, index, where", [
+    # the preemption victim: the earliest admitted instead of the latest
+    ("var v = latest(), bv = base[v], kv = bv + D;", "var v = running.keys().next().value, bv = base[v], kv = bv + D;",
+     "shipped-hf-eager", 15, "serve_continuous"),
+    # the preempted go back to the END of the queue instead of its front
+    ("              requeue.push(v);\n", "              requeue.unshift(v);\n", "shipped-hf-eager", 15,
+     "serve_continuous"),
+    # the pool without the profiling prefill's activations (a larger pool)
+    ("var activations = profile.activations_bytes + profile.logits_bytes;", "var activations = profile.logits_bytes;",
+     "shipped-hf-eager", 15, "serve_continuous kv_capacity_tokens"),
+    # no rejection by max_model_len: the requests beyond the model's positions served
+    ("var pool = kvPool(m, u), maxModelLen = m.model.max_position_embeddings;", "var pool = kvPool(m, u), maxModelLen = null;",
+     "shipped-hf-eager", 17, "serve_continuous rejected"),
+])
+def test_a_drifted_serving_js_is_caught(needle, replacement, page, index, where, tmp_path):
+    """Break one rule of the continuous server's port and the comparison fails where it should."""
+    source = SERVING_JS.read_text(encoding="utf-8")
+    assert source.count(needle) == 1, needle
+    drifted = tmp_path / "serving.js"
+    drifted.write_text(source.replace(needle, replacement), encoding="utf-8")
+    options, settings = PAGES[page]
+    data = page_data(**options)
+    s = {**settings[index], "batches": [1]}
+    py = python_result(data, s)
+    assert not differences(run_node(data, [s], tmp_path)[0], py, REL)
+    bad = differences(run_node(data, [s], tmp_path, serving_js=drifted)[0], py, REL)
+    assert any(b.startswith(where) for b in bad), bad

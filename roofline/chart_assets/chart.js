@@ -54,11 +54,8 @@
       fits_batch: RM.fitsBatch(m, MAX_BATCH), chosen_batch: chosen,
     };
     out.waste = RS.mixWaste(m, s.mix, Number(s.batch));
-    var stream = RS.mixStream(s.mix, Number(s.stream_count));
-    var prompts = stream.gens.map(function () { return m.prompt; });
-    out.stream = { gens: stream.gens, prompt_tokens: m.prompt };
-    out.serve_static = RS.serveStatic(m, prompts, stream.gens, Number(s.batch), s.return_policy);
-    out.serve_continuous = RS.serveContinuous(m, prompts, stream.gens, Number(s.batch));
+    // the continuous server is {error, field} where its KV pool cannot serve (roofline simulate refuses it)
+    Object.assign(out, RS.serveStream(m, s));
     out.compare = DATA.compare.map(function (pair) {
       var ms = RM.scenario(Object.assign({}, s, { card: pair[0], model: pair[1] }));
       return { card: pair[0], model: pair[1], rows: RM.rows(ms, grid) };
@@ -319,23 +316,30 @@
   }
 
   function servingFigure(r) {
-    var st = r.serve_static, ct = r.serve_continuous, n = st.finish_s.length;
+    var st = r.serve_static, ct = r.serve_continuous, n = st.finish_s.length, refused = !!ct.error;
     function done(out) {
       var f = out.finish_s.slice().sort(function (a, b) { return a - b; }), x = [0], y = [0];
       f.forEach(function (t, i) { x.push(t); y.push(i); x.push(t); y.push(i + 1); });
       return { x: x, y: y };
     }
-    var a = done(st), c = done(ct);
     function label(name, s) {
       return name + ": " + fmt(s.throughput_tok_s, 0) + " tok/s, E2E p50 " + fmt(s.e2e_p50_s, 2) + " s, "
         + fmt(100 * s.waste_fraction, 0) + "% slots idle";
     }
+    var a = done(st);
     var traces = [
       { x: a.x, y: a.y, mode: "lines", name: label("static (" + r.settings.return_policy + ")", st.summary), line: { color: COLORS.statik, width: 2.5, shape: "hv" },
         hovertemplate: "static: %{y} done by %{x:.2f} s<extra></extra>" },
-      { x: c.x, y: c.y, mode: "lines", name: label("continuous", ct.summary), line: { color: COLORS.cont, width: 2.5, shape: "hv" },
-        hovertemplate: "continuous: %{y} done by %{x:.2f} s<extra></extra>" },
     ];
+    if (refused) { // nothing to draw: the note under the chart says why (servingNote)
+      traces.push({ x: [0], y: [0], mode: "lines", name: "continuous: cannot serve this stream (see below)",
+                    line: { color: COLORS.cont, width: 2.5, dash: "dot" }, hoverinfo: "skip" });
+    } else { // served requests only: a rejected one never finishes
+      var c = done({ finish_s: ct.finish_s.filter(function (t) { return !isNaN(t); }) }), cs = ct.summary;
+      traces.push({ x: c.x, y: c.y, mode: "lines", name: label("continuous", cs) + (cs.preemptions ? ", " + cs.preemptions + " preemptions" : ""),
+                    line: { color: COLORS.cont, width: 2.5, shape: "hv" },
+                    hovertemplate: "continuous: %{y} done by %{x:.2f} s<extra></extra>" });
+    }
     var layout = baseLayout("Same stream, static vs continuous: " + n + " requests (" + esc(r.settings.mix) + " repeated), "
                             + r.settings.batch + " slots");
     layout.xaxis = { title: { text: "time since the burst arrived (s)" }, rangemode: "tozero" };
@@ -392,6 +396,27 @@
     return out;
   }
 
+  // under the serving chart: the continuous server's KV pool, what ran, or why it cannot serve (text only)
+  function servingNote(r) {
+    var ct = r.serve_continuous;
+    if (ct.error) return { text: "The continuous server cannot serve this stream: " + ct.error + ".", warn: true };
+    var s = ct.summary, p = ct.pool, GiBs = function (x) { return fmt(x / GiB, 2) + " GiB"; };
+    var text = "Continuous server: a KV pool of " + fmt(p.capacity_tokens, 0) + " tokens (" + fmt(p.num_blocks, 0) + " blocks of "
+      + p.block_size + "): " + RS.formatG(p.gpu_memory_utilization) + " x " + GiBs(p.memory_bytes) + " less weights "
+      + GiBs(p.weights_bytes) + ", workspace and activations " + GiBs(p.workspace_bytes + p.activations_bytes)
+      + (p.engine_reserve_bytes ? ", the engine's reserve " + GiBs(p.engine_reserve_bytes) : "")
+      + (r.scenario.tp > 1 ? " (per GPU)" : "") + ". At most " + s.max_running + " of " + r.settings.batch
+      + " slots ran at once; " + (s.preemptions ? s.preemptions + " preemptions (" + s.preempted_requests
+      + " requests recomputed)" : "no preemption") + "; TPOT p50 " + (s.tpot_p50_s === null ? "-" : ms(s.tpot_p50_s))
+      + ", p99 " + (s.tpot_p99_s === null ? "-" : ms(s.tpot_p99_s)) + ".";
+    if (s.rejected) {
+      text += " " + s.rejected + " of " + s.requests + " requests rejected: each needs more KV than the pool holds"
+        + (r.scenario.model.max_position_embeddings ? " or more than the model's " + fmt(r.scenario.model.max_position_embeddings, 0)
+        + " positions" : "") + ".";
+    }
+    return { text: text, warn: !!(s.rejected || s.preemptions) };
+  }
+
   function readControls() {
     var s = Object.assign({}, state);
     document.querySelectorAll("[data-setting]").forEach(function (el) {
@@ -410,6 +435,10 @@
     });
     if (s.stream_count > 20000) throw new Error("stream requests: at most 20000");
     if (!(s.ttft_max_s > 0)) throw new Error("the TTFT limit must be a positive number of seconds");
+    if (s.batch > DATA.server.max_num_seqs) throw new Error("slots (batch): at most " + DATA.server.max_num_seqs);
+    if (!(s.gpu_memory_utilization > 0 && s.gpu_memory_utilization <= 1)) {
+      throw new Error("GPU memory used by the engine: a fraction of the card's memory in (0, 1]");
+    }
     RS.parseMix(s.mix);
   }
 
@@ -424,6 +453,9 @@
       return Plotly.newPlot(document.getElementById(id), f.data, f.layout, CONFIG);
     });
     document.getElementById("summary").replaceChildren.apply(document.getElementById("summary"), summaryNodes(r));
+    var note = servingNote(r), noteEl = document.getElementById("serving-note");
+    noteEl.textContent = note.text;
+    noteEl.className = note.warn ? "note warn" : "note";
     var moe = RM.MODELS[s.model].moe_layers > 0; // the routing skew matters for a mixture of experts only
     document.getElementById("ctl-skew-label").style.display = moe ? "" : "none";
     state = s;

@@ -684,7 +684,7 @@ var RooflineModel = (function () {
       prefillWork: prefillWork, passParts: passParts, passS: passS, passBreakdown: passBreakdown,
       expertsTouched: expertsTouched, meanDecode: meanDecode, prefill: prefill, peakMemory: peakMemory,
       confidence: confidence, rowConfidence: rowConfidence, row: row, rows: rows, bend: bend, contexts: contexts,
-      fitsBatch: fitsBatch, chosenBatch: chosenBatch, CARDS: CARDS, MODELS: MODELS,
+      fitsBatch: fitsBatch, chosenBatch: chosenBatch, CARDS: CARDS, MODELS: MODELS, thousands: thousands,
     };
   }
 
