@@ -404,3 +404,17 @@ def load_card(name_or_path: str) -> CardProfile:
 def _fold(name: str) -> str:
     """How names are compared: case-insensitive, with spaces, '-' and '_' all alike."""
     return "-".join(name.lower().replace("_", " ").replace("-", " ").split())
+
+
+def matmul_peak(card: CardProfile, weight_dtype: str, measured_bf16_flop_per_s: float | None = None) -> Peak:
+    """The matmul ceiling a pass runs at on ``card`` with weights in ``weight_dtype`` (a weight
+    format of roofline/formats.py): ``CardProfile.peak_for_format`` -- the format's own tensor-core
+    path where the card has one (fp8 on Ada/Hopper/Blackwell, int8 for W8A8 and llama.cpp's MMQ
+    kernels, fp4 on Blackwell), else the bf16/fp16 ceiling with ``fallback`` set and a note.
+    ``measured_bf16_flop_per_s`` (a calibration's measured bf16 ceiling) replaces the card's bf16
+    ceiling and scales the other dtypes' peaks alike. Called once, by roofline.step.StepModel."""
+    peak = card.peak_for_format(weight_dtype)
+    if measured_bf16_flop_per_s:
+        peak = peak._replace(flop_per_s=peak.flop_per_s * measured_bf16_flop_per_s / card.peak_flop_per_s,
+                             note=peak.note + " (scaled to the calibration's measured bf16 ceiling)")
+    return peak
