@@ -83,13 +83,14 @@ class Variant(BaseModel):
         if weight_format in self.formats:
             return weight_format, None
         fmt = lookup(weight_format)
-        if not self.formats or fmt.bits_per_weight >= 16:
-            return None, None
         fam = _family(fmt.name)
-        candidates = sorted(self.formats, key=lambda f: (_family(f) != fam,
-                                                         abs(lookup(f).bits_per_weight - fmt.bits_per_weight)))
-        best = candidates[0]
-        return best, f"no {self.applies_to.split(' ')[0]} fit of {fmt.name}: the terms fitted for {best}"
+        same = [f for f in self.formats if _family(f)[0] == fam[0]]
+        if not same or fam[0] == "16-bit":
+            if fam[0] != "16-bit" and self.formats:
+                return None, f"no fit of {fmt.name} or its kind: the 16-bit terms"
+            return None, None
+        best = sorted(same, key=lambda f: (_family(f) != fam, abs(lookup(f).bits_per_weight - fmt.bits_per_weight)))[0]
+        return best, f"no fit of {fmt.name}: the terms fitted for {best}"
 
     def terms_for(self, weight_format: str, classes=()) -> tuple[dict[str, float], list[str]]:
         """The calibration terms for a case: shared, replaced by the format's, times the classes'
@@ -259,6 +260,22 @@ def default_engine(card) -> tuple[str, str]:
     return engine, why
 
 
+#: Which ceilings an engine profile's efficiencies multiply: "datasheet" -- the datasheet's, the one
+#: figure every card profile has; "card" -- the card profile's (measured where a measurement is
+#: published). The datasheet transfers better: llama.cpp's leave-one-card-out TPOT error is 7.1% on
+#: datasheet ceilings, 7.9% on the card profiles' (benchmarks/fit_engine_profiles.py, both tried).
+PROFILE_CEILINGS = "datasheet"
+
+
+def profile_ceilings(card) -> dict:
+    """The ceilings an engine profile's efficiencies multiply, as a calibration's ``measured_*``
+    fields (PROFILE_CEILINGS): the same in the fit (roofline.published_fit) and in a transfer."""
+    if PROFILE_CEILINGS == "datasheet":
+        return {"measured_bandwidth_bytes_per_s": card.datasheet_bandwidth.base,
+                "measured_peak_flop_per_s": card.datasheet_bf16_flops.base}
+    return {"measured_bandwidth_bytes_per_s": card.bandwidth_bytes_per_s, "measured_peak_flop_per_s": card.peak_flop_per_s}
+
+
 def transferred_calibration(card, engine: str, weight_dtype: str = "bf16"):
     """A Calibration of ``engine`` on ``card`` built from the engine profile: the variant of the
     card's backend, the weight format's terms, the card classes' factors, on the card's datasheet
@@ -289,22 +306,22 @@ def transferred_calibration(card, engine: str, weight_dtype: str = "bf16"):
     return Calibration(
         card=card.id, engine=profile.id, kv_cache=profile.kv_cache if profile.kv_cache in ("dynamic", "static")
         else "dynamic",
-        measured_bandwidth_bytes_per_s=card.datasheet_bandwidth.base,
-        measured_peak_flop_per_s=card.datasheet_bf16_flops.base,
+        **profile_ceilings(card),
         **profile.calibration_facts(), **terms,
         source=source, fitted_on=list(variant.fitted_on.get("models", [])), fit_report=report)
 
 
-def _family(name: str) -> str:
-    """A weight format's kernel family (which fitted format stands in for an unfitted one)."""
+def _family(name: str) -> tuple[str, str]:
+    """A weight format's kernel family and kind (which fitted format stands in for an unfitted one:
+    one of the same family, the same kind first)."""
     if name in ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0"):
-        return "gguf-legacy"
+        return "gguf", "legacy"
     if name.startswith("q") and "_k" in name:
-        return "gguf-k"
+        return "gguf", "k-quant"
     if name in ("int4", "awq", "gptq", "nf4", "nf4_dq"):
-        return "4-bit weight-only"
+        return "4-bit weight-only", name
     if name in ("fp8", "int8", "int8_wo", "mxfp8"):
-        return "8-bit"
+        return "8-bit", name
     if name in ("mxfp4", "nvfp4"):
-        return "fp4"
-    return "16-bit"
+        return "fp4", name
+    return "16-bit", name

@@ -32,8 +32,8 @@ without a profile, an offline-throughput row whose batch the engine chose, a bac
 profile.
 
 **Which ceilings.** Efficiencies are fractions of the card's *datasheet* bandwidth and matmul peaks
-(``datasheet_ceilings``), the one figure every card profile has: a profile fitted on cards with
-measured ceilings then transfers to cards without.
+(roofline.engines.profile_ceilings), the one figure every card profile has: a profile fitted on
+cards with measured ceilings then transfers to cards without.
 
 **Reserved rows never enter a fit.** ``fit_rows`` refuses them (the hold-out rule of issues 10 and
 16, roofline.published.expected_reserved); they are predicted by ``validate`` only.
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from roofline.calibration import TERMS, Calibration
-from roofline.engines import Fact, Variant, backend_for, card_classes
+from roofline.engines import Fact, Variant, backend_for, card_classes, profile_ceilings
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, load_card
 from roofline.model_spec import ModelSpec, load_model
@@ -82,13 +82,6 @@ _KIND = {"decode_tok_s_per_seq": "decode", "decode_tok_s_total": "decode", "tpot
          "prefill_tok_s": "prefill", "ttft_s": "prefill", "output_tok_s_total": "run", "e2e_s": "run"}
 #: What a case's error is reported as.
 QUANTITY = {"decode": "tpot", "prefill": "prefill", "run": "run"}
-
-
-def datasheet_ceilings(card: CardProfile) -> dict:
-    """The ceilings an engine profile's efficiencies multiply: the card's datasheet bandwidth and
-    bf16 peak (as a calibration's ``measured_*`` fields, which replace the card's measured ones)."""
-    return {"measured_bandwidth_bytes_per_s": card.datasheet_bandwidth.base,
-            "measured_peak_flop_per_s": card.datasheet_bf16_flops.base}
 
 
 @dataclass(frozen=True)
@@ -323,8 +316,8 @@ def variant_from_values(values: dict[str, float], layout: Layout, applies_to: st
 
 
 def calibration(card: CardProfile, engine: str, terms: dict, facts: dict | None = None, **extra) -> Calibration:
-    """A calibration of ``engine`` on ``card`` with ``terms``, on the card's datasheet ceilings."""
-    return Calibration(card=card.id, engine=engine, kv_cache="dynamic", **datasheet_ceilings(card),
+    """A calibration of ``engine`` on ``card`` with ``terms``, on the profile ceilings (datasheet)."""
+    return Calibration(card=card.id, engine=engine, kv_cache="dynamic", **profile_ceilings(card),
                        **(facts or {}), **terms, **extra)
 
 
@@ -434,8 +427,15 @@ def _identified(layout: Layout, case_list: list[Case]) -> Layout:
     factors with no card of that class (neutral)."""
     formats = {c.weight for c in case_list}
     classes = {k for c in case_list for k in card_classes(c.card)}
+    by_format = {f: list(t) for f, t in layout.by_format.items() if f in formats}
+    # a shared term every case's format replaces would be unidentified: let those formats share it
+    for term in {t for ts in by_format.values() for t in ts}:
+        if all(term in by_format.get(f, ()) for f in formats):
+            for ts in by_format.values():
+                if term in ts:
+                    ts.remove(term)
     return Layout(shared=list(layout.shared),
-                  by_format={f: t for f, t in layout.by_format.items() if f in formats},
+                  by_format={f: t for f, t in by_format.items() if t},
                   by_class={k: t for k, t in layout.by_class.items() if k in classes},
                   fixed=dict(layout.fixed))
 
@@ -466,8 +466,8 @@ def coverage(case_list: list[Case]) -> dict:
                           int(max(c.point.prompt_tokens for c in case_list))],
         "batch": [int(min(c.batch for c in case_list)), int(max(c.batch for c in case_list))],
         "params": [int(min(dense or moe)), int(max(dense or moe))],
-        "weight_dtypes": sorted({c.weight for c in case_list}),
-        "kv_dtypes": sorted({c.kv for c in case_list}),
+        "weight_dtypes": _with_16bit_twin({c.weight for c in case_list}),
+        "kv_dtypes": _with_16bit_twin({c.kv for c in case_list}),
         "attention": sorted({s.attention_label for s in specs.values()}),
         "windows": any(s.layer_windows is not None and any(s.windows) for s in specs.values()),
         "sinks": any(s.attention_sinks for s in specs.values()),
@@ -477,6 +477,13 @@ def coverage(case_list: list[Case]) -> dict:
     if moe:
         out["moe_params"] = [int(min(moe)), int(max(moe))]
     return out
+
+
+def _with_16bit_twin(names: set[str]) -> list[str]:
+    """fp16 and bf16 cost the same bytes and FLOPs: a fit that saw one covers the other."""
+    if names & {"fp16", "bf16"}:
+        names = names | {"fp16", "bf16"}
+    return sorted(names)
 
 
 def fitted_on(case_list: list[Case]) -> dict:

@@ -124,8 +124,9 @@ def kv_dtype_name(name: str, field: str | None = "kv_dtype") -> str:
 
     try:
         return formats.kv_format(_DTYPE_ALIASES.get(name, name)).name
-    except RooflineError as exc:
-        raise RooflineError(str(exc), field) from None
+    except RooflineError:
+        raise RooflineError(f"unknown dtype {name!r} for the KV cache; choose one of "
+                            f"{', '.join(formats.kv_format_names())}", field) from None
 
 
 class WeightStorage(NamedTuple):
