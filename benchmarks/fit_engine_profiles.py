@@ -41,7 +41,7 @@ def layouts():
     return {
         "llama.cpp": [
             ("cuda", "NVIDIA GPUs (CUDA backend)",
-             Layout(shared=DECODE + ["kv_traffic_factor"] + PREFILL,
+             Layout(shared=DECODE + ["kv_traffic_factor", "split_gpu_overhead_s"] + PREFILL,
                     by_format={f: ["bandwidth_efficiency", "prefill_compute_efficiency"] for f in gguf},
                     by_class={"hbm": ["bandwidth_efficiency", "layer_overhead_s"],
                               "geforce": ["prefill_compute_efficiency"]}),

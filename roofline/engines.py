@@ -289,6 +289,7 @@ def transferred_calibration(card, engine: str, weight_dtype: str = "bf16"):
     weight = weight_dtype_name(weight_dtype)
     classes = tuple(c for c in card_classes(card) if c in variant.classes)
     terms, notes = variant.terms_for(weight, classes)
+    extra = {k: terms.pop(k) for k in list(terms) if k not in Calibration.model_fields}
     if note:
         notes.insert(0, note)
     cards = variant.fitted_on.get("cards", [])
@@ -300,6 +301,7 @@ def transferred_calibration(card, engine: str, weight_dtype: str = "bf16"):
         source += "; " + "; ".join(notes)
     report = {"transferred": {"engine": profile.id, "variant": name, "classes": list(classes),
                               "weight_format": weight, "measured_on_this_card": measured_here, "notes": notes,
+                              "terms_not_in_the_step_model": extra,
                               "error": variant.error.get("pooled", {})}}
     if variant.coverage:
         report["coverage"] = variant.coverage

@@ -184,7 +184,22 @@ class Interconnect(BaseModel):
 
     @property
     def allreduce_latency_s(self) -> float | None:
-        return self.allreduce_latency.base if self.allreduce_latency else None
+        """The card's own small-message all-reduce latency where one is on record; for cards that
+        reach their peers only through PCIe (no NVLink, no fabric), the PCIe figure
+        (PCIE_ALLREDUCE_LATENCY: measured over 8 GPUs, so it overstates a 2-GPU group's)."""
+        if self.allreduce_latency:
+            return self.allreduce_latency.base
+        if self.gpu_to_gpu is None and self.host is not None and self.host.kind == "pcie":
+            return PCIE_ALLREDUCE_LATENCY.base
+        return None
+
+
+#: The fixed time of one small all-reduce between GPUs that talk over PCIe only (issue 10).
+PCIE_ALLREDUCE_LATENCY = Figure(
+    value=0.0411, unit="ms", kind="allreduce_latency",
+    source="NVIDIA/nccl issue #1530: nccl-tests all_reduce_perf -g 8, 8 x GeForce RTX 4090 on PCIe Gen4 (no NVLink), "
+           "8-byte all-reduce 42.14 us out of place, 40.06 us in place (their mean)",
+    note="8 GPUs in a ring; fewer GPUs take fewer ring steps, so this overstates tp 2 and 4")
 
 
 class Peak(NamedTuple):

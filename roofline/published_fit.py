@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roofline.calibration import TERMS, Calibration
+from roofline.calibration import INF, TERMS, Calibration, Term
 from roofline.engines import Fact, Variant, backend_for, card_classes, profile_ceilings
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, load_card
@@ -76,6 +76,26 @@ CARD_ALIASES: dict[str, tuple[str, str]] = {
                                    "reserved for validation, so these rows are not mapped to it)"),
     "h100-80gb-unstated": ("h100-sxm", "an H100 80GB of unstated form factor, taken as SXM5"),
 }
+
+#: Terms of a profile that are not calibration terms: what pricing a published row needs beyond the
+#: step model. A layer split over several GPUs (llama.cpp's default ``-sm layer``) hands each
+#: token's activations from GPU to GPU: one fixed cost per extra GPU per forward pass.
+EXTRA_TERMS = {
+    "split_gpu_overhead_s": Term(0.0, 0.0, INF, "extra time of one forward pass per GPU beyond the first in a "
+                                 "layer split (gpus > tp), s", fit_upper=5e-3),
+}
+
+
+def term_info(name: str) -> Term:
+    """The bounds of a profile term: roofline.calibration.TERMS, or EXTRA_TERMS."""
+    return TERMS[name] if name in TERMS else EXTRA_TERMS[name]
+
+
+def split_calibration_terms(terms: dict) -> tuple[dict, dict]:
+    """(calibration terms, extra terms) of a variant's terms for a case."""
+    return ({k: v for k, v in terms.items() if k not in EXTRA_TERMS},
+            {k: v for k, v in terms.items() if k in EXTRA_TERMS})
+
 
 #: Kinds of case, by metric.
 _KIND = {"decode_tok_s_per_seq": "decode", "decode_tok_s_total": "decode", "tpot_s": "decode",
@@ -232,9 +252,11 @@ def prepare(case_list: list[Case]) -> list[Group]:
     return out
 
 
-def predict_group(model, g: Group, kv_cache: str = "dynamic") -> np.ndarray:
+def predict_group(model, g: Group, kv_cache: str = "dynamic", extra: dict | None = None) -> np.ndarray:
     """Predicted seconds of each case of a group (``model``: their StepModel; ``kv_cache``: how the
-    engine's decode step reads its cache, roofline.decode)."""
+    engine's decode step reads its cache, roofline.decode; ``extra``: EXTRA_TERMS values). A layer
+    split over ``gpus`` > ``tp`` GPUs adds ``split_gpu_overhead_s`` per extra GPU to every pass."""
+    extra = extra or {}
     from roofline.step import prefill_work
 
     n = len(g.index)
@@ -250,13 +272,16 @@ def predict_group(model, g: Group, kv_cache: str = "dynamic") -> np.ndarray:
         pairs = b * _causal(p, d)
         wpairs = None if model.window is None else b * _windowed(p, d, model.window)
         pre[need_prefill] = model.pass_s(prefill_work(b * p, pairs, b, wpairs))
+    split = extra.get("split_gpu_overhead_s", 0.0) * max(g.first.point.gpu_count - g.first.tp, 0)
+    tpot, pre = tpot + split, pre + split
     return np.where(g.kind == "decode", tpot,
                     np.where(g.kind == "prefill", pre, pre + np.maximum(g.gen - 1.0, 0.0) * tpot))
 
 
 def predict_cases(cases_or_groups, calibration_for, n: int | None = None, kv_cache: str = "dynamic") -> np.ndarray:
     """Predicted seconds of every case (a list of Cases, or ``prepare``'s groups of ``n`` cases);
-    ``calibration_for(case)`` gives the Calibration to price a group with."""
+    ``calibration_for(case)`` gives the Calibration to price a group with, or (Calibration,
+    extra terms)."""
     from roofline.step import StepModel
 
     groups = cases_or_groups
@@ -266,8 +291,10 @@ def predict_cases(cases_or_groups, calibration_for, n: int | None = None, kv_cac
     out = np.empty(n or 0)
     for g in groups:
         c = g.first
-        model = StepModel(c.spec, c.card, calibration_for(c), weight_dtype=c.weight, kv_dtype=c.kv, tp=c.tp)
-        out[g.index] = predict_group(model, g, kv_cache)
+        cal = calibration_for(c)
+        cal, extra = cal if isinstance(cal, tuple) else (cal, {})
+        model = StepModel(c.spec, c.card, cal, weight_dtype=c.weight, kv_dtype=c.kv, tp=c.tp)
+        out[g.index] = predict_group(model, g, kv_cache, extra)
     return out
 
 
@@ -327,7 +354,7 @@ def _solve(residual, names, starts, max_nfev=400):
     from scipy.optimize import least_squares
 
     factor = [("@" in n) for n in names]
-    terms = [TERMS[_term(n)] for n in names]
+    terms = [term_info(_term(n)) for n in names]
     logs = [t.log or f for t, f in zip(terms, factor)]
     bounds = [FACTOR_BOUNDS if f else t.fit_bounds for t, f in zip(terms, factor)]
     lo = np.array([np.log(b[0]) if lg else b[0] for b, lg in zip(bounds, logs)])
@@ -364,7 +391,7 @@ STARTS = {
     "attention_efficiency": 0.2, "kv_traffic_factor": 1.2, "roofline_exponent": 4.0, "overhead_exponent": 2.0,
     "batch_layer_overhead_s": 2e-6, "prefill_overhead_s": 5e-3, "prefill_compute_efficiency": 0.5,
     "attention_score_bytes": 2.0, "attention_sequence_overhead_s": 1e-6, "moe_layer_overhead_s": 2e-5,
-    "expert_traffic_factor": 1.2, "activation_traffic_coeff": 1.0,
+    "expert_traffic_factor": 1.2, "activation_traffic_coeff": 1.0, "split_gpu_overhead_s": 2e-4,
 }
 
 
@@ -386,7 +413,8 @@ def fit_terms(case_list: list[Case], engine: str, layout: Layout, facts: dict | 
         def cal_for(c):
             k = (c.card.id, c.weight)
             if k not in cache:
-                cache[k] = calibration(c.card, engine, variant.terms_for(c.weight, card_classes(c.card))[0], facts)
+                cal_terms, extra = split_calibration_terms(variant.terms_for(c.weight, card_classes(c.card))[0])
+                cache[k] = calibration(c.card, engine, cal_terms, facts), extra
             return cache[k]
 
         return predict_cases(groups, cal_for, len(case_list)) / measured - 1.0
@@ -448,7 +476,8 @@ def predict_with(variant: Variant, engine: str, case_list: list[Case], facts: di
         k = (c.card.id, c.weight)
         if k not in cache:
             classes = tuple(x for x in card_classes(c.card) if x in variant.classes)
-            cache[k] = calibration(c.card, engine, variant.terms_for(c.weight, classes)[0], facts)
+            cal_terms, extra = split_calibration_terms(variant.terms_for(c.weight, classes)[0])
+            cache[k] = calibration(c.card, engine, cal_terms, facts), extra
         return cache[k]
 
     return predict_cases(case_list, cal_for)
