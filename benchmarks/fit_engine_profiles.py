@@ -44,7 +44,7 @@ def layouts():
              Layout(shared=DECODE + ["kv_traffic_factor", "split_gpu_overhead_s"] + PREFILL,
                     by_format={f: ["bandwidth_efficiency", "prefill_compute_efficiency"] for f in gguf},
                     by_class={"hbm": ["bandwidth_efficiency", "layer_overhead_s"],
-                              "geforce": ["prefill_compute_efficiency"]}),
+                              "geforce": ["prefill_compute_efficiency/16-bit"]}),
              "llama-bench one sequence at a time (tgN, ppN); the HBM factor: llama.cpp's batch-1 kernels reach a "
              "smaller share of an A100/H100's bandwidth, and their per-layer launches cost more there; the GeForce "
              "factor: F16 prefill runs cuBLAS with FP16 accumulation, twice the FP32-accumulate rate the card "
@@ -80,7 +80,8 @@ def layouts():
 
 
 def fit_serving(points, engine: str, loco: bool) -> tuple[dict, dict]:
-    from roofline.published_fit import fit_variant
+    from roofline.engines import Variant, load_engine
+    from roofline.published_fit import fit_variant, validate_reserved
 
     variants, reports = {}, {}
     for backend, applies_to, layout, note in layouts()[engine]:
@@ -91,8 +92,15 @@ def fit_serving(points, engine: str, loco: bool) -> tuple[dict, dict]:
         reports[backend] = report
         pooled = variant.error["pooled"]
         print(f"{engine}/{backend}: {report['in_sample']['points']} rows, LOCO TPOT MAPE "
-              f"{_pct(pooled.get('tpot_mape_fraction'))}, reserved {_pct(report.get('reserved', {}).get('tpot', {}).get('mape_fraction'))}"
-              f" ({report['fit_seconds']} s)", file=sys.stderr)
+              f"{_pct(pooled.get('tpot_mape_fraction'))} ({report['fit_seconds']} s)", file=sys.stderr)
+    fallback = load_engine(engine).fallback_variant
+    val = validate_reserved(points, engine, {k: Variant(**v) for k, v in variants.items()}, fallback)
+    reports["reserved"] = val
+    e = val["errors"]
+    if e:
+        print(f"{engine} reserved: {val['priced']}/{val['points']} rows priced, MAPE {_pct(e['mape_fraction'])}, "
+              f"signed {_pct(e['mean_signed_fraction'])}; decode {_pct(e.get('tpot', {}).get('mape_fraction'))}",
+              file=sys.stderr)
     return variants, reports
 
 
@@ -166,6 +174,13 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
     return {"cuda": json.loads(variant.model_dump_json())}, report
 
 
+def _count(items) -> dict:
+    out: dict = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
 def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
@@ -185,6 +200,29 @@ def tables(reports: dict) -> str:
              "signed = mean error (negative = predicted too fast).", ""]
     for engine, by_variant in reports.items():
         for backend, rep in by_variant.items():
+            if backend == "reserved":
+                lines += [f"## {engine}: the reserved rows, as `roofline predict --engine {engine}` answers them", "",
+                          f"{rep['priced']} of {rep['points']} reserved rows priced (each with the variant its card "
+                          "resolves to).", "", "| card | decode rows | decode MAPE | decode signed | prefill rows | "
+                          "prefill MAPE | prefill signed | run rows | run MAPE | run signed |",
+                          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                for card, e in list(rep["per_card"].items()) + [("**all**", rep["errors"])]:
+                    cells = [card]
+                    for q in ("tpot", "prefill", "run"):
+                        x = e.get(q)
+                        cells += [str(x["points"]), _pct(x["mape_fraction"]), _pct(x["mean_signed_fraction"])] if x else ["", "", ""]
+                    lines.append("| " + " | ".join(cells) + " |")
+                if rep.get("on_another_backend"):
+                    x = rep["on_another_backend"]
+                    lines += ["", f"Of these, {x['points']} rows ran on another backend than the one the card resolves "
+                              f"to (llama.cpp's Vulkan build on a Mac): MAPE {_pct(x['mape_fraction'])}, signed "
+                              f"{_pct(x['mean_signed_fraction'])}."]
+                if rep["unpriced"]:
+                    lines += ["", "Reserved rows that cannot be priced:", ""]
+                    for why, n in sorted(_count(r["why"] for r in rep["unpriced"]).items()):
+                        lines.append(f"- {why}: {n}")
+                lines.append("")
+                continue
             if "in_sample" not in rep:
                 lines += [f"## {engine} / {backend}", "", "Cross-card errors of the harness calibrations:", "",
                           "| from -> to | TPOT MAPE | TTFT MAPE | points |", "|---|---:|---:|---:|"]

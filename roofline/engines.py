@@ -67,7 +67,8 @@ class Variant(BaseModel):
     formats: dict[str, dict[str, Fact]] = Field(
         default={}, description="weight format -> terms that replace the shared ones for that format")
     classes: dict[str, dict[str, Fact]] = Field(
-        default={}, description="card class -> factors on terms for the cards of that class")
+        default={}, description="card class -> factors on terms for the cards of that class (a key 'term/16-bit' "
+        "applies to that kind of weight format only: 16-bit, gguf, 8-bit, 4-bit weight-only, fp4)")
     fitted_on: dict = Field(default={}, description="cards, models, formats, points and sources of the fit")
     error: dict = Field(default={}, description="leave-one-card-out errors (and the tables they come from)")
     coverage: dict = Field(default={}, description="what the fitted measurements spanned (roofline.confidence)")
@@ -104,8 +105,12 @@ class Variant(BaseModel):
             out.update({k: f.value for k, f in self.formats[fmt].items()})
         if why:
             notes.append(why)
+        kind = _family(weight_format)[0]
         for cls in classes:
-            for k, f in self.classes.get(cls, {}).items():
+            for key, f in self.classes.get(cls, {}).items():
+                k, _, only = key.partition("/")  # "term/16-bit": a factor on that kind of format only
+                if only and only != kind:
+                    continue
                 t = TERMS[k]
                 value = out.get(k, t.default) * f.value
                 hi = t.upper if t.upper < float("inf") else value

@@ -320,7 +320,9 @@ class Layout:
 
 
 def _term(name: str) -> str:
-    return name.split(":", 1)[1] if ":" in name else name.split("@", 1)[1] if "@" in name else name
+    """The calibration term a flat name (``term``, ``format:term``, ``class@term[/kind]``) sets."""
+    name = name.split(":", 1)[1] if ":" in name else name.split("@", 1)[1] if "@" in name else name
+    return name.split("/", 1)[0]
 
 
 def variant_from_values(values: dict[str, float], layout: Layout, applies_to: str = "fit") -> Variant:
@@ -637,3 +639,36 @@ def _skip_counts(skipped) -> dict:
     for _, why in skipped:
         out[why] = out.get(why, 0) + 1
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def validate_reserved(points, engine: str, variants: dict[str, Variant], fallback: str | None = None) -> dict:
+    """The reserved rows of ``engine`` predicted as ``roofline predict --engine <engine>`` answers
+    them: each with the variant its card resolves to (roofline.engines: the card's backend, else
+    ``fallback``), whatever backend the row ran on (a row on another backend -- llama.cpp's Vulkan
+    build on a Mac -- is flagged, not dropped). Returns the errors overall, per card and per
+    backend, every row, and the rows that cannot be priced at all with the reason."""
+    reserved = [p for p in points if p.engine == engine and p.reserved]
+    priced, unpriced = cases(reserved)
+    by_variant: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(priced):
+        name = backend_for(c.card)
+        name = name if name in variants else fallback
+        if name is None or name not in variants:
+            unpriced.append((c.point, f"no {engine} variant for {backend_for(c.card)}"))
+            continue
+        by_variant[name].append(i)
+    pred = np.full(len(priced), np.nan)
+    for name, idx in by_variant.items():
+        pred[idx] = predict_with(variants[name], engine, [priced[i] for i in idx])
+    keep = [i for i in range(len(priced)) if np.isfinite(pred[i])]
+    rows = [priced[i] for i in keep]
+    p = pred[keep]
+    out = {"points": len(reserved), "priced": len(rows), "errors": errors(p, rows) if rows else {},
+           "per_card": _per_card(p, rows) if rows else {},
+           "rows": [{**_row(c, x), "backend": c.backend, "variant": backend_for(c.card) if backend_for(c.card)
+                     in variants else fallback} for c, x in zip(rows, p)],
+           "unpriced": [{"card": q.card, "model": q.model, "metric": q.metric, "why": why} for q, why in unpriced]}
+    other = [i for i, c in enumerate(rows) if c.backend != backend_for(c.card)]
+    if other:
+        out["on_another_backend"] = errors(p[other], [rows[i] for i in other])
+    return out
