@@ -143,7 +143,7 @@ def _transferred_errors(transferred: dict, n: int) -> dict:
     where = f"{transferred['engine']} profile ({transferred['variant']})"
     basis = (f"transferred from the {where}, leave-one-card-out error "
              + ("?" if tpot is None else f"{100 * tpot:.0f}%") + f" ({err.get('basis', 'leave-one-card-out')}, "
-             f"{err.get('points', 0)} published points; roofline.engines)")
+             f"{err.get('points', 0)} points; roofline.engines)")
     return {"tpot_fraction": np.full(n, np.nan if tpot is None else tpot),
             "ttft_fraction": np.full(n, np.nan if ttft is None else ttft), "peak_mem_fraction": None, "basis": basis}
 
