@@ -8,12 +8,13 @@ with the flag that sets it (``FLAGS``).
 from __future__ import annotations
 
 import functools
+import warnings
 import sys
 from pathlib import Path
 
 import click
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, RooflineWarning
 from roofline.formats import kv_format_names, weight_format_names
 
 FORMATS = ("table", "json", "csv")
@@ -28,6 +29,8 @@ MODEL_HELP = "Catalog name (see `roofline models`), HF repo id of a catalog mode
 
 def parse_batches(text: str) -> list[int]:
     """'1,2,4' | '1-64' (every integer) | '1..1024' (powers of two) | a mix of these."""
+    from roofline.prediction import MAX_BATCHES
+
     out: list[int] = []
     for item in text.split(","):
         item = item.strip()
@@ -44,6 +47,9 @@ def parse_batches(text: str) -> list[int]:
                 lo, hi = (int(x) for x in item.split("-"))
                 if lo <= 0 or hi < lo:
                     raise ValueError
+                if hi - lo >= MAX_BATCHES:  # refused before a list of that size is built
+                    raise RooflineError(f"{item}: at most {MAX_BATCHES:,} batch sizes at once; use powers of two "
+                                        f"({lo}..{hi}) for a wide range", "batches")
                 out.extend(range(lo, hi + 1))
             else:
                 out.append(int(item))
@@ -71,6 +77,39 @@ class FormatName(click.ParamType):
             return (formats.weight_format if self.kind == "weight" else formats.kv_format)(value).name
         except RooflineError as exc:
             self.fail(exc.message, param, ctx)
+
+
+class Duration(click.ParamType):
+    """A time limit: ``50ms``, ``0.5s``, ``200us``; a bare number is seconds. A bare TPOT limit of
+    a second or more is refused (a TPOT of seconds per token is not a latency limit anyone sets:
+    it is ms written without the unit)."""
+
+    name = "duration"
+    SCALE = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+    def __init__(self, bare_max_s: float | None = None):
+        self.bare_max_s = bare_max_s
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().lower()
+        for unit in ("us", "µs", "ms", "s"):
+            if text.endswith(unit):
+                number, scale = text[: -len(unit)].strip(), self.SCALE[unit]
+                break
+        else:
+            number, scale = text, None
+        try:
+            seconds = float(number) * (scale or 1.0)
+        except ValueError:
+            self.fail(f"{value!r}: give a time such as 50ms, 0.5s or 0.05 (seconds)", param, ctx)
+        if not (seconds > 0 and seconds < float("inf")):
+            self.fail(f"{value!r}: must be a positive time", param, ctx)
+        if scale is None and self.bare_max_s is not None and seconds >= self.bare_max_s:
+            self.fail(f"{value} would be {seconds:g} s; write {number}ms for milliseconds "
+                      f"(or {number}s if you mean seconds)", param, ctx)
+        return seconds
 
 
 def _opt(*decls, **attrs):
@@ -121,7 +160,49 @@ OPTIONS = {
                           default="whole-batch", show_default=True,
                           help="Static batching: whole-batch returns every result when the batch ends; "
                                "early-return returns each when it ends."),
+    # the continuous server (simulate, choose-server): roofline.servers.ServerOptions
+    "schedule": _opt("--schedule", type=click.Choice(["decode-first", "prefill-first"]), default="decode-first",
+                     show_default=True,
+                     help="Continuous server: decode-first (running decodes first, prefill chunks fill the "
+                          "--max-num-batched-tokens budget; vLLM V1, SGLang) or prefill-first (an iteration that admits "
+                          "requests only prefills them; vLLM V0)."),
+    "max_num_batched_tokens": _opt("--max-num-batched-tokens", type=int,
+                                   help="Tokens one iteration takes (decode-first: longer prompts are prefilled in "
+                                        "chunks; default no limit). Prefill-first default: max(--max-model-len, 2048)."),
+    "max_model_len": _opt("--max-model-len", type=int,
+                          help="Longest prompt + generation a request may need; longer ones are rejected (default: the "
+                               "model's context; serving-loop: the longest request rounded up to 256)."),
+    "kv_capacity_tokens": _opt("--kv-capacity-tokens", type=int,
+                               help="The KV pool in tokens, given (default: sized from the card's memory)."),
+    "gpu_memory_utilization": _opt("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
+                                   help="Fraction of the card's memory the engine may use: the KV pool is what is left "
+                                        "of it after weights, workspace and activations."),
+    "block_size": _opt("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block."),
+    "engine_reserve_gib": _opt("--engine-reserve-gib", type=float,
+                               help="GiB the engine keeps out of the KV pool besides weights, workspace and "
+                                    "activations (CUDA graphs, buffers; default: the engine profile's, else 0)."),
+    "pass_cost": _opt("--pass-cost", type=click.Choice(["fused", "serving-loop"]), default="fused", show_default=True,
+                      help="fused: each iteration is one step-model pass; serving-loop: the graph engine's server loop "
+                           "(calibrate/serving_loop.py: bucketed CUDA-graph decode over a static cache of "
+                           "--max-model-len, eager prefill, measured host time)."),
+    "loop_terms": _opt("--loop-terms", type=click.Path(dir_okay=False),
+                       help="The serving loop's measured terms (default: hardware_profiles/serving/CARD-ENGINE-loop.json)."),
+    "slo_ttft_s": _opt("--slo-ttft", "slo_ttft_s", type=float, help="SLO: largest acceptable TTFT per request, s."),
+    "slo_tpot_s": _opt("--slo-tpot", "slo_tpot_s", type=float, help="SLO: largest acceptable TPOT per request, s."),
 }
+SERVER_OPTIONS = ("schedule", "max_num_batched_tokens", "max_model_len", "kv_capacity_tokens", "gpu_memory_utilization",
+                  "block_size", "engine_reserve_gib", "pass_cost", "loop_terms")
+
+
+def server_kwargs(kw: dict) -> dict:
+    """Pop the continuous server's options, as the API takes them (GiB -> bytes at this edge)."""
+    out = {k: kw.pop(k) for k in SERVER_OPTIONS if k in kw}
+    gib = out.pop("engine_reserve_gib", None)
+    if gib is not None:
+        from roofline.units import GiB
+
+        out["engine_reserve_bytes"] = gib * GiB
+    return out
 
 #: API argument -> the flag that sets it (for error messages).
 FLAGS = {
@@ -130,9 +211,15 @@ FLAGS = {
     "kv_dtype": "--kv-dtype", "logits": "--logits", "batches": "--batches", "batch": "--batch", "mix": "--mix",
     "requests": "--requests", "count": "--count", "arrival_rate": "--arrival-rate", "seed": "--seed",
     "return_policy": "--return-policy", "ttft_max_s": "--ttft-max", "tpot_max_s": "--tpot-max",
-    "min_user_tok_s": "--min-user-tok-s", "max_batch": "--max-batch", "min_batch": "--min-batch",
+    "min_user_tok_s": "--min-user-tok-s", "max_batch": "--max-batch", "memory_headroom": "--memory-headroom", "min_batch": "--min-batch",
     "models": "--model", "tpot_statistic": "--tpot-statistic", "stream_count": "--count",
     "prompt_tokens_list": "--prompts", "tp": "--tp", "routing_skew": "--routing-skew", "budget_s": "--budget-s",
+    "schedule": "--schedule", "max_num_batched_tokens": "--max-num-batched-tokens", "max_model_len": "--max-model-len",
+    "kv_capacity_tokens": "--kv-capacity-tokens", "gpu_memory_utilization": "--gpu-memory-utilization",
+    "block_size": "--block-size", "engine_reserve_bytes": "--engine-reserve-gib", "pass_cost": "--pass-cost",
+    "loop_terms": "--loop-terms", "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
+    "max_num_seqs": "--batch", "rates": "--rates", "cards": "--card", "batches_list": "--batch", "tp_list": "--tp",
+    "slo_percentile": "--slo-percentile", "chart": "--chart",
 }
 SCENARIO_OPTIONS = ("card", "model", "prompt_tokens", "gen_tokens", "calibration", "no_calibration", "engine",
                     "kv_cache", "weight_dtype", "kv_dtype", "tp", "routing_skew")
@@ -155,7 +242,11 @@ def domain_errors(f):
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
-            return f(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RooflineWarning)
+                result = f(*args, **kwargs)
+            _echo_warnings(caught)
+            return result
         except RooflineError as exc:
             raise click.ClickException(exc.for_flag(FLAGS.get(exc.field))) from None
         except KeyboardInterrupt:
@@ -163,6 +254,18 @@ def domain_errors(f):
             sys.exit(130)
 
     return wrapper
+
+
+def _echo_warnings(caught) -> None:
+    """Each distinct RooflineWarning once, on stderr, after the command's output."""
+    seen = set()
+    for w in caught:
+        text = str(w.message)
+        if issubclass(w.category, RooflineWarning) and text not in seen:
+            seen.add(text)
+            click.echo(f"warning: {text}", err=True)
+        elif not issubclass(w.category, RooflineWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def scenario_kwargs(kw: dict) -> dict:
@@ -418,10 +521,14 @@ OPTIONS_DEFAULTS = {"calibration": "auto", "engine": None, "weight_dtype": "bf16
 @click.option("--batch", required=True, type=int, help="Slots: the most sequences the server holds at once.")
 @click.option("--arrival-rate", type=float, help="Poisson arrivals at this many requests/s (replaces the file's arrival_s).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals.")
-@options("return_policy", "fmt")
+@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s", "return_policy", "fmt")
 @domain_errors
 def simulate(fmt, **kw):
     """Serve one request stream by static and by continuous batching; compare.
+
+    --batch is the static batch and the continuous server's most running sequences; the continuous
+    server's KV pool comes from the card's memory (or --kv-capacity-tokens), admits by free blocks
+    and preempts by recompute (docs/serving.md).
 
     Example: roofline simulate --mix 8x32,8x256 --count 2000 --card rtx3060 --model qwen2.5-1.5b --batch 16
     """
@@ -429,7 +536,57 @@ def simulate(fmt, **kw):
     from roofline.batching_views import simulate_view
 
     sc = scenario_kwargs(kw)
-    click.echo(simulate_view(api.simulate(**sc, **kw), fmt))
+    server = server_kwargs(kw)
+    click.echo(simulate_view(api.simulate(**sc, **server, **kw), fmt))
+
+
+@main.command("choose-server")
+@click.option("--card", "cards", multiple=True, required=True,
+              help=CARD_HELP + " Repeat to compare cards: the best serves the most requests/s per GPU.")
+@options("model", *CARD_MODEL_TIMING, "routing_skew")
+@click.option("--tp", "tp", default="1", show_default=True,
+              help="Tensor-parallel degree, or several (1,2,4) to compare per GPU.")
+@click.option("--batch", "batch", default="64", show_default=True,
+              help="The server's most running sequences (max_num_seqs), or several (64,128,256) to compare.")
+@options("requests")
+@click.option("--mix", help="Instead of --requests: length classes COUNTxGEN, repeated up to --count requests.")
+@click.option("--count", type=int, help="With --mix: how many requests (default 1,000).")
+@click.option("--prompt", "prompt_tokens", default=128, show_default=True, type=int, help="Prompt tokens per request (with --mix).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals (the same at every rate).")
+@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s")
+@click.option("--slo-percentile", default=99, show_default=True, type=int,
+              help="Which percentile of TTFT and TPOT must meet the SLOs.")
+@click.option("--rates", help="Arrival rates to sweep, req/s (e.g. 5,10,20); default: a grid up to the capacity, refined.")
+@click.option("--chart", type=click.Path(dir_okay=False),
+              help="Also write latency percentiles vs arrival rate, with the SLO and the chosen rate, to this HTML file "
+                   "(self-contained, opens offline).")
+@options("fmt")
+@domain_errors
+def choose_server(fmt, cards, tp, batch, rates, **kw):
+    """The highest arrival rate a continuous server meets latency SLOs at; with several cards, TP
+    degrees or --batch limits, the best per GPU.
+
+    Example: roofline choose-server --card h200 --model qwen2.5-7b --engine graph --mix 4x64,1x512 --slo-ttft 0.5 --slo-tpot 0.03
+    """
+    from roofline import api
+    from roofline.batching_views import choose_server_view
+
+    sc = scenario_kwargs(kw)
+    sc.pop("card", None)
+    server = server_kwargs(kw)
+    tp_list, batch_list = parse_ints(tp, "tp"), parse_ints(batch, "batch")
+    rate_list = None
+    if rates is not None:
+        try:
+            rate_list = [float(x) for x in rates.split(",") if x.strip()]
+        except ValueError:
+            raise RooflineError(f"give numbers separated by commas, not {rates!r}", "rates") from None
+    result = api.choose_server(list(cards), tp=tp_list if len(tp_list) > 1 else tp_list[0],
+                               batch=batch_list if len(batch_list) > 1 else batch_list[0], rates=rate_list,
+                               **sc, **server, **kw)
+    click.echo(choose_server_view(result, fmt))
+    if result.meta.get("chart"):
+        click.echo(f"wrote {result.meta['chart']}", err=True)
 
 
 @main.command()
@@ -437,13 +594,17 @@ def simulate(fmt, **kw):
 @click.option("--tp", "tp", default="1", show_default=True,
               help="Tensor-parallel degree, or several (1,2,4,8) to choose among: the one with the fewest "
                    "GPU-seconds per token.")
-@click.option("--ttft-max", "ttft_max_s", type=float, help="Largest acceptable TTFT, s.")
-@click.option("--tpot-max", "tpot_max_s", type=float, help="Largest acceptable TPOT, s.")
+@click.option("--ttft-max", "ttft_max_s", type=Duration(), help="Largest acceptable TTFT: 500ms, 0.5s or 0.5 (s).")
+@click.option("--tpot-max", "tpot_max_s", type=Duration(bare_max_s=1.0),
+              help="Largest acceptable TPOT: 50ms, 0.05s or 0.05 (s).")
 @click.option("--min-user-tok-s", "min_user_tok_s", type=float, help="Smallest acceptable speed per user, tok/s.")
+@click.option("--memory-headroom", "memory_headroom", type=float, default=0.0, show_default=True,
+              help="Fraction of the card's memory to leave free (0.1 keeps 10% free), as engines reserve "
+                   "(vLLM's --gpu-memory-utilization 0.9).")
 @click.option("--max-batch", default=4096, show_default=True, type=int, help="Largest batch to consider.")
 @options("fmt")
 @domain_errors
-def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
+def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, memory_headroom, **kw):
     """The largest batch meeting latency limits and fitting in memory, and what binds.
 
     Example: roofline choose --card rtx3060 --model qwen2.5-1.5b --ttft-max 0.5
@@ -453,9 +614,11 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
 
     sc = scenario_kwargs(kw)
     degrees = parse_ints(sc.pop("tp"), "tp")
+    if not degrees:
+        raise RooflineError("give a tensor-parallel degree, or several: 1,2,4,8", "tp")
     sc["tp"] = degrees if len(degrees) > 1 else degrees[0]
     result = api.choose(ttft_max_s=ttft_max_s, tpot_max_s=tpot_max_s, min_user_tok_s=min_user_tok_s,
-                        max_batch=max_batch, **sc)
+                        max_batch=max_batch, memory_headroom=memory_headroom, **sc)
     click.echo(choose_view(result, fmt))
 
 
@@ -471,7 +634,7 @@ def choose(fmt, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, **kw):
 @click.option("--batch", default=16, show_default=True, type=int, help="Static batch size, and the slots of both servers.")
 @click.option("--count", type=int, help="Requests in the static-vs-continuous stream (default: the mix four times).")
 @options("return_policy")
-@click.option("--ttft-max", "ttft_max_s", default=0.5, show_default=True, type=float, help="TTFT limit, s: the line and the chosen batch.")
+@click.option("--ttft-max", "ttft_max_s", default="0.5s", show_default=True, type=Duration(), help="TTFT limit (500ms, 0.5s): the line and the chosen batch.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
 @click.option("--png-dir", type=click.Path(file_okay=False), help="Also write a PNG of each chart here (needs chromium).")
 @domain_errors

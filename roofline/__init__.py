@@ -7,7 +7,7 @@ The public API (the CLI calls exactly these):
     p.rows()                      # list of dicts, one per batch (pandas.DataFrame(p.rows()) works)
     p.bend                        # where decode bends
     roofline.choose("rtx3060", "qwen2.5-1.5b", ttft_max_s=0.5)
-    roofline.waste(mix="8x32,8x256"), roofline.simulate(...), roofline.chart(...)
+    roofline.waste(mix="8x32,8x256"), roofline.simulate(...), roofline.choose_server(...), roofline.chart(...)
     roofline.fit(...), roofline.compare(...), roofline.calibrate(...)
 
 Importing this package never imports torch, transformers or plotly; the API (and pydantic with
@@ -17,7 +17,7 @@ units, atomic, measurements) import on a machine without pydantic.
 
 __version__ = "0.2.0"
 
-_API = ("predict", "bend", "choose", "waste", "simulate", "chart", "fit", "compare", "calibrate")
+_API = ("predict", "bend", "choose", "waste", "simulate", "choose_server", "chart", "fit", "compare", "calibrate")
 _ELSEWHERE = {"RooflineError": "roofline.errors", "RooflineWarning": "roofline.errors",
               "Scenario": "roofline.scenario", "make_scenario": "roofline.scenario"}
 __all__ = [*_API, *_ELSEWHERE]

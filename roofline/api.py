@@ -60,10 +60,12 @@ def choose(
     tpot_max_s: float | None = None,
     min_user_tok_s: float | None = None,
     max_batch: int = 4096,
+    memory_headroom: float = 0.0,
     scenario: Scenario | None = None,
     **options,
 ):
-    """The largest batch meeting every given limit and fitting in memory, and which limit binds
+    """The largest batch meeting every given limit and fitting in memory (less ``memory_headroom``,
+    a fraction of the card's memory kept free), and which limit binds
     (a roofline.choice.Choice; ``.as_dict()`` for plain data). ``tp`` a list of degrees (e.g.
     ``[1, 2, 4, 8]``): the best batch at each, and the degree with the fewest GPU-seconds per
     token (a roofline.choice.TPChoice)."""
@@ -77,8 +79,9 @@ def choose(
         if not degrees or len(set(degrees)) != len(degrees):
             raise RooflineError("tp: give one or more distinct degrees, e.g. 1,2,4,8", "tp")
         scenarios = [_scenario(card, model, None, {**options, "tp": t}) for t in degrees]
-        return choose_tp(scenarios, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
-    return choose_batch(_scenario(card, model, scenario, options), ttft_max_s, tpot_max_s, min_user_tok_s, max_batch)
+        return choose_tp(scenarios, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, memory_headroom)
+    return choose_batch(_scenario(card, model, scenario, options), ttft_max_s, tpot_max_s, min_user_tok_s, max_batch,
+                        memory_headroom)
 
 
 def waste(
@@ -132,7 +135,19 @@ def simulate(
     seed: int = 0,
     return_policy: str = "whole-batch",
     keep_requests: bool = False,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    static: bool = True,
     scenario: Scenario | None = None,
+    schedule: str = "decode-first",
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+    kv_capacity_tokens: int | None = None,
+    gpu_memory_utilization: float | None = 0.9,
+    block_size: int = 16,
+    engine_reserve_bytes: float | None = None,
+    pass_cost: str = "fused",
+    loop_terms=None,
     **options,
 ) -> dict:
     """The same request stream served by static and by continuous batching with ``batch`` slots.
@@ -141,33 +156,47 @@ def simulate(
     ``prompt_tokens``. ``arrival_rate`` (requests/s) replaces arrivals by seeded Poisson ones;
     without it and without arrival_s every request is queued at time 0. ``return_policy`` is the
     static server's: ``whole-batch`` (default, results return when the batch ends) or
-    ``early-return``. Returns ``static`` and ``continuous`` summaries (throughput_tok_s,
-    ttft/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps), ``classes`` (per
-    generation length, when there are at most 8) and ``meta``. ``keep_requests=True`` adds the
-    per-request arrays under ``per_request``. Definitions: roofline.serving.
+    ``early-return``. The continuous server holds at most ``batch`` running sequences and a KV
+    pool sized from the card's memory (``gpu_memory_utilization``, ``block_size``,
+    ``engine_reserve_bytes``; or ``kv_capacity_tokens`` given; ``gpu_memory_utilization=None``
+    without it: a pool that never binds), admits by free blocks and preempts by recompute;
+    ``schedule`` ("decode-first" | "prefill-first"), ``max_num_batched_tokens`` (chunked prefill
+    under decode-first), ``max_model_len``; ``pass_cost`` "fused" (one step-model pass per
+    iteration) or "serving-loop" (the graph engine's server loop, with its measured
+    ``loop_terms``). Definitions: roofline.scheduler, roofline.kvpool, roofline.pass_costs.
+
+    Returns ``static`` (unless ``static=False``) and ``continuous`` summaries (throughput_tok_s,
+    ttft/tpot/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps; continuous:
+    kv_capacity_tokens, max_running, preemptions, rejected; with ``slo_ttft_s`` / ``slo_tpot_s``:
+    slo_attainment, goodput_req_s, goodput_tok_s), ``classes`` (per generation length, when
+    there are at most 8) and ``meta`` (with the continuous server's configuration under
+    ``server``). ``keep_requests=True`` adds the per-request arrays under ``per_request``.
     """
-    from roofline import batching
+    from roofline.scheduler import check_work
     from roofline.serving import RETURN_POLICIES, by_generation_length, serve_continuous, serve_static
+    from roofline.servers import ServerOptions, build
 
     batch = validate.whole(batch, "batch")
     validate.choice(return_policy, "return_policy", RETURN_POLICIES)
     seed = validate.whole(seed, "seed", minimum=0)
-    if (requests is None) == (mix is None):
-        raise RooflineError("give either a request file or a mix (with a count), not both or neither", "requests")
-    if count is not None and mix is None:
-        raise RooflineError("goes with a mix (a request file has its own count)", "count")
-    if mix is not None:
-        stream = batching.requests_from_mix(mix, prompt_tokens, count)
-    elif isinstance(requests, batching.Requests):
-        stream = requests
-    else:
-        stream = batching.read_requests(requests)
-    if arrival_rate is not None:
-        stream = stream.with_poisson_arrivals(arrival_rate, seed)
+    slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
+    slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
+    server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+    stream = request_stream(requests, mix, count, prompt_tokens, arrival_rate, seed)
+    check_work(stream.gen_tokens, batch, *(("count", "mix") if mix is not None else ("requests",)))
     sc = _scenario(card, model, scenario, options)
     step = sc.step
+    server = build(step, server_options, batch, stream.prompt_tokens, stream.gen_tokens, sc.engine)
     args = (step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, batch)
-    served = {"static": serve_static(*args, return_policy=return_policy), "continuous": serve_continuous(*args)}
+    served = {}
+    if static:
+        served["static"] = serve_static(*args, return_policy=return_policy)
+    served["continuous"] = serve_continuous(
+        *args, pool=server.pool, max_model_len=server.config.max_model_len,
+        max_num_batched_tokens=server.config.max_num_batched_tokens, schedule=server.config.schedule, cost=server.cost)
+    if served["continuous"].extra["rejected"] == len(stream):
+        raise server.nothing_served(stream)
     out = {
         "meta": {
             "card": step.card.id,
@@ -180,15 +209,114 @@ def simulate(
                 f"poisson {arrival_rate:g}/s seed {seed}" if arrival_rate is not None else "from the file"
             ),
             "calibration": step.calibration.label,
+            "server": server.meta(server_options),
         },
-        **{name: s.summary() for name, s in served.items()},
+        **{name: s.summary(slo_ttft_s, slo_tpot_s) for name, s in served.items()},
     }
     classes = by_generation_length(stream.gen_tokens, served)
     if classes is not None:
         out["classes"] = classes
     if keep_requests:
-        out["per_request"] = {name: {"ttft_s": s.ttft_s, "e2e_s": s.e2e_s} for name, s in served.items()}
+        out["per_request"] = {name: {"ttft_s": s.ttft_s, "tpot_s": s.tpot_s, "e2e_s": s.e2e_s}
+                              for name, s in served.items()}
     return out
+
+
+def request_stream(requests=None, mix: str | None = None, count: int | None = None, prompt_tokens: int = 128,
+                   arrival_rate: float | None = None, seed: int = 0):
+    """A roofline.batching.Requests from a request file / Requests, or a mix (+ count), with
+    seeded Poisson arrivals at ``arrival_rate`` when given. At most
+    roofline.scheduler.MAX_REQUESTS requests."""
+    from roofline import batching
+    from roofline.scheduler import MAX_REQUESTS
+
+    if (requests is None) == (mix is None):
+        raise RooflineError("give either a request file or a mix (with a count), not both or neither", "requests")
+    if count is not None and mix is None:
+        raise RooflineError("goes with a mix (a request file has its own count)", "count")
+    if mix is not None:
+        if count is not None:
+            count = validate.whole(count, "count", maximum=MAX_REQUESTS)
+        once = sum(c for c, _ in batching.parse_mix(mix))
+        if once > MAX_REQUESTS:  # refused before the requests are made
+            raise RooflineError(f"{once:,} requests: at most {MAX_REQUESTS:,} in one simulation", "mix")
+        stream = batching.requests_from_mix(mix, prompt_tokens, count)
+    elif isinstance(requests, batching.Requests):
+        stream = requests
+    else:
+        stream = batching.read_requests(requests)
+    if len(stream) > MAX_REQUESTS:
+        raise RooflineError(f"at most {MAX_REQUESTS:,} requests in one simulation, not {len(stream):,}", "requests")
+    if arrival_rate is not None:
+        stream = stream.with_poisson_arrivals(arrival_rate, seed)
+    return stream
+
+
+def choose_server(
+    cards="rtx3060",
+    model=None,
+    *,
+    batch=64,
+    tp=1,
+    requests=None,
+    mix: str | None = None,
+    count: int | None = None,
+    prompt_tokens: int = 128,
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    slo_percentile: int = 99,
+    rates=None,
+    chart=None,
+    schedule: str = "decode-first",
+    max_num_batched_tokens: int | None = None,
+    max_model_len: int | None = None,
+    kv_capacity_tokens: int | None = None,
+    gpu_memory_utilization: float | None = 0.9,
+    block_size: int = 16,
+    engine_reserve_bytes: float | None = None,
+    pass_cost: str = "fused",
+    loop_terms=None,
+    **options,
+):
+    """The highest Poisson arrival rate a continuous server sustains with the ``slo_percentile``
+    of TTFT <= ``slo_ttft_s`` and of TPOT <= ``slo_tpot_s`` (roofline.server_choice), for a stream
+    shape (``requests`` -- its arrivals are replaced -- or ``mix`` + ``count``, 1,000 by
+    default). ``cards``, ``batch`` (the running-sequence limit) and ``tp`` may each be a list:
+    every combination is swept and the best is the highest rate per GPU. ``rates``: sweep these
+    instead of the automatic grid. The server options are simulate's. ``chart``: also write the
+    latency-vs-rate figure (self-contained HTML) there. Returns a roofline.server_choice.ServerChoice
+    (``.as_dict()`` for plain data)."""
+    from roofline.server_choice import Candidate, choose_server as _choose
+    from roofline.servers import ServerOptions
+
+    if mix is not None and count is None:
+        count = 1000
+    stream = request_stream(requests, mix, count, prompt_tokens, None, seed)
+    seed = validate.whole(seed, "seed", minimum=0)
+    slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
+    slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
+    server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+    as_list = lambda v: list(v) if isinstance(v, (list, tuple)) else [v]  # noqa: E731
+    card_list, batch_list, tp_list = as_list(cards), as_list(batch), as_list(tp)
+    for name, values in (("cards", card_list), ("batch", batch_list), ("tp", tp_list)):
+        if not values or len(set(map(str, values))) != len(values):
+            raise RooflineError("give one or more distinct values", name)
+    batch_list = [validate.whole(b, "batch") for b in batch_list]
+    from roofline.scheduler import check_work
+
+    check_work(stream.gen_tokens, min(batch_list), *(("count", "mix") if mix is not None else ("requests",)))
+    tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
+    candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
+                  for c in card_list for t in tp_list for b in batch_list]
+    result = _choose(candidates, stream, server_options, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                     slo_percentile=slo_percentile, seed=seed, rates=rates)
+    if chart is not None:
+        from roofline.serving_figures import write_server_chart
+
+        result.meta["chart"] = write_server_chart(result, chart)
+    return result
 
 
 def chart(
@@ -237,6 +365,12 @@ def read_measurement_files(paths, models=()) -> list:
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    seen = {}
+    for p in paths:  # the same file twice would count its rows twice
+        key = Path(p).resolve()
+        if key in seen:
+            raise RooflineError(f"{p} is given twice (as {seen[key]})", "measurements")
+        seen[key] = p
     rows = []
     for p in paths:
         rows.extend(read_measurements(p))
@@ -377,6 +511,14 @@ def calibrate(
             f"calibration needs torch and transformers ({exc.name} is missing): pip install 'roofline[calibrate]'"
         ) from None
     tp = validate.whole(tp, "tp", maximum=64)
+    # everything a sweep needs is checked before the first measurement, not after it
+    from roofline.hardware import load_card
+    from roofline.model_spec import load_model
+
+    for m in models:
+        load_model(m)
+    if fit and not str(device).startswith("cpu"):
+        load_card(card)  # the fit prices the runs with the card's profile
     if not cudnn_attention:
         disable_cudnn_attention()
     out_dir = Path(out_dir)
@@ -397,7 +539,7 @@ def calibrate(
                                     ("max_seconds_per_point", max_seconds_per_point)) if v is not None}
         csv_path = run_calibration(card, list(models), engine, list(batches), prompts if len(prompts) > 1 else prompts[0],
                                    gen_tokens, out_dir, device=device, resume=resume, budget_s=budget_s, **limits)
-    out = {"measurements_path": csv_path, "calibration_path": None, "calibration": None}
+    out = {"measurements_path": csv_path, "calibration_path": None, "calibration": None, "card_path": None}
     if not fit:
         return out
     from roofline.calibration import save_calibration
@@ -406,7 +548,19 @@ def calibrate(
 
     ceilings = out_dir / f"ceilings-{card}.json"
     bw, fl = read_ceilings(ceilings) if ceilings.is_file() else (None, None)
-    cal = fit_calibration(read_measurement_files([csv_path]), load_card(card),
+    card_p, out["card_path"] = None, None
+    if str(device).startswith("cpu"):
+        try:
+            card_p = load_card(card)
+        except RooflineError:  # this machine's CPU, not a catalog card: its profile from its ceilings
+            from roofline.local_card import write_cpu_card
+
+            if not ceilings.is_file():
+                raise RooflineError(f"{card} is not a known card and {ceilings} is missing: run without --resume "
+                                    "so the ceilings are measured, or give a card profile", "card") from None
+            out["card_path"] = write_cpu_card(card, ceilings, out_dir / f"card-{card}.json")
+            card_p = load_card(str(out["card_path"]))
+    cal = fit_calibration(read_measurement_files([csv_path]), card_p or load_card(card),
                           source=f"`roofline calibrate` run in {out_dir}",
                           measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
     out["calibration_path"] = save_calibration(cal, out_dir / f"{card}-{engine}.json")

@@ -46,12 +46,40 @@ def read_json(path: str | os.PathLike, what: str = ""):
     from roofline.errors import RooflineError
 
     path = Path(path)
-    label = f"{what} {path}" if what else str(path)
+    label = f"{what} {short(path)}" if what else short(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise RooflineError(f"{label}: {size / 1e6:,.0f} MB, larger than any profile, calibration or "
+                                f"config ({MAX_JSON_BYTES / 1e6:.0f} MB at most)")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise RooflineError(f"cannot read {label}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RooflineError(f"{label}: not a UTF-8 text file (binary?)") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise RooflineError(f"{short(path)}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise RooflineError(f"{short(path)}: JSON nested too deeply") from None
+
+
+#: The largest JSON file read (catalog configs are kilobytes; measurement probes a few MB).
+MAX_JSON_BYTES = 64_000_000
+
+
+def short(text, limit: int = 120) -> str:
+    """``text`` for an error message: at most ``limit`` characters (a hostile 100 kB name is cut)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def probe_path(key: str) -> tuple[bool, bool]:
+    """(is a directory, is a file) for a user-given name, without the OSError a name too long for
+    the file system raises (such a name is neither)."""
+    path = Path(key).expanduser()
+    try:
+        return path.is_dir(), path.is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG; ValueError: an embedded NUL
+        return False, False

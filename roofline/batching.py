@@ -170,6 +170,10 @@ def _records(path: Path):
         raise RooflineError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise RooflineError(f"{path}: not a UTF-8 text file") from None
+    from roofline.scheduler import MAX_REQUESTS
+
+    if text.count("\n") > MAX_REQUESTS + 1:  # refused before parsing (the simulation would refuse it anyway)
+        raise RooflineError(f"{path}: more than {MAX_REQUESTS:,} requests; at most that many in one simulation", "requests")
     lines = text.splitlines()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     if not first:

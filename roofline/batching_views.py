@@ -17,6 +17,10 @@ SIMULATE_KEYS = [
     "mean_occupancy", "waste_fraction", "idle_slot_steps", "slot_steps", "passes", "makespan_s",
     "generated_tokens", "requests",
 ]
+SIMULATE_EXTRA_KEYS = [
+    "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "kv_capacity_tokens", "max_running", "preemptions",
+    "preempted_requests", "rejected", "slo_ttft_s", "slo_tpot_s", "slo_attainment", "goodput_req_s", "goodput_tok_s",
+]
 CHOOSE_KEYS = ["batch", "throughput_tok_s", "ttft_s", "tpot_s", "per_user_tok_s", "peak_mem_bytes", "binding"]
 
 
@@ -77,39 +81,84 @@ def waste_view(result: dict, fmt: str) -> str:
 
 
 # ---- simulate -------------------------------------------------------------------------------
+def _ms_trio(d, name):
+    vals = [d.get(f"{name}_p{q}_s") for q in (50, 90, 99)]
+    return " / ".join("-" if v is None else f"{v * 1e3:.2f}" for v in vals)
+
+
+def server_line(server: dict) -> str:
+    """One line saying how the continuous server is configured (schedule, budget, pool, costs)."""
+    parts = [server["schedule"]]
+    if server["max_num_batched_tokens"] is not None:
+        parts.append(f"max {server['max_num_batched_tokens']:,} batched tokens")
+    if server["kv_pool_source"] == "unlimited":
+        parts.append("KV pool unlimited")
+    else:
+        pool = f"KV pool {server['kv_capacity_tokens']:,} tokens"
+        if server["kv_pool_source"] == "gpu_memory_utilization":
+            b = server["kv_pool_bytes"]
+            pool += f" ({b['gpu_memory_utilization']:g} x {b['memory_bytes'] / GiB:.1f} GiB)"
+        parts.append(pool)
+    if server["max_model_len"] is not None:
+        parts.append(f"max_model_len {server['max_model_len']:,}")
+    parts.append(f"{server['pass_cost']} passes")
+    return "continuous server: " + ", ".join(parts)
+
+
 def simulate_view(result: dict, fmt: str) -> str:
+    names = [n for n in ("static", "continuous") if n in result]
     if fmt == "json":
         return report.to_json({k: v for k, v in result.items() if k != "per_request"})
     if fmt == "csv":
-        rows = [{"server": name, **{k: result[name][k] for k in SIMULATE_KEYS}} for name in ("static", "continuous")]
-        return report.to_csv(rows, ["server"] + SIMULATE_KEYS).rstrip("\n")
-    meta, st, co = result["meta"], result["static"], result["continuous"]
+        keys = SIMULATE_KEYS + [k for k in SIMULATE_EXTRA_KEYS if k in result["continuous"]]
+        rows = [{"server": name, **{k: result[name].get(k) for k in keys}} for name in names]
+        return report.to_csv(rows, ["server"] + keys).rstrip("\n")
+    meta = result["meta"]
 
     def trio(d, name):
-        return " / ".join(_s(d[f"{name}_p{q}_s"]) for q in (50, 90, 99))
+        return " / ".join("-" if d[f"{name}_p{q}_s"] is None else _s(d[f"{name}_p{q}_s"]) for q in (50, 90, 99))
 
+    def row(label, fn):
+        return [label] + [fn(result[n], n) for n in names]
+
+    co = result["continuous"]
     rows = [
-        ["throughput (tok/s)", report.thousands(st["throughput_tok_s"]), report.thousands(co["throughput_tok_s"])],
-        ["TTFT p50 / p90 / p99 (s)", trio(st, "ttft"), trio(co, "ttft")],
-        ["E2E p50 / p90 / p99 (s)", trio(st, "e2e"), trio(co, "e2e")],
-        ["mean slot occupancy", _pct(st["mean_occupancy"]), _pct(co["mean_occupancy"])],
-        ["waste (idle slot-steps)", _pct(st["waste_fraction"]), _pct(co["waste_fraction"])],
-        ["idle slot-steps", f"{st['idle_slot_steps']:,}", f"{co['idle_slot_steps']:,}"],
-        ["passes (prefills + steps)", f"{st['passes']:,}", f"{co['passes']:,}"],
-        ["makespan (s)", _s(st["makespan_s"]), _s(co["makespan_s"])],
+        row("throughput (tok/s)", lambda d, n: report.thousands(d["throughput_tok_s"])),
+        row("TTFT p50 / p90 / p99 (s)", lambda d, n: trio(d, "ttft")),
+        row("TPOT p50 / p90 / p99 (ms)", lambda d, n: _ms_trio(d, "tpot")),
+        row("E2E p50 / p90 / p99 (s)", lambda d, n: trio(d, "e2e")),
+        row("mean slot occupancy", lambda d, n: _pct(d["mean_occupancy"])),
+        row("waste (idle slot-steps)", lambda d, n: _pct(d["waste_fraction"])),
+        row("idle slot-steps", lambda d, n: f"{d['idle_slot_steps']:,}"),
+        row("passes (prefills + steps)", lambda d, n: f"{d['passes']:,}"),
+        row("makespan (s)", lambda d, n: _s(d["makespan_s"])),
+        row("max running / preemptions",
+            lambda d, n: f"{d['max_running']:,} / {d['preemptions']:,}" if n == "continuous" else "-"),
     ]
-    lines = [
-        f"{meta['requests']:,} requests ({meta['source']}, arrivals {meta['arrivals']}) on {meta['model']} / "
-        f"{meta['card']}, {meta['batch']} slots; static return policy {meta['static_return_policy']}",
-        report.table(["", "static", "continuous"], rows, "lrr"),
-    ]
+    if co.get("rejected"):
+        rows.append(row("rejected (never servable)", lambda d, n: f"{d['rejected']:,}" if n == "continuous" else "-"))
+    if "slo_attainment" in co:
+        rows.append(row("requests meeting the SLO", lambda d, n: _pct(d["slo_attainment"])))
+        rows.append(row("goodput (req/s)", lambda d, n: f"{d['goodput_req_s']:,.2f}"))
+    head = (f"{meta['requests']:,} requests ({meta['source']}, arrivals {meta['arrivals']}) on {meta['model']} / "
+            f"{meta['card']}, {meta['batch']} slots")
+    if "static" in result:
+        head += f"; static return policy {meta['static_return_policy']}"
+    lines = [head, server_line(meta["server"]), report.table([""] + names, rows, "l" + "r" * len(names))]
+    if "slo_attainment" in co:
+        limits = [f"TTFT <= {co['slo_ttft_s']:g} s" if co["slo_ttft_s"] is not None else None,
+                  f"TPOT <= {co['slo_tpot_s'] * 1e3:g} ms" if co["slo_tpot_s"] is not None else None]
+        lines.append("SLO: " + " and ".join(x for x in limits if x) + " per request")
     if result.get("classes"):
-        crow = [
-            [c["gen_tokens"], f"{c['requests']:,}", _s(c["static_ttft_p50_s"]), _s(c["continuous_ttft_p50_s"]),
-             _s(c["static_e2e_p50_s"]), _s(c["continuous_e2e_p50_s"])]
-            for c in result["classes"]
-        ]
-        headers = ["gen", "requests", "TTFT p50 static (s)", "continuous", "E2E p50 static (s)", "continuous"]
+        def cell(c, key):
+            return "-" if c.get(key) is None else _s(c[key])
+
+        crow = [[c["gen_tokens"], f"{c['requests']:,}"] + [cell(c, f"{n}_ttft_p50_s") for n in names]
+                + [cell(c, f"{n}_e2e_p50_s") for n in names] for c in result["classes"]]
+        if len(names) == 2:
+            headers = ["gen", "requests", "TTFT p50 static (s)", "continuous", "E2E p50 static (s)", "continuous"]
+        else:
+            headers = ["gen", "requests", f"TTFT p50 {names[0]} (s)", f"E2E p50 {names[0]} (s)"]
         lines += ["", report.table(headers, crow)]
     return "\n".join(lines)
 
@@ -120,10 +169,12 @@ def _limit_text(limits: dict) -> str:
     if limits["ttft_max_s"] is not None:
         parts.append(f"TTFT <= {limits['ttft_max_s']:g} s")
     if limits["tpot_max_s"] is not None:
-        parts.append(f"TPOT <= {limits['tpot_max_s']:g} s")
+        parts.append(f"TPOT <= {limits['tpot_max_s'] * 1e3:g} ms")
     if limits["min_user_tok_s"] is not None:
         parts.append(f">= {limits['min_user_tok_s']:g} tok/s per user")
-    parts.append(f"fits in memory, batch <= {limits['max_batch']}")
+    headroom = limits.get("memory_headroom") or 0.0
+    parts.append(f"fits in {100 * (1 - headroom):g}% of memory" if headroom else "fits in memory")
+    parts.append(f"batch <= {limits['max_batch']}")
     return ", ".join(parts)
 
 
@@ -183,3 +234,58 @@ def choose_view(choice, fmt: str) -> str:
     else:
         lines.append(f"every batch up to --max-batch {data['limits']['max_batch']} meets the limits")
     return "\n".join(lines)
+
+
+# ---- choose-server --------------------------------------------------------------------------
+def _slo_text(slo: dict) -> str:
+    q = slo["slo_percentile"]
+    parts = []
+    if slo["slo_ttft_s"] is not None:
+        parts.append(f"TTFT p{q} <= {slo['slo_ttft_s']:g} s")
+    if slo["slo_tpot_s"] is not None:
+        parts.append(f"TPOT p{q} <= {slo['slo_tpot_s'] * 1e3:g} ms")
+    return " and ".join(parts)
+
+
+def choose_server_view(choice, fmt: str) -> str:
+    """A roofline.server_choice.ServerChoice: one row per candidate, then the best."""
+    data = choice.as_dict()
+    if fmt == "json":
+        return report.to_json(data)
+    q = data["slo"]["slo_percentile"]
+    keys = ["card", "tp", "max_num_seqs", "capacity_req_s", "best_rate_req_s", "best_rate_req_s_per_gpu", "binding"]
+    at = [f"ttft_p{q}_s", f"tpot_p{q}_s", "throughput_tok_s", "max_running", "preemptions"]
+    if fmt == "csv":
+        rows = [{**{k: c[k] for k in keys}, **{k: (c["at_best"] or {}).get(k) for k in at}} for c in data["candidates"]]
+        return report.to_csv(rows, keys + at).rstrip("\n")
+
+    def num(x, fmt_="{:,.2f}"):
+        return "-" if x is None else fmt_.format(x)
+
+    rows = []
+    for c in data["candidates"]:
+        b = c["at_best"] or {}
+        rows.append([c["card"], c["tp"], f"{c['max_num_seqs']:,}", num(c["capacity_req_s"]), num(c["best_rate_req_s"]),
+                     num(c["best_rate_req_s_per_gpu"]), num(b.get(f"ttft_p{q}_s"), "{:.3f}"),
+                     num(None if b.get(f"tpot_p{q}_s") is None else b[f"tpot_p{q}_s"] * 1e3),
+                     num(b.get("throughput_tok_s"), "{:,.0f}"), c["binding"]])
+    lines = [
+        f"{data['meta']['model']}, {data['meta']['requests']:,} requests ({data['meta']['source']}, Poisson arrivals "
+        f"seed {data['meta']['seed']}): the highest arrival rate with {_slo_text(data['slo'])}",
+        report.table(["card", "tp", "max seqs", "capacity (req/s)", "best rate (req/s)", "per GPU", f"TTFT p{q} (s)",
+                      f"TPOT p{q} (ms)", "throughput (tok/s)", "next rate breaks"], rows, "lrrrrrrrrl"),
+    ]
+    best = data["best"]
+    if best is None:
+        lines.append("no candidate meets the SLOs at any rate swept: relax them, or serve with more GPUs")
+    else:
+        b = best["at_best"]
+        lines.append(
+            f"best: {best['card']} tp {best['tp']} max_num_seqs {best['max_num_seqs']:,} at {best['best_rate_req_s']:.3g} "
+            f"req/s ({best['best_rate_req_s_per_gpu']:.3g} per GPU, {best['utilization']:.0%} of capacity): TTFT "
+            f"p{q} {b[f'ttft_p{q}_s']:.3f} s, TPOT p{q} "
+            f"{b[f'tpot_p{q}_s'] * 1e3:.2f} ms, {b['slo_attainment'] * 100:.1f}% of requests within both; the next rate "
+            f"breaks {best['binding']}")
+        lines.append(server_line(best["server"]))
+    return "\n".join(lines)
+

@@ -1,37 +1,43 @@
 """What the chart page computes from: every scalar its script's formulas need, exported in one place.
 
 ``page_data()`` is the only bridge between the Python model and the page's JavaScript port of
-it (roofline/chart_assets/model.js). The port evaluates the same formulas as roofline.decode
-(``StepModel.pass_s``, ``mean_decode`` with the same 16-block context average),
-roofline.prefill, roofline.memory, roofline.prediction.bend, roofline.batching and
-roofline.serving on exactly these numbers, so every what-if control redraws in the page
-without a round trip; tests/test_model_js.py checks the port against the package under node,
+it (roofline/chart_assets/model.js and serving.js). The port evaluates the same formulas as
+roofline.step (``StepModel``: its coefficient tuple, ``pass_s``, ``experts_touched`` with the
+skewed-routing table, the collectives of tensor parallelism), roofline.decode (``mean_decode``
+with the same 16-block context average and the windows), roofline.prefill (chunked),
+roofline.memory (per GPU), roofline.prediction (every column and ``bend``),
+roofline.confidence (expected error and extrapolation), roofline.batching and roofline.serving,
+on exactly these numbers, so every what-if control (card, model, dtypes, prompt, gen, cache,
+calibration, tensor-parallel degree, routing skew) redraws in the page without a round trip;
+tests/test_model_js.py checks the port against the package under node,
 tests/test_chart_browser.py the page in a browser.
 
-Per card: memory, the ceilings the model uses, and two sets of calibration terms: the fitted
-one (the shipped calibration for card + engine, or ``--calibration FILE`` for the chosen
-cards) and the pure roofline, each with every term of roofline.calibration.Calibration (a
-shipped file that predates a term gets the model's default). Per model: weight bytes per weight
-dtype, KV bytes per token per KV dtype, FLOPs per token and per context token, LM-head
-parameters, layers, hidden and intermediate size, the elementwise kernels' activation bytes per
-token, and logits bytes. All in base units (bytes, FLOP, seconds, bytes/s, FLOP/s).
+Per card: memory, the ceilings, the interconnect tensor parallelism would use (per TP degree
+the page offers) and the fitted calibration (the shipped one for card + engine, or
+``--calibration FILE`` for the chosen cards) with every term of roofline.calibration.Calibration
+and the parts of its fit report roofline.confidence reads. The pure roofline's terms once
+(``pure``), and the pure roofline's measured record (``floor``). Per model: the shape numbers
+StepModel derives its coefficients from (bytes per weight dtype, attention groups, FLOPs per
+token, experts), in base units (bytes, FLOP, seconds, bytes/s, FLOP/s). What the page derives
+itself it derives with StepModel's formulas and order of operations (1e-9 agreement).
 """
 
 from __future__ import annotations
 
-
+from roofline import validate
 from roofline.calibration import MAX_EXPONENT, Calibration, load_calibration, shipped_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, all_cards, load_card
 from roofline.model_spec import ModelSpec, catalog_names, load_model
-from roofline import validate
-from roofline.prediction import BEND_MAX_BATCH, bend_grid
-from roofline.scenario import make_scenario
+from roofline.prediction import BEND_MAX_BATCH, KNEE_ELASTICITY, bend_grid
+from roofline.scenario import MAX_TP, make_scenario
 from roofline.step import activation_width_bytes
-from roofline.units import GiB, dtype_bytes
+from roofline.units import DTYPE_BYTES, GiB, dtype_bytes
 
 #: Storage dtypes the page offers for weights and the KV cache (the CLI's choices).
 WHAT_IF_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
+#: Tensor-parallel degrees the page offers (the initial one is added when it is another).
+TP_CHOICES = (1, 2, 4, 8)
 #: Activations and logits are bf16, as StepModel's default act_dtype.
 ACT_DTYPE = "bf16"
 #: Provenance fields of a Calibration; every other field is a term the page's formulas may read.
@@ -40,20 +46,57 @@ CALIBRATION_PROVENANCE = ("card", "engine", "source", "fitted_on", "fit_report")
 #: so a term added to roofline.calibration reaches the page (with its default where a shipped
 #: file predates it) without a list to keep in step.
 CALIBRATION_TERMS = tuple(k for k in Calibration.model_fields if k not in CALIBRATION_PROVENANCE)
+#: The parts of a fit report roofline.confidence reads (the rest stays out of the page).
+REPORT_ERROR_GROUPS = ("leave_one_model_out", "leave_one_context_out", "validation")
 DEFAULT_MIX = "8x32,8x256"
 DEFAULT_MIX_BATCH = 16
 DEFAULT_TTFT_MAX_S = 0.5
 
 
+def _error_keys() -> tuple[str, ...]:
+    from roofline.confidence import _KEYS
+
+    return tuple(dict.fromkeys(_KEYS.values()))
+
+
+def compact_fit_report(report: dict | None) -> dict:
+    """The fit report as roofline.confidence reads it: the coverage, the held-out errors (only
+    the mean errors it picks from, and a validation's ``what`` and ``models``) and the in-sample
+    error. ``expected_errors`` and ``extrapolation`` give the same answers from it as from the
+    whole report (tests/test_chart.py checks it on the shipped calibrations)."""
+    report = report or {}
+    keys = _error_keys()
+
+    def errors(entry: dict, extra=()) -> dict:
+        return {k: entry[k] for k in (*extra, *keys) if k in entry}
+
+    out = {}
+    if "coverage" in report:
+        out["coverage"] = report["coverage"]
+    for group in REPORT_ERROR_GROUPS:
+        if group in report:
+            extra = ("what", "models") if group == "validation" else ()
+            out[group] = {name: errors(e or {}, extra) for name, e in report[group].items()}
+    if "in_sample" in report:
+        out["in_sample"] = errors(report["in_sample"] or {})
+    return out
+
+
 def calibration_terms(cal: Calibration) -> dict:
     terms = {k: getattr(cal, k) for k in CALIBRATION_TERMS}
+    terms["card"] = cal.card
+    terms["engine"] = cal.engine
     terms["label"] = "pure roofline (ceilings alone)" if cal.is_uncalibrated else f"{cal.card}/{cal.engine}"
     terms["source"] = cal.source
     terms["is_uncalibrated"] = cal.is_uncalibrated
+    terms["fit_report"] = compact_fit_report(cal.fit_report)
     return terms
 
 
-def card_entry(card: CardProfile, fitted: Calibration | None) -> dict:
+def card_entry(card: CardProfile, fitted: Calibration | None, tp_choices=TP_CHOICES) -> dict:
+    """One card: memory, ceilings, the link per TP degree (hardware.CardProfile.tp_link_bytes_per_s;
+    None where the card has no interconnect on record) and its fitted calibration, if any."""
+    link = card.interconnect
     return {
         "id": card.id,
         "name": card.name,
@@ -61,36 +104,68 @@ def card_entry(card: CardProfile, fitted: Calibration | None) -> dict:
         "bandwidth_bytes_per_s": card.bandwidth_bytes_per_s,
         "peak_flop_per_s": card.peak_flop_per_s,
         "ceiling_source": card.ceiling_source,
+        "tp_link_bytes_per_s": {str(t): card.tp_link_bytes_per_s(t) for t in tp_choices if t > 1},
+        "allreduce_latency_s": link.allreduce_latency_s if link else None,
         "fitted": None if fitted is None or fitted.is_uncalibrated else calibration_terms(fitted),
-        "pure": calibration_terms(Calibration.uncalibrated(card.id)),
     }
 
 
 def model_entry(spec: ModelSpec) -> dict:
-    return {
+    """One model: what StepModel, memory, bend and confidence read of its ModelSpec."""
+    ad = ACT_DTYPE
+    moe = spec.moe_layers > 0
+    entry = {
         "name": spec.name,
         "params": spec.param_count,
+        # roofline.confidence.extrapolation's words for the size, as Python formats it (.2g)
+        "params_label": f"{spec.param_count / 1e9:.2g}",
+        "attention_label": spec.attention_label,
+        "windowed": bool(any(spec.windows) and spec.layer_windows is not None),
+        "sinks": spec.attention_sinks,
         "num_hidden_layers": spec.num_hidden_layers,
         "hidden_size": spec.hidden_size,
-        "intermediate_size": spec.intermediate_size,
+        "vocab_size": spec.vocab_size,
+        "widest_intermediate": spec.widest_intermediate,
         "linear_flop_per_token": spec.linear_flop_per_token,
         "body_linear_flop_per_token": spec.body_linear_flop_per_token,
-        "lm_head_params": spec.lm_head_params,
-        "attention_flop_per_context_token": spec.attention_flop_per_context_token,
-        "logits_bytes_per_position": spec.logits_bytes_per_position(ACT_DTYPE),
-        "act_dtype_bytes": dtype_bytes(ACT_DTYPE),
+        "lm_head_flop_per_position": spec.lm_head_flop_per_position,
+        "logits_bytes_per_position": spec.logits_bytes_per_position(ad),
         # StepModel's elementwise traffic per token, all layers, per unit of activation_traffic_coeff
-        "act_width_bytes_per_token": activation_width_bytes(spec, ACT_DTYPE),
-        "weight_bytes": {d: spec.weight_bytes(d, ACT_DTYPE) for d in WHAT_IF_DTYPES},
-        "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ACT_DTYPE) for d in WHAT_IF_DTYPES},
-        "kv_bytes_per_token": {d: spec.kv_bytes_per_token(d) for d in WHAT_IF_DTYPES},
+        "act_width_bytes_per_token": activation_width_bytes(spec, ad),
+        "weight_bytes": {d: spec.weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
+        "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
+        "attention_groups": [
+            {"layers": g.layers, "kind": g.kind, "window": g.window, "q_heads": g.q_heads, "kv_heads": g.kv_heads,
+             "kv_elements_per_token": g.kv_elements_per_token, "flop_per_pair": g.flop_per_pair, "sinks": g.sinks}
+            for g in spec.attention_groups
+        ],
+        "moe_layers": spec.moe_layers,
+        "num_experts": spec.num_experts,
+        "experts_per_token": spec.experts_per_token,
     }
+    if moe:
+        entry["routed_expert_bytes"] = {d: spec.routed_expert_bytes(d, ad) for d in WHAT_IF_DTYPES}
+        entry["all_routed_expert_bytes"] = {d: spec.all_routed_expert_bytes(d, ad) for d in WHAT_IF_DTYPES}
+        # StepModel's expert_row_flop before the split over GPUs
+        entry["expert_row_flop"] = spec.moe_layers * (2.0 * spec.routed_expert_weight_params
+                                                      + spec.routed_expert_bias_params)
+    return entry
 
 
 def bend_grid_tail() -> list[int]:
     """The knee grid of roofline.prediction.bend beyond 1..4096 (the page builds 1..4096 itself)."""
     grid = bend_grid()
     return [int(x) for x in grid[grid > 4096]]
+
+
+def floor_entry() -> dict:
+    """The pure roofline's expected errors and their basis (roofline.confidence.expected_errors
+    for an uncalibrated card; the same for every question)."""
+    from roofline.confidence import expected_errors
+
+    errors = expected_errors(Calibration.uncalibrated("any"), None, [1])
+    return {"tpot_fraction": float(errors["tpot_fraction"][0]), "ttft_fraction": float(errors["ttft_fraction"][0]),
+            "peak_mem_fraction": errors["peak_mem_fraction"], "basis": errors["basis"]}
 
 
 def measurement_points(paths) -> list[dict]:
@@ -110,6 +185,9 @@ def measurement_points(paths) -> list[dict]:
                 "prompt_tokens": row.prompt_tokens,
                 "gen_tokens": row.gen_tokens,
                 "batch": row.batch,
+                "tp": row.tp_degree,
+                "weight_dtype": row.weight_dtype,
+                "kv_dtype": row.kv_dtype,
                 "ttft_s": row.ttft_s,
                 "tpot_s": row.tpot_s,
                 "peak_mem_bytes": row.peak_mem_bytes,
@@ -156,8 +234,9 @@ def page_data(
     page offers every catalog model and every card profile besides. ``options``: the scenario
     options of roofline.api (``calibration`` applies to ``cards``: "auto" the shipped one for
     ``engine``, None the pure roofline, or a Calibration or file; other cards use their shipped
-    calibration, if any). ``stream_count``: requests in the static-vs-continuous stream (default:
-    the mix four times over); ``return_policy``: when the static server returns results.
+    calibration, if any; ``tp`` and ``routing_skew`` are the page's initial settings).
+    ``stream_count``: requests in the static-vs-continuous stream (default: the mix four times
+    over); ``return_policy``: when the static server returns results.
     """
     from roofline.batching import parse_mix
     from roofline.serving import RETURN_POLICIES
@@ -169,9 +248,12 @@ def page_data(
     calibration = options.pop("calibration", "auto")
     if isinstance(calibration, str) and calibration != "auto":
         calibration = load_calibration(calibration)
-    # validate the initial scenarios the same way predict does
+    # validate the initial scenarios the same way predict does (and cost them: a card without a
+    # link on record fails here for tp > 1)
     scenarios = [make_scenario(card=c, model=m, calibration=calibration, **options)
                  for c in chosen_cards for m in chosen_models]
+    for sc in scenarios:
+        sc.step  # noqa: B018 - builds the cost model, raising what it raises
     first = scenarios[0]
     for d, what in ((first.weight_dtype, "weight_dtype"), (first.kv_dtype, "kv_dtype")):
         validate.choice(d, what, WHAT_IF_DTYPES)
@@ -182,16 +264,26 @@ def page_data(
     count = sum(c for c, _ in classes)
     stream_count = validate.whole(stream_count, "stream_count") if stream_count is not None else 4 * count
     engine = first.engine
+    tp_choices = tuple(sorted(set(TP_CHOICES) | {first.tp}))
 
     card_objs = {c.id: c for c in all_cards()}
     card_objs.update({c.id: c for c in chosen_cards})
     chosen_ids = {c.id for c in chosen_cards}
     model_objs = {name: load_model(name) for name in catalog_names()}
     model_objs.update({m.name: m for m in chosen_models})
+    pure = calibration_terms(Calibration.uncalibrated("any"))
+    pure["card"] = None  # the selected card's
     return {
-        "format": 1,
+        "format": 2,
         "dtypes": list(WHAT_IF_DTYPES),
-        "cards": [card_entry(c, _fitted_for(c, chosen_ids, calibration, engine)) for c in card_objs.values()],
+        "dtype_bytes": {d: DTYPE_BYTES[d] for d in (*WHAT_IF_DTYPES, ACT_DTYPE)},
+        "act_dtype": ACT_DTYPE,
+        "tp_choices": list(tp_choices),
+        "max_tp": MAX_TP,
+        "cards": [card_entry(c, _fitted_for(c, chosen_ids, calibration, engine), tp_choices)
+                  for c in card_objs.values()],
+        "pure": pure,
+        "floor": floor_entry(),
         "models": [model_entry(m) for m in model_objs.values()],
         "initial": {
             "card": chosen_cards[0].id,
@@ -203,6 +295,8 @@ def page_data(
             "kv_cache": options.get("kv_cache") or "auto",
             "calibrated": calibration is not None,
             "logits": "last",
+            "tp": first.tp,
+            "routing_skew": first.routing_skew,
             "ttft_max_s": ttft_max_s,
             "mix": mix,
             "batch": batch,
@@ -214,15 +308,18 @@ def page_data(
         "measurements": measurement_points(measurements),
         "bend_grid_tail": bend_grid_tail(),
         "bend_max_batch": BEND_MAX_BATCH,
+        "knee_elasticity": KNEE_ELASTICITY,
         "max_exponent": MAX_EXPONENT,
         "gib": GiB,
     }
 
 
 def settings_calibration(data: dict, settings: dict) -> Calibration | None:
-    """The Calibration the page uses for ``settings`` (for checking the page against Python)."""
+    """The Calibration the page uses for ``settings`` (for checking the page against Python):
+    rebuilt from the exported terms, its fit report the compact one the page reads."""
     card = next(c for c in data["cards"] if c["id"] == settings["card"])
-    terms = card["fitted"] if settings.get("calibrated", True) and card["fitted"] else card["pure"]
-    if terms["is_uncalibrated"]:
+    terms = card["fitted"] if settings.get("calibrated", True) and card["fitted"] else None
+    if terms is None:
         return None
-    return Calibration(card=settings["card"], engine="page", **{k: terms[k] for k in CALIBRATION_TERMS})
+    return Calibration(card=terms["card"], engine=terms["engine"], source=terms["source"],
+                       fit_report=terms["fit_report"], **{k: terms[k] for k in CALIBRATION_TERMS})

@@ -1,7 +1,8 @@
 """`roofline chart`: one self-contained HTML page of the model's charts, with what-if controls.
 
 The page embeds plotly.js (no CDN, nothing fetched when opened from disk), the data of
-roofline.chart_data.page_data() and a JavaScript port of the formulas (chart_assets/model.js),
+roofline.chart_data.page_data() and a JavaScript port of the formulas (chart_assets/model.js;
+the static batching and the servers in chart_assets/serving.js),
 so changing a control recomputes and redraws every chart in the page itself. PNGs of each chart
 are screenshots of that page in a headless chromium (roofline.browser).
 
@@ -11,6 +12,7 @@ plotly is imported only inside the functions that need it, never by ``import roo
 from __future__ import annotations
 
 import json
+from html import escape as html_escape
 from pathlib import Path
 
 from roofline.errors import RooflineError
@@ -22,8 +24,9 @@ PLOT_IDS = ("plot-throughput", "plot-roofline", "plot-ttft", "plot-memory", "plo
 
 
 def _script_safe(text: str) -> str:
-    """Text that cannot close the <script> element it sits in."""
-    return text.replace("</", "<\\/")
+    """JSON text that cannot close (``</script>``) or confuse (``<!--``) the <script> element it
+    sits in: every ``<`` written as the JSON escape ``\\u003c`` (``<`` occurs only inside strings)."""
+    return text.replace("<", "\\u003c")
 
 
 def render_page(data: dict) -> str:
@@ -35,11 +38,13 @@ def render_page(data: dict) -> str:
 
     initial = data["initial"]
     parts = {
-        "__TITLE__": f"{initial['model']} on {initial['card']}",
+        # names from files are text: escaped in the HTML, and in the page's script written with textContent
+        "__TITLE__": html_escape(f"{initial['model']} on {initial['card']}"),
         "__PLOTLY_VERSION__": _plotlyjs_version(plotly),
         "__VERSION__": __version__,
         "__DATA__": _script_safe(json.dumps(data, separators=(",", ":"), allow_nan=False)),
         "__MODELJS__": (ASSETS / "model.js").read_text(encoding="utf-8"),
+        "__SERVINGJS__": (ASSETS / "serving.js").read_text(encoding="utf-8"),
         "__CHARTJS__": (ASSETS / "chart.js").read_text(encoding="utf-8"),
         "__PLOTLYJS__": get_plotlyjs(),
     }

@@ -88,7 +88,10 @@ def _why_not(name: str, row: dict, limits: dict, memory_bytes: float) -> str:
             f"per-user speed at batch {b} is only {row['per_user_tok_s']:.3g} tok/s, "
             f"below the limit of {limits['min_user_tok_s']:g} tok/s"
         )
-    return f"batch {b} already needs {row['peak_mem_bytes'] / GiB:.2f} GiB, more than the card's {memory_bytes / GiB:.2f} GiB"
+    headroom = limits.get("memory_headroom") or 0.0
+    allowed = (f"the card's {memory_bytes / GiB:.2f} GiB" if not headroom else
+               f"the {memory_bytes / GiB:.2f} GiB allowed (the card's memory less {100 * headroom:g}% headroom)")
+    return f"batch {b} already needs {row['peak_mem_bytes'] / GiB:.2f} GiB, more than {allowed}"
 
 
 def choose_batch(
@@ -97,19 +100,22 @@ def choose_batch(
     tpot_max_s: float | None = None,
     min_user_tok_s: float | None = None,
     max_batch: int = 4096,
+    memory_headroom: float = 0.0,
 ) -> Choice:
-    """The largest batch 1..max_batch meeting every given limit and fitting in memory."""
+    """The largest batch 1..max_batch meeting every given limit and fitting in the card's memory
+    less ``memory_headroom`` (a fraction kept free)."""
     limits = {
         "ttft_max_s": validate.optional_positive(ttft_max_s, "ttft_max_s", "a positive number of seconds"),
         "tpot_max_s": validate.optional_positive(tpot_max_s, "tpot_max_s", "a positive number of seconds"),
         "min_user_tok_s": validate.optional_positive(min_user_tok_s, "min_user_tok_s", "a positive number of tok/s"),
         "max_batch": validate.whole(max_batch, "max_batch", maximum=MAX_CHOOSE_BATCH),
+        "memory_headroom": validate.non_negative(memory_headroom, "memory_headroom", maximum=0.9),
     }
     max_batch = limits["max_batch"]
     # one past the end: what binds
     pred: Prediction = evaluate(scenario, np.arange(1, max_batch + 2))
     cols = pred.columns
-    memory = scenario.card.memory_bytes
+    memory = scenario.card.memory_bytes * (1.0 - limits["memory_headroom"])
     fail = _failures(cols, limits, memory)
     broken = np.zeros(len(cols["batch"]), dtype=bool)
     for f in fail.values():
@@ -156,12 +162,13 @@ class TPChoice:
                 "tp_infeasible": {str(k): v for k, v in self.infeasible.items()}}
 
 
-def choose_tp(scenarios, ttft_max_s=None, tpot_max_s=None, min_user_tok_s=None, max_batch: int = 4096) -> TPChoice:
+def choose_tp(scenarios, ttft_max_s=None, tpot_max_s=None, min_user_tok_s=None, max_batch: int = 4096,
+              memory_headroom: float = 0.0) -> TPChoice:
     """choose_batch at each scenario (one per TP degree); the best by GPU-seconds per token."""
     options, infeasible = [], {}
     for sc in scenarios:
         try:
-            options.append(choose_batch(sc, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch))
+            options.append(choose_batch(sc, ttft_max_s, tpot_max_s, min_user_tok_s, max_batch, memory_headroom))
         except RooflineError as exc:
             if "no batch meets the limits" not in str(exc):
                 raise

@@ -11,6 +11,7 @@ class RooflineError(Exception):
     (``cli.FLAGS`` maps one to the other)."""
 
     def __init__(self, message: str, field: str | None = None):
+        message = _one_line(str(message))
         super().__init__(message)
         self.field = field
         self.message = message
@@ -27,3 +28,11 @@ class RooflineError(Exception):
 
 class RooflineWarning(UserWarning):
     """Something the answer rests on that the user should know (a mismatch, an extrapolation)."""
+
+
+def _one_line(text: str) -> str:
+    """Control characters (a newline in a key of a hostile file, an escape sequence in a name)
+    shown escaped: an error is one line of plain text, whatever the input held."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -454,6 +454,10 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
     rows = [r for r in rows if r.batch >= min_batch]
     if not rows:
         raise RooflineError(f"no measurement has a batch of {min_batch} or more", "min_batch")
+    bad_card = sorted({r.card for r in rows if r.ok and r.card != card.id})
+    if bad_card:
+        raise RooflineError(f"measurements were taken on {', '.join(bad_card)}, not {card.id}: give --card to match "
+                            "(and a calibration of that card)", "card")
     groups, engine, kv_cache, chunk = _groups(rows, statistic)
     if calibration.prefill_chunk_tokens != chunk:  # the prediction mirrors how the rows were measured
         calibration = _with(calibration, prefill_chunk_tokens=chunk)

@@ -25,6 +25,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from roofline.atomic import probe_path, short
 from roofline.errors import RooflineError
 from roofline.units import UNIT_SCALE, to_base
 
@@ -401,9 +402,10 @@ def load_card(name_or_path: str) -> CardProfile:
     to a profile JSON file."""
     key = name_or_path.strip()
     path = Path(key).expanduser()
-    if path.suffix == ".json" or path.is_file():
-        if not path.is_file():
-            raise RooflineError(f"card profile {key} not found")
+    _, is_file = probe_path(key)
+    if path.suffix == ".json" or is_file:
+        if not is_file:
+            raise RooflineError(f"card profile {short(key)} not found")
         return card_from_dict(_read_json(path), str(path))
     cards = _all_profiles()
     wanted = _fold(key)
@@ -412,8 +414,8 @@ def load_card(name_or_path: str) -> CardProfile:
             return card
     names = list(cards) + [a for c in cards.values() for a in c.aliases]
     near = difflib.get_close_matches(key.lower(), names, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(cards))}"
-    raise RooflineError(f"unknown card {key!r}{hint}")
+    hint = f"; did you mean {', '.join(near)}?" if near else "; `roofline cards` lists them"
+    raise RooflineError(f"unknown card {short(key)!r}{hint}")
 
 
 def _fold(name: str) -> str:

@@ -238,11 +238,18 @@ def _row_from_text(record: dict[str, str]) -> MeasurementRow:
     return MeasurementRow(**kwargs, extra=extra)  # type: ignore[arg-type]
 
 
+#: The largest measurement CSV read (a full grid of many models is well under 1 MB).
+MAX_CSV_BYTES = 100_000_000
+
+
 def read_measurements(path: str | os.PathLike) -> list[MeasurementRow]:
     """Read and validate a measurement CSV. Errors name the file and line: ``f.csv:7: batch: ...``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_CSV_BYTES:
+            raise RooflineError(f"{path}: {size / 1e6:,.0f} MB; a measurement file is at most {MAX_CSV_BYTES / 1e6:.0f} MB")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Excel's UTF-8) is not part of the header
     except FileNotFoundError:
         raise RooflineError(f"{path}: no such file") from None
     except OSError as exc:

@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from roofline.atomic import probe_path, short
 from roofline.errors import RooflineError
 from roofline.units import dtype_bytes
 
@@ -569,19 +570,22 @@ def resolve_model_config_path(name_or_path: str) -> Path:
         if any(lowered == repo.lower() for repo in entry.get("hf_repos", [])):
             return CATALOG_DIR / name / "config.json"
     path = Path(key).expanduser()
-    if path.is_dir():
+    is_dir, is_file = probe_path(key)
+    if is_dir:
         cfg = path / "config.json"
         if not cfg.is_file():
-            raise RooflineError(f"model folder {key} holds no config.json")
+            raise RooflineError(f"model folder {short(key)} holds no config.json")
         return cfg
-    if path.is_file():
+    if is_file:
         return path
+    if len(key) > 255:
+        raise RooflineError(f"model {short(key)!r}: no catalog name, repo id or file is that long")
     if path.suffix == ".json" or "/" in key and not _looks_like_repo(key, index):
-        raise RooflineError(f"model file {key} not found")
+        raise RooflineError(f"model file {short(key)} not found")
     candidates = list(index) + [r for e in index.values() for r in e.get("hf_repos", [])]
     near = difflib.get_close_matches(lowered, [c.lower() for c in candidates], n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(index))}"
-    raise RooflineError(f"unknown model {key!r}{hint}")
+    hint = f"; did you mean {', '.join(near)}?" if near else "; `roofline models` lists them"
+    raise RooflineError(f"unknown model {short(key)!r}{hint}")
 
 
 def _looks_like_repo(key: str, index: dict) -> bool:
@@ -1038,7 +1042,7 @@ def read_family(config: dict, name: str) -> dict:
     if not isinstance(config, dict):
         raise RooflineError(f"{name}: config.json must hold a JSON object")
     model_type = config.get("model_type")
-    if model_type not in FAMILIES:
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise RooflineError(
             f"{name}: model_type {model_type!r} is not supported: not a decoder-only model we read "
             f"(supported: {', '.join(sorted(FAMILIES))})"

@@ -8,11 +8,13 @@ passed by keyword from the CLI through the API to the model. ``scenario.step`` i
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
 from roofline import validate
 from roofline.calibration import Calibration, load_calibration, shipped_calibration
+from roofline.errors import RooflineError, RooflineWarning
 from roofline.formats import kv_format_names, weight_format_names
 from roofline.hardware import CardProfile, load_card
 from roofline.model_spec import ModelSpec, load_model
@@ -49,6 +51,9 @@ class Scenario:
     logits: str = "last"
     tp: int = 1
     routing_skew: float = 0.0
+    #: What the answer rests on that the user should know (roofline.scenario.scenario_warnings);
+    #: each was also issued as a RooflineWarning.
+    warnings: tuple = ()
 
     @cached_property
     def step(self) -> StepModel:
@@ -58,7 +63,7 @@ class Scenario:
 
     def replace(self, **changes) -> "Scenario":
         """A copy with some fields changed (validated as make_scenario validates them)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "warnings"}
         if "calibration" not in changes and self.is_transferred and {"card", "engine", "weight_dtype"} & set(changes):
             fields["calibration"] = "auto"  # transferred terms depend on the card, engine and weight format
         fields.update(changes)
@@ -96,6 +101,7 @@ class Scenario:
             "memory_bytes": self.card.memory_bytes,
             "tp": self.tp,
             "routing_skew": self.routing_skew,
+            "warnings": list(self.warnings),
         }
 
 
@@ -157,7 +163,7 @@ def make_scenario(
         calibration = load_calibration(calibration)
     engine = resolve_engine(card_p, engine, calibration)
     cal = resolve_calibration(card_p, calibration, engine, weight_dtype)
-    return Scenario(
+    return _checked(Scenario(
         card=card_p,
         model=spec,
         calibration=cal,
@@ -170,4 +176,35 @@ def make_scenario(
         logits=validate.choice(logits, "logits", LOGITS),
         tp=validate.whole(tp, "tp", maximum=MAX_TP),
         routing_skew=validate.non_negative(routing_skew, "routing_skew", maximum=8.0),
-    )
+    ))
+
+
+def scenario_warnings(sc: Scenario) -> list[str]:
+    """Mismatches that leave an answer computable but doubtful: a context past the model's
+    trained positions; weights alone larger than the card's memory (every batch out of memory)."""
+    notes = []
+    context = sc.prompt_tokens + sc.gen_tokens
+    limit = sc.model.max_position_embeddings
+    if limit and context > limit:
+        notes.append(f"prompt + gen = {context:,} tokens is past {sc.model.name}'s max_position_embeddings "
+                     f"({limit:,}): the model was not built for that context")
+    weights = sc.model.weight_bytes(sc.weight_dtype, "bf16") / sc.tp
+    if weights > sc.card.memory_bytes:
+        per = " per GPU" if sc.tp > 1 else ""
+        notes.append(f"{sc.model.name}'s weights alone ({weights / 2**30:,.1f} GiB{per}) exceed {sc.card.id}'s memory "
+                     f"({sc.card.memory_bytes / 2**30:,.1f} GiB): no batch fits; try --tp or a smaller weight format")
+    return notes
+
+
+def _checked(sc: Scenario) -> Scenario:
+    """Refuse a calibration of another card (its ceilings and overheads are that card's); attach
+    and issue the scenario's warnings."""
+    cal = sc.calibration
+    if not cal.is_uncalibrated and cal.card != sc.card.id:
+        raise RooflineError(
+            f"this calibration was fitted on {cal.card}, not {sc.card.id}: its ceilings and overheads are that card's; "
+            f"give --card {cal.card}, a calibration of {sc.card.id}, or --no-calibration", "calibration")
+    notes = scenario_warnings(sc)
+    for note in notes:
+        warnings.warn(RooflineWarning(note), stacklevel=3)
+    return dataclasses.replace(sc, warnings=tuple(notes)) if notes else sc

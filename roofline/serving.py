@@ -1,8 +1,9 @@
 """One request stream served two ways: static batching and continuous (iteration-level) batching.
 
 Both servers hold at most ``slots`` (N) sequences. Time advances pass by pass; each pass's time
-comes from the one pass model (roofline.step.StepModel.pass_s) for the work it does. The simulations assume a dynamic KV cache: a sequence that has produced k
-tokens attends to prompt + k cached tokens in its next decode step (as roofline.decode does).
+comes from the one pass model (roofline.step.StepModel.pass_s) for the work it does. Both price a
+sequence's decode by its context so far (a sequence that has produced k tokens attends to prompt
++ k cached tokens in its next decode step, as roofline.decode does with a dynamic cache).
 
 Static: whenever the server is free it takes up to N requests that have arrived (in arrival
 order; it does not wait to fill the batch), prefills them in one pass (the prefill of the sum of
@@ -13,12 +14,20 @@ n costs ``pass_s(decode_work(n, sum(prompt) + n * i))``. A member's first token 
 prefill; with ``return_policy="early-return"`` its end-to-end time ends at its own last token, with
 ``"whole-batch"`` at the batch's last step.
 
-Continuous: each iteration, requests that finished in the previous one have left, arrived
-requests fill the free slots (up to N, in arrival order), and the newcomers' prefill joins the
-iteration's pass: ``PassWork(D, kv, P, pairs, k)`` with D the sequences already running, kv the
-sum of their contexts, P the sum of the newcomers' prompts, pairs the sum of p(p+1)/2 and k the
-newcomers (one LM-head row each). A newcomer's first token comes out of that iteration; a pass
-that only prefills pays the prefill's overhead, one that mixes pays the larger of the two.
+Continuous: roofline.scheduler (a KV pool of blocks, FIFO admission by free blocks, preemption
+by recompute, decode-first with chunked prefill or prefill-first), its iterations priced by a
+roofline.pass_costs object. By default (a pool that never binds, decode-first without a token
+budget, ``FusedCost``) each iteration is v0.1's: requests that finished in the previous one have
+left, arrived requests fill the free slots (up to N, in arrival order), and the newcomers'
+prefill joins the iteration's pass: ``PassWork(D, kv, P, pairs, k)`` with D the sequences
+already running, kv the sum of their contexts, P the sum of the newcomers' prompts, pairs the sum
+of p(p+1)/2 and k the newcomers (one LM-head row each). A newcomer's first token comes out of
+that iteration; a pass that only prefills pays the prefill's overhead, one that mixes pays the
+larger of the two.
+
+Per request: TTFT = first token - arrival, TPOT = (finish - first token) / (gen - 1) (none for
+one token), E2E = finish - arrival; percentiles are numpy's linear ones over the served requests
+(``latency_percentiles``); ``goodput`` counts the requests within an SLO.
 
 Slot accounting: every pass (a prefill or a decode step) offers N slot-steps; a slot-step is
 useful when it produces a token some request needs. Useful slot-steps therefore equal the total
@@ -27,16 +36,15 @@ slots and finished members still computing. ``mean_occupancy`` = useful / (N x p
 ``waste_fraction`` = idle / (N x passes).
 
 Speed: the hot loops price passes with Python floats through the one pass model
-(``StepModel.pass_s``, whose float path avoids numpy); a static batch's decode steps are priced
-all at once with numpy arrays through the same function.
+(``StepModel.pass_s``, whose float path avoids numpy); a static batch's decode steps, and the
+continuous server's quiet stretches of decode steps, are priced all at once with numpy arrays
+through the same function.
 """
 
 from __future__ import annotations
 
-import heapq
-import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -66,7 +74,9 @@ def static_batch_times(model: StepModel, prompt_tokens: np.ndarray, gen_tokens: 
 
 @dataclass(frozen=True)
 class Served:
-    """One policy's outcome: per-request times (input order) and slot accounting."""
+    """One policy's outcome: per-request times (input order; NaN for a rejected request, TPOT
+    NaN when it generated one token) and slot accounting. ``extra`` holds the continuous
+    server's counters (preemptions, max_running, rejected, the KV pool)."""
 
     ttft_s: np.ndarray
     e2e_s: np.ndarray
@@ -75,6 +85,9 @@ class Served:
     passes: int
     useful_slot_steps: int
     makespan_s: float
+    tpot_s: np.ndarray | None = None
+    gen_tokens: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
 
     @property
     def slot_steps(self) -> int:
@@ -84,24 +97,78 @@ class Served:
     def idle_slot_steps(self) -> int:
         return self.slot_steps - self.useful_slot_steps
 
-    def summary(self) -> dict:
+    def summary(self, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None) -> dict:
+        """Throughput, latency percentiles (over the served requests; TPOT over those with more
+        than one token), slot accounting, the continuous server's counters, and with an SLO the
+        goodput (``latency_percentiles`` and ``goodput``)."""
         out = {
             "requests": int(len(self.e2e_s)),
             "generated_tokens": self.useful_slot_steps,
             "makespan_s": self.makespan_s,
             "throughput_tok_s": self.useful_slot_steps / self.makespan_s if self.makespan_s > 0 else float("inf"),
         }
-        for name, values in (("ttft", self.ttft_s), ("e2e", self.e2e_s)):
-            for q, v in zip(PERCENTILES, np.percentile(values, PERCENTILES)):
-                out[f"{name}_p{q}_s"] = float(v)
+        served = ~np.isnan(self.e2e_s)
+        pct = latency_percentiles(self.ttft_s[served], self.tpot_s[served] if self.tpot_s is not None else None,
+                                  self.e2e_s[served])
+        out.update({k: v for k, v in pct.items() if not k.startswith("tpot")})
+        steps = self.slot_steps or float("nan")  # no pass at all: every request rejected
         out.update(
-            mean_occupancy=self.useful_slot_steps / self.slot_steps,
-            waste_fraction=self.idle_slot_steps / self.slot_steps,
+            mean_occupancy=self.useful_slot_steps / steps,
+            waste_fraction=self.idle_slot_steps / steps,
             idle_slot_steps=self.idle_slot_steps,
             slot_steps=self.slot_steps,
             passes=self.passes,
         )
+        out.update({k: v for k, v in pct.items() if k.startswith("tpot")})
+        out.update(self.extra)
+        if slo_ttft_s is not None or slo_tpot_s is not None:
+            out.update(goodput(self, slo_ttft_s, slo_tpot_s))
         return out
+
+
+def latency_percentiles(ttft_s, tpot_s, e2e_s) -> dict:
+    """``ttft/e2e/tpot_p{50,90,99}_s``: numpy's linear percentiles (roofline.serving_runs.percentile
+    is the same definition) over the given requests; TPOT over the finite values (a request of
+    one token has none); None where there is nothing to take them over."""
+    out = {}
+    for name, values in (("ttft", ttft_s), ("e2e", e2e_s), ("tpot", tpot_s)):
+        if values is None:
+            continue
+        values = np.asarray(values, dtype=float)
+        values = values[np.isfinite(values)]
+        qs = np.percentile(values, PERCENTILES) if len(values) else [None] * len(PERCENTILES)
+        for q, v in zip(PERCENTILES, qs):
+            out[f"{name}_p{q}_s"] = None if v is None else float(v)
+    return out
+
+
+def goodput(served: Served, slo_ttft_s: float | None, slo_tpot_s: float | None) -> dict:
+    """Requests meeting the SLO: TTFT <= ``slo_ttft_s`` and TPOT <= ``slo_tpot_s`` (each when
+    given; a request of one token meets any TPOT limit; a rejected one meets none).
+    ``slo_attainment`` = their fraction of all requests; ``goodput_req_s`` and ``goodput_tok_s``
+    = their count and tokens per second of makespan."""
+    ok = ~np.isnan(served.e2e_s)
+    if slo_ttft_s is not None:
+        ok &= served.ttft_s <= slo_ttft_s
+    if slo_tpot_s is not None and served.tpot_s is not None:
+        ok &= ~(served.tpot_s > slo_tpot_s)  # NaN (one token) passes
+    n = len(served.e2e_s)
+    span = served.makespan_s
+    tokens = float(served.gen_tokens[ok].sum()) if served.gen_tokens is not None else float("nan")
+    return {
+        "slo_ttft_s": slo_ttft_s,
+        "slo_tpot_s": slo_tpot_s,
+        "slo_attainment": float(ok.sum() / n) if n else 0.0,
+        "goodput_req_s": float(ok.sum() / span) if span > 0 else float("inf"),
+        "goodput_tok_s": tokens / span if span > 0 else float("inf"),
+    }
+
+
+def tpot_of(first_s, finish_s, gen_tokens) -> np.ndarray:
+    """(finish - first token) / (gen - 1) per request; NaN for one-token requests."""
+    gen = np.asarray(gen_tokens, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(gen > 1, (np.asarray(finish_s) - np.asarray(first_s)) / np.maximum(gen - 1.0, 1.0), np.nan)
 
 
 def _sorted_stream(prompt_tokens, gen_tokens, arrival_s):
@@ -119,6 +186,41 @@ def _unsort(order, *arrays):
     return out
 
 
+#: A backlog of at least this many full static batches is priced in one vectorised call, at most
+#: BACKLOG_MAX_STEPS decode steps at a time.
+BACKLOG_MIN_BATCHES, BACKLOG_MAX_STEPS = 4, 1 << 21
+
+
+def _backlog(model: StepModel, p, g, i: int, batches: int, slots: int, t: float):
+    """Consecutive full static batches of ``slots`` from request i, started back to back from t
+    (static_batch_times for all of them in one call each for prefills and decode steps): (the
+    index after them, first-token time per batch, end per batch, each member's last token after
+    its batch's first token, decode steps + prefills)."""
+    g_all = g[i:i + batches * slots].reshape(batches, slots)
+    longest = g_all.max(axis=1)
+    batches = max(1, int(np.searchsorted(np.cumsum(longest), BACKLOG_MAX_STEPS, side="right")))
+    j = i + batches * slots
+    pb = p[i:j].reshape(batches, slots).astype(float)
+    gb, longest = g_all[:batches], longest[:batches]
+    psum = pb.sum(axis=1)
+    pre = model.pass_s(prefill_work(psum, (pb * (pb + 1.0)).sum(axis=1) / 2.0, float(slots)))
+    steps = longest - 1
+    start = np.concatenate([[0], np.cumsum(steps)[:-1]])
+    step_no = np.arange(int(steps.sum())) - np.repeat(start, steps) + 1.0
+    costs = model.pass_s(decode_work(float(slots), np.repeat(psum, steps) + slots * step_no))
+    total = np.concatenate([[0.0], np.cumsum(costs)])  # within a batch: differences of this sum
+    base = total[start]
+    last = total[start + steps] - base
+    member_done = total[np.repeat(start, slots) + (gb.ravel() - 1)] - np.repeat(base, slots)
+    firsts, ends = np.empty(batches), np.empty(batches)
+    for k, (pre_k, last_k) in enumerate(zip(np.broadcast_to(pre, (batches,)).tolist(), last.tolist())):
+        t = t + pre_k  # the clock added up batch by batch, as the loop does
+        firsts[k] = t
+        t = t + last_k
+        ends[k] = t
+    return j, firsts, ends, member_done, int(longest.sum())
+
+
 def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int,
                  return_policy: str = "whole-batch") -> Served:
     """Static batching: when free, take up to ``slots`` arrived requests; run them to the longest."""
@@ -134,7 +236,17 @@ def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: 
     while i < n:
         if arr_list[i] > t:
             t = arr_list[i]
-        j = min(i + slots, bisect_right(arr_list, t, i))
+        avail = bisect_right(arr_list, t, i)
+        if (avail - i) // slots >= BACKLOG_MIN_BATCHES:
+            # a backlog: the next batches are full and consecutive whatever the clock does
+            j, firsts, ends, member_done, steps = _backlog(model, p, g, i, (avail - i) // slots, slots, t)
+            t = ends[-1]
+            ttft[i:j] = np.repeat(firsts, slots)
+            finish[i:j] = np.repeat(ends, slots) if whole else np.repeat(firsts, slots) + member_done
+            passes += steps
+            i = j
+            continue
+        j = min(i + slots, avail)
         pre, cum = static_batch_times(model, p[i:j], g[i:j])
         first = t + pre
         ttft[i:j] = first
@@ -142,68 +254,49 @@ def serve_static(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: 
         finish[i:j] = t if whole else first + cum[g[i:j] - 1]
         passes += len(cum)
         i = j
+    tpot = tpot_of(ttft, finish, g)
     ttft -= arr
     e2e = finish - arr
-    ttft, e2e, finish = _unsort(order, ttft, e2e, finish)
+    ttft, e2e, finish, tpot, gen = _unsort(order, ttft, e2e, finish, tpot, g)
     start = float(arr[0]) if n else 0.0
-    return Served(ttft, e2e, finish, slots, passes, int(g.sum()), float(finish.max()) - start if n else 0.0)
+    return Served(ttft, e2e, finish, slots, passes, int(g.sum()), float(finish.max()) - start if n else 0.0,
+                  tpot, gen)
 
 
-def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int) -> Served:
-    """Continuous batching: finished requests leave, arrived ones join at every iteration."""
-    pass_s = model.pass_s
-    order, p_arr, g_arr, arr = _sorted_stream(prompt_tokens, gen_tokens, arrival_s)
-    n = len(g_arr)
-    p = p_arr.tolist()
-    g = g_arr.tolist()
-    arr_list = arr.tolist()
-    # prefix sums so a group of newcomers' prompt tokens and pairs cost O(1)
-    pf = p_arr.astype(float)
-    cum_p = [0.0] + np.cumsum(pf).tolist()
-    cum_pairs = [0.0] + np.cumsum(pf * (pf + 1.0) / 2.0).tolist()
-    cum_p1 = [0.0] + np.cumsum(pf + 1.0).tolist()
-    ttft = [0.0] * n
-    finish = [0.0] * n
-    ends: list = []  # heap of (iteration of its last token, request index)
-    t = 0.0
-    it = 0
-    nxt = 0
-    running = 0
-    kv = 0.0  # sum over running sequences of prompt + tokens produced so far
-    useful = 0
-    while nxt < n or running:
-        if running == 0 and arr_list[nxt] > t:
-            t = arr_list[nxt]
-        k = 0
-        if running < slots and nxt < n:
-            k = min(slots - running, bisect_right(arr_list, t, nxt) - nxt)
-        if k:
-            j = nxt + k
-            # a PassWork is a tuple: the hot loop builds its five counts as a plain tuple, in its order
-            t += pass_s((float(running), kv, cum_p[j] - cum_p[nxt], cum_pairs[j] - cum_pairs[nxt], float(k), None, None))
-            it += 1
-            kv += running + cum_p1[j] - cum_p1[nxt]
-            for r in range(nxt, j):
-                ttft[r] = t
-                heapq.heappush(ends, (it + g[r] - 1, r))
-            running += k
-            nxt = j
-        else:
-            t += pass_s((float(running), kv, 0.0, 0.0, 0.0, None, None))
-            it += 1
-            kv += running
-        useful += running
-        while ends and ends[0][0] == it:
-            r = heapq.heappop(ends)[1]
-            finish[r] = t
-            kv -= p[r] + g[r]
-            running -= 1
-    ttft_a = np.asarray(ttft) - arr
-    finish_a = np.asarray(finish)
-    e2e = finish_a - arr
-    ttft_a, e2e, finish_a = _unsort(order, ttft_a, e2e, finish_a)
-    start = float(arr[0]) if n else 0.0
-    return Served(ttft_a, e2e, finish_a, slots, it, useful, float(finish_a.max()) - start if n else 0.0)
+def serve_continuous(model: StepModel, prompt_tokens, gen_tokens, arrival_s, slots: int, *, pool=None,
+                     max_model_len: int | None = None, max_num_batched_tokens: int | None = None,
+                     schedule: str = "decode-first", cost=None) -> Served:
+    """Continuous batching (roofline.scheduler): at most ``slots`` running sequences, a KV pool of
+    blocks (``pool``, a roofline.kvpool.KVPool; None: one that never binds), admission, preemption
+    by recompute, chunked prefill under ``max_num_batched_tokens``, ``schedule`` decode-first or
+    prefill-first; pass times from ``cost`` (roofline.pass_costs; default FusedCost(model)).
+    With the defaults it is v0.1's server: newcomers' prefills join the running decodes' pass."""
+    from roofline.kvpool import unlimited_pool
+    from roofline.pass_costs import FusedCost
+    from roofline.scheduler import ServerConfig, serve_stream
+
+    pool = pool or unlimited_pool()
+    config = ServerConfig(slots, pool.num_blocks, pool.block_size, max_model_len, max_num_batched_tokens, schedule)
+    order, p, g, arr = _sorted_stream(prompt_tokens, gen_tokens, arrival_s)
+    run = serve_stream(p, g, arr, config, cost or FusedCost(model))
+    first, finish = run.first_token_s, run.finish_s
+    tpot = tpot_of(first, finish, g)
+    ttft, e2e = first - arr, finish - arr
+    pre = run.preemptions
+    ttft, e2e, finish, tpot, gen, pre_u, rej = _unsort(order, ttft, e2e, finish, tpot, g, pre, run.rejected)
+    served = ~rej
+    start = float(arr[0]) if len(g) else 0.0
+    makespan = float(np.max(finish[served])) - start if served.any() else 0.0
+    extra = {
+        "preemptions": int(pre.sum()),
+        "preempted_requests": int((pre > 0).sum()),
+        "max_running": run.max_running,
+        "rejected": int(rej.sum()),
+        "prefill_iterations": run.prefill_iterations,
+        "decode_iterations": run.decode_iterations,
+        "kv_capacity_tokens": pool.capacity_tokens if pool.source != "unlimited" else None,
+    }
+    return Served(ttft, e2e, finish, slots, run.iterations, run.generated_tokens, makespan, tpot, gen, extra)
 
 
 def by_generation_length(gen_tokens, served: dict, max_lengths: int = 8) -> list[dict] | None:
@@ -217,7 +310,8 @@ def by_generation_length(gen_tokens, served: dict, max_lengths: int = 8) -> list
         mine = gen_tokens == g
         row = {"gen_tokens": int(g), "requests": int(mine.sum())}
         for name, s in served.items():
-            row[f"{name}_ttft_p50_s"] = float(np.median(s.ttft_s[mine]))
-            row[f"{name}_e2e_p50_s"] = float(np.median(s.e2e_s[mine]))
+            for key, values in (("ttft", s.ttft_s[mine]), ("e2e", s.e2e_s[mine])):
+                values = values[~np.isnan(values)]  # rejected requests have no times
+                row[f"{name}_{key}_p50_s"] = float(np.median(values)) if len(values) else None
         rows.append(row)
     return rows

@@ -30,6 +30,11 @@ def _describe_scenario(p: Prediction) -> list[str]:
     return lines
 
 
+BOUND_LEGEND = ("bound: what a step's time is mostly spent on -- memory (bytes / bandwidth), compute (FLOPs / peak) "
+                "or overhead (launches and host work); knee: the batch past which one doubling costs over 41% more "
+                "TPOT (throughput gains less than 41%)")
+
+
 def predict_view(p: Prediction, fmt: str) -> str:
     bend_result = p.bend
     if fmt == "json":
@@ -65,6 +70,7 @@ def predict_view(p: Prediction, fmt: str) -> str:
         where = "" if len(batches) == n else f" (batch {report.batch_list(batches)})"
         lines.append(f"* extrapolating: {reason}{where}")
     lines.append("bend: " + bend_result.describe())
+    lines.append(BOUND_LEGEND)
     return "\n".join(lines)
 
 
@@ -89,17 +95,26 @@ def bend_view(b: Bend, fmt: str) -> str:
 def models_view(rows: list[dict], fmt: str) -> str:
     if fmt == "json":
         return report.to_json(rows)
-    keys = ["model", "params", "weight_bytes", "kv_bytes_per_token", "num_hidden_layers", "hidden_size",
-            "num_attention_heads", "num_key_value_heads", "tie_word_embeddings"]
+    keys = ["model", "params", "active_params", "weight_bytes", "kv_bytes_per_token", "num_hidden_layers",
+            "hidden_size", "num_attention_heads", "num_key_value_heads", "attention", "windows", "moe_layers",
+            "num_experts", "experts_per_token", "tie_word_embeddings"]
     if fmt == "csv":
-        return report.to_csv(rows, keys).rstrip("\n")
+        flat = [{**r, "windows": " ".join(map(str, r.get("windows") or []))} for r in rows]
+        return report.to_csv(flat, keys).rstrip("\n")
+
+    def attention(r):
+        kind = "mla" if r["attention"] == "mla" else f"{r['num_attention_heads']}/{r['num_key_value_heads']}"
+        return kind + (f", window {'/'.join(map(str, r['windows']))}" if r.get("windows") else "")
+
     table_rows = [
-        [r["model"], f"{r['params']:,}", report.gb(r["weight_bytes"]), f"{r['kv_bytes_per_token'] / 1024:.0f}",
-         r["num_hidden_layers"], f"{r['num_attention_heads']}/{r['num_key_value_heads']}", "yes" if r["tie_word_embeddings"] else "no"]
+        [r["model"], f"{r['params'] / 1e9:,.2f}", f"{r['active_params'] / 1e9:,.2f}" if r.get("moe_layers") else "",
+         report.gib(r["weight_bytes"]), f"{r['kv_bytes_per_token'] / 1024:.0f}", r["num_hidden_layers"], attention(r),
+         f"{r['experts_per_token']} of {r['num_experts']}" if r.get("moe_layers") else ""]
         for r in rows
     ]
-    headers = ["model", "params", "bf16 weights (GB)", "KV per token (KiB)", "layers", "heads/kv", "tied"]
-    return report.table(headers, table_rows, "lrrrrrl")
+    headers = ["model", "params (B)", "active (B)", "bf16 weights (GiB)", "KV per token (KiB)", "layers",
+               "heads q/kv", "experts"]
+    return report.table(headers, table_rows, "lrrrrrll")
 
 
 def cards_view(rows: list[dict], fmt: str) -> str:
@@ -177,6 +192,9 @@ def compare_view(result: dict, fmt: str) -> str:
 
 def calibrate_view(result: dict) -> str:
     lines = [f"measurements written to {result['measurements_path']}"]
+    if result.get("card_path"):
+        lines.append(f"this CPU's card profile (from its measured ceilings) written to {result['card_path']}: "
+                     f"use it as --card {result['card_path']}")
     if result["calibration"] is not None:
         lines.append(fit_view(result["calibration"], result["calibration_path"], "table"))
     return "\n".join(lines)

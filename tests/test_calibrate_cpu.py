@@ -277,3 +277,34 @@ def test_calibrate_without_a_gpu_says_so(tmp_path):
         pytest.skip("a GPU is present")
     assert r.exit_code == 1
     assert "no CUDA GPU" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_calibrate_on_the_cpu_makes_this_cpu_a_card(tmp_path):
+    # issue 16: --card names this CPU (not a catalog card): its profile is made from the measured
+    # ceilings, written beside the calibration, and both work as --card / --calibration
+    import json
+
+    from click.testing import CliRunner
+
+    from cli import main
+    from roofline.hardware import load_card
+
+    out = tmp_path / "run"
+    r = CliRunner().invoke(
+        main,
+        ["calibrate", "--card", "this-cpu", "--model", "tiny-qwen2", "--model", "tiny-llama", "--engine", "hf-eager",
+         "--batches", "1,2", "--prompt", "8", "--gen", "4", "--device", "cpu", "--out", str(out)],
+    )
+    assert r.exit_code == 0, r.output
+    card_path = out / "card-this-cpu.json"
+    assert f"--card {card_path}" in r.output
+    ceilings = json.loads((out / "ceilings-this-cpu.json").read_text())
+    card = load_card(str(card_path))
+    assert card.id == "this-cpu" and card.kind == "cpu"
+    # the card's ceilings are the measured ones, not a datasheet's
+    assert card.bandwidth_bytes_per_s == pytest.approx(ceilings["read_bandwidth_bytes_per_s"], rel=1e-5)
+    assert card.peak_flop_per_s == pytest.approx(ceilings["gemm_bf16_flop_per_s"], rel=1e-5)
+    p = CliRunner().invoke(main, ["predict", "--card", str(card_path), "--model", "tiny-qwen2", "--calibration",
+                                  str(out / "this-cpu-hf-eager.json"), "--batches", "1,2", "--format", "json"])
+    assert p.exit_code == 0, p.output
+    assert json.loads(p.stdout)["meta"]["calibration"] == "this-cpu/hf-eager"

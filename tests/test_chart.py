@@ -46,7 +46,7 @@ def test_page_data_offers_every_card_and_catalog_model():
     assert sorted(m["name"] for m in data["models"]) == catalog_names()
     assert data["initial"]["card"] == "rtx3060" and data["initial"]["model"] == "qwen2.5-1.5b"
     rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
-    assert rtx["fitted"]["label"] == "rtx3060/hf-eager" and rtx["pure"]["is_uncalibrated"]
+    assert rtx["fitted"]["label"] == "rtx3060/hf-eager" and data["pure"]["is_uncalibrated"]
     for card in data["cards"]:  # fitted: the shipped calibration for the engine, where there is one
         shipped = shipped_calibration(card["id"], "hf-eager")
         assert (card["fitted"] is None) == (shipped is None), card["id"]
@@ -54,25 +54,94 @@ def test_page_data_offers_every_card_and_catalog_model():
     json.dumps(data, allow_nan=False)  # plain JSON: no NaN or inf for the page
 
 
-def test_model_scalars_are_what_the_python_model_uses():
+@pytest.mark.parametrize("model, tp", [("qwen2.5-7b", 1), ("qwen3-30b-a3b", 2), ("gpt-oss-20b", 4),
+                                       ("deepseek-v2-lite", 8)])
+def test_model_scalars_are_what_the_python_model_uses(model, tp):
+    """The page derives StepModel's scalars from these exports with StepModel's own arithmetic:
+    here the exports themselves against the ModelSpec and the StepModel built from it."""
     data = page_data()
-    spec = load_model("qwen2.5-7b")
-    m = next(x for x in data["models"] if x["name"] == "qwen2.5-7b")
+    spec = load_model(model)
+    m = next(x for x in data["models"] if x["name"] == model)
     for d in WHAT_IF_DTYPES:
-        sc = make_scenario(card="h200", model="qwen2.5-7b", weight_dtype=d, kv_dtype=d, calibration=None)
-        assert m["decode_weight_bytes"][d] == sc.step.weight_read_bytes
-        assert m["kv_bytes_per_token"][d] == sc.step.kv_bytes_per_token
+        step = make_scenario(card="h200", model=model, weight_dtype=d, kv_dtype=d, calibration=None, tp=tp).step
+        assert m["decode_weight_bytes"][d] / tp == step.weight_read_bytes
         assert m["weight_bytes"][d] == spec.weight_bytes(d)
-    assert m["kv_bytes_per_token"]["bf16"] == 56 * 1024  # 28 layers x 2 x 4 KV heads x 128 x 2 bytes
+        if spec.moe_layers:
+            assert (m["decode_weight_bytes"][d] - m["all_routed_expert_bytes"][d]) / tp == step.dense_read_bytes
+            assert m["routed_expert_bytes"][d] / tp == step.expert_bytes > 0
+    assert ("routed_expert_bytes" in m) == (spec.moe_layers > 0)
+    groups = [{k: getattr(g, k) for k in ("layers", "kind", "window", "q_heads", "kv_heads", "kv_elements_per_token",
+                                          "flop_per_pair", "sinks")} for g in spec.attention_groups]
+    assert m["attention_groups"] == groups
     assert m["linear_flop_per_token"] == spec.linear_flop_per_token
-    assert m["attention_flop_per_context_token"] == spec.attention_flop_per_context_token
+    assert m["lm_head_flop_per_position"] == spec.lm_head_flop_per_position
+    assert (m["num_experts"], m["experts_per_token"], m["moe_layers"]) == (spec.num_experts, spec.experts_per_token,
+                                                                          spec.moe_layers)
     # the elementwise kernels' traffic: the page multiplies the calibration's coefficients by
-    # act_width_bytes_per_token, exactly as StepModel does
+    # act_width_bytes_per_token / tp, exactly as StepModel does
     cal = Calibration(card="h200", engine="x", activation_traffic_coeff=2.7, prefill_activation_traffic_coeff=5.3)
-    sm = make_scenario(card="h200", model="qwen2.5-7b", calibration=cal).step
-    assert 2.7 * m["act_width_bytes_per_token"] == sm.act_bytes_per_token > 0
-    assert 5.3 * m["act_width_bytes_per_token"] == sm.prefill_act_bytes_per_token > 0
-    assert m["hidden_size"] == spec.hidden_size
+    sm = make_scenario(card="h200", model=model, calibration=cal, tp=tp).step
+    assert 2.7 * (m["act_width_bytes_per_token"] / tp) == sm.act_bytes_per_token > 0
+    assert 5.3 * (m["act_width_bytes_per_token"] / tp) == sm.prefill_act_bytes_per_token > 0
+    assert m["hidden_size"] == spec.hidden_size and m["params_label"] == f"{spec.param_count / 1e9:.2g}"
+
+
+def test_qwen_7b_exports_by_hand():
+    """Published shape of Qwen2.5-7B (its config.json): 28 layers, 28 query and 4 KV heads of 128."""
+    m = next(x for x in page_data()["models"] if x["name"] == "qwen2.5-7b")
+    (g,) = m["attention_groups"]
+    assert (g["layers"], g["q_heads"], g["kv_heads"], g["window"]) == (28, 28, 4, None)
+    assert g["kv_elements_per_token"] == 2 * 4 * 128 and g["flop_per_pair"] == 4 * 28 * 128
+    assert g["layers"] * g["kv_elements_per_token"] * 2 == 56 * 1024  # KV bytes per token in bf16
+
+
+def test_card_links_are_the_profiles():
+    """Per TP degree the page offers, each card's link is CardProfile.tp_link_bytes_per_s (None:
+    tensor parallelism cannot be costed there), and the initial degree is offered too."""
+    from roofline.hardware import load_card
+
+    data = page_data(cards=["h200"], tp=3)
+    assert data["tp_choices"] == [1, 2, 3, 4, 8] and data["initial"]["tp"] == 3
+    for entry in data["cards"]:
+        card = load_card(entry["id"])
+        assert entry["tp_link_bytes_per_s"] == {str(t): card.tp_link_bytes_per_s(t) for t in (2, 3, 4, 8)}
+        link = card.interconnect
+        assert entry["allreduce_latency_s"] == (link.allreduce_latency_s if link else None)
+    h200 = next(c for c in data["cards"] if c["id"] == "h200")
+    assert h200["tp_link_bytes_per_s"]["2"] > 1e11  # NVLink, hundreds of GB/s per direction
+    apple = next(c for c in data["cards"] if c["id"].startswith("apple"))
+    assert apple["tp_link_bytes_per_s"]["2"] is None
+
+
+@pytest.mark.parametrize("card, engine", [("h200", "graph"), ("h200", "hf-eager"), ("rtx3060", "hf-eager")])
+def test_compact_fit_report_gives_the_same_confidence(card, engine):
+    """The page carries only the parts of a fit report roofline.confidence reads: from them it
+    gives the same expected errors and extrapolation reasons as from the whole report."""
+    from roofline.confidence import expected_errors, extrapolation
+
+    full = shipped_calibration(card, engine)
+    data = page_data(cards=[card], engine=engine)
+    compact = settings_calibration(data, {"card": card, "calibrated": True})
+    assert compact.fit_report != full.fit_report and len(json.dumps(compact.fit_report)) < len(json.dumps(full.fit_report))
+    batches = np.array([1, 64, 100, 5000])
+    for model, tp, prompt in (("qwen2.5-7b", 1, 128), ("qwen3-30b-a3b", 1, 400), ("llama-3.1-70b", 2, 20000),
+                              ("gpt-oss-20b", 4, 3000), ("deepseek-v2-lite", 1, 8000)):
+        sc = make_scenario(card=card, model=model, prompt_tokens=prompt, tp=tp, calibration=full)
+        a, b = expected_errors(full, sc, batches), expected_errors(compact, sc, batches)
+        assert a["basis"] == b["basis"] and a["peak_mem_fraction"] == b["peak_mem_fraction"]
+        assert np.array_equal(a["tpot_fraction"], b["tpot_fraction"], equal_nan=True)
+        assert np.array_equal(a["ttft_fraction"], b["ttft_fraction"], equal_nan=True)
+        assert extrapolation(full, sc, batches) == extrapolation(compact, sc, batches)
+
+
+def test_floor_is_the_pure_rooflines_record():
+    from roofline.confidence import expected_errors
+
+    floor = page_data()["floor"]
+    sc = make_scenario(card="a100-80gb", model="qwen2.5-7b", calibration=None)
+    e = expected_errors(sc.calibration, sc, [1])
+    assert floor["basis"] == e["basis"] and floor["tpot_fraction"] == e["tpot_fraction"][0]
+    assert 0.05 < floor["tpot_fraction"] < 1  # the pure roofline is a floor, tens of percent too fast
 
 
 def test_page_exports_every_calibration_term():
@@ -81,12 +150,16 @@ def test_page_exports_every_calibration_term():
     data = page_data()
     rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
     terms = set(Calibration.model_fields) - set(CALIBRATION_PROVENANCE)
+    for new in ("attention_lane_s_per_token", "expert_gemm_min_rows", "allreduce_bandwidth_bytes_per_s",
+                "mla_latent_passes", "sink_score_bytes", "prefill_chunk_tokens"):
+        assert new in terms
     for new in ("attention_efficiency", "activation_traffic_coeff", "prefill_activation_traffic_coeff"):
         assert new in terms
     shipped = shipped_calibration("rtx3060", "hf-eager")
     for k in terms:
         assert rtx["fitted"][k] == getattr(shipped, k), k
-        assert rtx["pure"][k] == getattr(Calibration.uncalibrated("rtx3060"), k), k
+        assert data["pure"][k] == getattr(Calibration.uncalibrated("rtx3060"), k), k
+    assert rtx["fitted"]["card"] == "rtx3060" and rtx["fitted"]["fit_report"]["coverage"]["batch"] == [1, 128]
 
 
 def test_calibration_file_without_the_new_terms_gets_their_defaults(tmp_path):
@@ -160,7 +233,7 @@ def test_page_embeds_plotly_and_cannot_be_broken_out_of(tmp_path):
     data = page_data()
     data["models"][0]["name"] = "</script><script>alert(1)</script>"
     html = render_page(data)
-    assert html.count("</script>") == 4  # data, plotly.js, model.js, chart.js
+    assert html.count("</script>") == 5  # data, plotly.js, model.js, serving.js, chart.js
     from plotly.offline import get_plotlyjs
 
     from roofline.chart_page import ASSETS
@@ -171,7 +244,16 @@ def test_page_embeds_plotly_and_cannot_be_broken_out_of(tmp_path):
     assert "default-src 'none'" in template  # and its CSP forbids any fetch
     assert "__DATA__" not in html and "__PLOTLYJS__" not in html
     m = re.search(r'<script type="application/json" id="roofline-data">(.*?)</script>', html, re.S)
+    assert "<" not in m.group(1)  # not even "<!--", which would change how the script element is parsed
     assert json.loads(m.group(1))["models"][0]["name"] == "</script><script>alert(1)</script>"
+
+
+def test_page_title_escapes_names():
+    data = page_data()
+    data["initial"]["model"] = '<img src=x onerror="alert(1)">'
+    html = render_page(data)
+    title = re.search(r"<title>(.*?)</title>", html, re.S).group(1)
+    assert title == "roofline: &lt;img src=x onerror=&quot;alert(1)&quot;&gt; on rtx3060"
 
 
 def test_write_chart_is_atomic_and_small(tmp_path):
@@ -191,6 +273,22 @@ def test_cli_chart_writes_the_page_and_reports_it(tmp_path):
         r.output,
     )
     assert out.is_file()
+
+
+def test_cli_chart_passes_tp_and_routing_skew_to_the_page(tmp_path):
+    out = tmp_path / "x.html"
+    r = run("chart", "--card", "h200", "--model", "llama-3.1-70b", "--tp", "2", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    html = out.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'id="roofline-data">(.*?)</script>', html, re.S).group(1))
+    assert (data["initial"]["tp"], data["initial"]["model"], data["initial"]["card"]) == (2, "llama-3.1-70b", "h200")
+    r = run("chart", "--card", "h200", "--model", "qwen3-30b-a3b", "--routing-skew", "1.5", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    assert '"routing_skew":1.5' in out.read_text(encoding="utf-8")
+    r = run("chart", "--card", "apple-m2-max-38c", "--tp", "2", "-o", str(tmp_path / "y.html"))
+    assert r.exit_code == 1
+    assert r.output == "Error: --tp: apple-m2-max-38c has no interconnect on record: tensor parallelism cannot be costed\n"
+    assert not (tmp_path / "y.html").exists()
 
 
 def test_cli_chart_errors_exit_1_with_one_line(tmp_path):

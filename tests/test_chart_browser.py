@@ -50,6 +50,20 @@ PARITY_SETTINGS = [
     dict(card="mi300x", model="llama-3.1-70b", prompt_tokens=2048, gen_tokens=512, weight_dtype="fp8", kv_dtype="bf16",
          kv_cache="auto", calibrated=True, logits="last", mix="16x64,16x512", batch=16, stream_count=96,
          return_policy="whole-batch"),
+    # a mixture of experts with skewed routing (the first bend, the expected error of held-out MoE models)
+    dict(card="h200", model="qwen3-30b-a3b", prompt_tokens=1024, gen_tokens=256, weight_dtype="bf16", kv_dtype="bf16",
+         kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x256", batch=16, stream_count=32,
+         return_policy="whole-batch", routing_skew=1.2),
+    # tensor parallelism over the card's NVLink; MLA + MoE split over 4 GPUs; windows + sinks over 2
+    dict(card="h200", model="llama-3.1-70b", prompt_tokens=2048, gen_tokens=128, weight_dtype="bf16", kv_dtype="bf16",
+         kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x128", batch=16, stream_count=32,
+         return_policy="early-return", tp=2),
+    dict(card="h200", model="deepseek-v2-lite", prompt_tokens=4000, gen_tokens=200, weight_dtype="fp8", kv_dtype="fp8",
+         kv_cache="static", calibrated=True, logits="last", mix="8x32,8x64", batch=8, stream_count=24,
+         return_policy="whole-batch", tp=4, routing_skew=0.5),
+    dict(card="h100-sxm", model="gpt-oss-20b", prompt_tokens=6000, gen_tokens=300, weight_dtype="int4", kv_dtype="bf16",
+         kv_cache="auto", calibrated=True, logits="last", mix="8x32,8x64", batch=8, stream_count=24,
+         return_policy="whole-batch", tp=2),
 ]
 
 
@@ -159,7 +173,7 @@ def test_bad_control_value_shows_an_error_and_keeps_the_plots(page):
 
 # ---- the page's numbers are Python's ----
 def settings_id(s):
-    return f"{s['card']}-{s['model']}-{s['kv_dtype']}-{s['kv_cache']}"
+    return f"{s['card']}-{s['model']}-{s['kv_dtype']}-{s['kv_cache']}-tp{s.get('tp', 1)}-skew{s.get('routing_skew', 0)}"
 
 
 @pytest.mark.parametrize("settings", PARITY_SETTINGS, ids=settings_id)
@@ -181,9 +195,42 @@ def assert_page_equals_python(page, settings):
     import json
 
     js = page["browser"].evaluate(f"window.rooflineCompute({json.dumps({**settings, 'batches': PARITY_BATCHES, 'ttft_max_s': 0.5})})")
+    assert "error" not in js, js
     bad = differences(js, python_result(page["data"], {**settings, "batches": PARITY_BATCHES, "ttft_max_s": 0.5}), 1e-9)
     assert not bad, "; ".join(bad[:8])
     return js["rows"]
+
+
+def test_tp_and_skew_controls_redraw_with_python_numbers(page):
+    """The tensor-parallel and routing-skew controls recompute in the page: batch 1's TPOT after
+    each change is Python's, and the skew control shows for a mixture of experts only."""
+    b = page["browser"]
+
+    def set_control(setting, value, ok=True):
+        b.evaluate(f"(() => {{ const el = document.querySelector(\"[data-setting='{setting}']\"); el.value = '{value}';"
+                   " el.dispatchEvent(new Event('change')); return window.rooflineLastDraw; })()")
+        assert (b.evaluate("document.getElementById('status').textContent") == "") == ok
+
+    try:
+        set_control("card", "h200")
+        set_control("model", "qwen3-30b-a3b")
+        assert b.evaluate("document.getElementById('ctl-skew-label').style.display") == ""
+        set_control("routing_skew", "1.5")
+        set_control("tp", "2")
+        tpot = b.evaluate("document.getElementById('plot-throughput').data[3].y[0]")  # the powers-of-two TPOT markers, ms
+        py = predict("h200", "qwen3-30b-a3b", batches=[1], tp=2, routing_skew=1.5).columns["tpot_s"][0]
+        assert rel_err(tpot / 1e3, py) < 1e-9
+        summary = b.evaluate("document.getElementById('summary').textContent")
+        assert "x 2 (tensor parallel)" in summary and "routing skew 1.5" in summary
+        assert "Expected error: TPOT \u00b1" in summary and "Extrapolating" in summary
+        set_control("model", "qwen2.5-1.5b")
+        assert b.evaluate("document.getElementById('ctl-skew-label').style.display") == "none"
+        set_control("card", "apple-m2-max-38c", ok=False)  # no interconnect on record: the page says so
+        assert "has no interconnect on record" in b.evaluate("document.getElementById('status').textContent")
+    finally:
+        for setting, value in (("tp", "1"), ("routing_skew", "0"), ("card", "rtx3060"), ("model", "qwen2.5-1.5b")):
+            b.evaluate(f"(() => {{ const el = document.querySelector(\"[data-setting='{setting}']\"); el.value = '{value}';"
+                       " el.dispatchEvent(new Event('change')); return window.rooflineLastDraw; })()")
 
 
 def test_lesson_numbers_on_the_page(page):
@@ -194,6 +241,9 @@ def test_lesson_numbers_on_the_page(page):
     assert r["waste"]["waste_fraction"] == pytest.approx(0.4375)
     summary = page["browser"].evaluate("document.getElementById('summary').textContent")
     assert "decode bends between batch 64 and 128" in summary
+    # the lesson's calibration held nothing out: its in-sample error, and the context it saw (256)
+    assert "from the calibration's in-sample error" in summary
+    assert "Extrapolating (the expected error is then a lower bound): batches above 128 beyond the calibration's." in summary
 
 
 # ---- images ----
@@ -254,3 +304,51 @@ def test_cli_writes_the_acceptance_page(tmp_path):
         assert drawn >= 4
         assert all(u.startswith("file://") for u in b.requested_urls())
     assert 4.5e6 < out.stat().st_size < 10e6  # plotly.js (4.6 MB) and the data, under the 10 MB target
+
+
+# ---- names from files are text, never markup ----
+HOSTILE = """<img src=x onerror="document.title='pwned'">"""
+
+
+def test_hostile_card_and_model_names_run_no_script(tmp_path):
+    """A card profile and a model folder named with markup: the page shows the names as text
+    (controls, summary, chart titles and legends) and no script runs; the same text inserted as
+    markup does run in this page (so the check can fail)."""
+    import json
+    import shutil
+
+    from roofline.hardware import profiles_dir
+    from roofline.model_spec import CATALOG_DIR
+
+    profile = json.loads((profiles_dir() / "rtx3060.json").read_text(encoding="utf-8"))
+    profile.update(id="evil" + HOSTILE, name=HOSTILE, aliases=[])
+    card_path = tmp_path / "evil-card.json"
+    card_path.write_text(json.dumps(profile), encoding="utf-8")
+    folder = tmp_path / HOSTILE
+    folder.mkdir()
+    shutil.copy(CATALOG_DIR / "qwen2.5-0.5b" / "config.json", folder / "config.json")
+    page_path = tmp_path / "hostile.html"
+    written = write_chart(page_path, cards=(str(card_path), "h200"), models=(str(folder), "qwen2.5-0.5b"))
+    model_name = written["data"]["initial"]["model"]
+    assert model_name.endswith(HOSTILE) and written["data"]["initial"]["card"] == "evil" + HOSTILE
+    with Browser() as b:
+        b.open(page_path.resolve().as_uri())
+        b.wait_for("window.rooflineReady === true", timeout_s=60)
+        title = b.evaluate("document.title")
+        assert title == f"roofline: {model_name} on evil{HOSTILE}"  # the text, shown as text
+        assert b.evaluate("document.querySelectorAll('img').length") == 0
+        assert b.evaluate("document.querySelectorAll('[onerror]').length") == 0
+        assert b.console_errors() == []
+        assert b.evaluate("document.getElementById('status').textContent") == ""
+        summary = b.evaluate("document.getElementById('summary').textContent")
+        assert HOSTILE in summary and model_name in summary
+        option = b.evaluate("document.getElementById('ctl-card').selectedOptions[0].textContent")
+        assert option.startswith("evil" + HOSTILE)
+        titles = b.evaluate("Array.from(document.querySelectorAll('.gtitle')).map(t => t.textContent)")
+        assert any(model_name in t for t in titles), titles
+        legend = b.evaluate("Array.from(document.querySelectorAll('#plot-throughput .legendtext')).map(t => t.textContent)")
+        assert any(HOSTILE in t for t in legend), legend  # the comparison lines name the other pairs
+        assert b.evaluate("document.title") == title and b.evaluate("document.querySelectorAll('img').length") == 0
+        # the control: the same name inserted as markup runs its script here
+        b.evaluate(f"document.body.insertAdjacentHTML('beforeend', {json.dumps(HOSTILE)})")
+        b.wait_for("document.title === 'pwned'", timeout_s=10)

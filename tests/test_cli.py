@@ -22,8 +22,9 @@ def test_predict_table_shows_the_lesson_columns_and_ends_with_the_bend():
     header = next(line for line in lines if line.startswith("batch"))
     for col in ("TTFT (s)", "TPOT (ms)", "throughput (tok/s)", "peak mem (GiB)", "intensity (FLOP/byte)", "bound"):
         assert col in header
-    assert lines[-1].startswith("bend: intensity reaches the balance point (86.8 FLOP/byte) at batch 103")
-    assert "between batch 64 and 128" in lines[-1]
+    assert lines[-2].startswith("bend: intensity reaches the balance point (86.8 FLOP/byte) at batch 103")
+    assert lines[-1].startswith("bound: what a step's time is mostly spent on")  # the legend
+    assert "between batch 64 and 128" in lines[-2]
     batches = [int(line.split()[0]) for line in lines if line[:5].strip().isdigit()]
     assert batches == [1, 2, 4, 8, 16, 32, 64, 128]
 

@@ -85,7 +85,8 @@ def test_predict_json_and_csv_carry_the_error_and_extrapolation_on_every_row():
     r = CliRunner().invoke(main, ["predict", "--card", "h200", "--model", "qwen2.5-7b", "--engine", "graph",
                                   "--prompt", "100000", "--batches", "1,8", "--format", "json"])
     assert r.exit_code == 0, r.output
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)  # stderr: the warning that 100k tokens is past the model's positions
+    assert "max_position_embeddings" in r.stderr
     assert data["meta"]["expected_error_basis"]
     for row in data["rows"]:
         assert set(row["expected_error"]) == {"tpot_fraction", "ttft_fraction", "peak_mem_fraction"}
@@ -93,7 +94,7 @@ def test_predict_json_and_csv_carry_the_error_and_extrapolation_on_every_row():
         assert row["extrapolation"] and "beyond" in row["extrapolation"][0]
     r = CliRunner().invoke(main, ["predict", "--card", "h200", "--model", "qwen2.5-7b", "--engine", "graph",
                                   "--prompt", "100000", "--batches", "1", "--format", "csv"])
-    header, line = r.output.strip().splitlines()
+    header, line = r.stdout.strip().splitlines()
     assert "extrapolation" in header.split(",") and "expected_tpot_error_fraction" in header.split(",")
     assert "context 100" in line
     r = CliRunner().invoke(main, ["predict", "--card", "h200", "--model", "qwen2.5-7b", "--engine", "graph",

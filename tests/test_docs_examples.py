@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "docs" / "tutorial-static-batching.md", ROOT / "docs" / "batching.md"]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "tutorial-static-batching.md", ROOT / "docs" / "batching.md",
+        ROOT / "docs" / "serving.md"]
 SKIP = ("chart", "calibrate", "fit")  # write files or need a GPU: not replayed
 
 

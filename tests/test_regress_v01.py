@@ -46,6 +46,8 @@ CHANGED_SCENARIOS: dict[str, str] = {
     "predict-3060-3b-int8": "issue 10: int8 (W8A8) matmuls run at the card's int8 tensor peak; the LM head stays 16-bit",
     "choose-memory": "issue 10: int8 leaves the LM head in 16 bits: more weight bytes, a smaller largest batch",
     "predict-mi300x-70b-fp8": "issue 10: fp8 matmuls run at the card's fp8 tensor peak; the LM head stays 16-bit",
+    "predict-a100-32b-graphcal": "issue 15: a calibration fitted on another card (here the H200's on an A100) is "
+                                 "refused with a one-line error instead of silently bringing that card's ceilings",
 }
 IGNORED_KEYS = {"calibration_path"}  # a temporary file's name
 REL = 1e-9

@@ -1,29 +1,131 @@
 /* The roofline model, ported from the Python package so the page can redraw every what-if
- * without a server. Each function names the Python function it mirrors; the numbers it reads
- * come from roofline.chart_data.page_data(). tests/test_model_js.py runs this file under node
- * against the Python package on many scenarios (to 1e-9); the browser test checks the page.
+ * without a server. Each function names the Python function it mirrors and keeps its order of
+ * operations (floating point: the port agrees to ~1e-12, the tests ask 1e-9); the numbers it
+ * reads come from roofline.chart_data.page_data(). tests/test_model_js.py runs this file under
+ * node against the Python package on many scenarios; the browser test checks the page.
+ * The static batching and the two servers are ported apart, in serving.js.
  * Base units throughout: bytes, FLOP, seconds, bytes/s, FLOP/s. */
 "use strict";
 
 var RooflineModel = (function () {
   var SAMPLES = 16; // roofline.decode.decode_contexts(samples=16)
   var BOUNDS = ["overhead", "memory", "compute"]; // roofline.step.BOUNDS
-  var KNEE_ELASTICITY = 0.5; // roofline.prediction.KNEE_ELASTICITY
+  var SIZE_MARGIN = 1.25; // roofline.confidence.SIZE_MARGIN
+  var TOUCHED_MAX_TOKENS = 65536; // roofline.step._touched_table(max_tokens=1 << 16)
+  var ERROR_KEYS = { tpot: "tpot_mape_fraction", ttft: "ttft_mape_fraction", ttft_large: "ttft_mape_fraction_batch_64_up",
+                     peak_mem: "peak_mem_mape_fraction" }; // roofline.confidence._KEYS
+
+  // ---- helpers with Python's semantics ----
+  // numpy.interp for increasing xp (left/right: the end values unless given; NaN for right=NaN);
+  // fp(j) gives the j-th value on demand
+  function interp(x, xp, fp, right) {
+    var n = xp.length;
+    if (x > xp[n - 1]) return right === undefined ? fp(n - 1) : right;
+    if (x === xp[n - 1]) return fp(n - 1);
+    if (x < xp[0]) return fp(0);
+    var lo = 0, hi = n - 1; // xp[lo] <= x < xp[hi]
+    while (hi - lo > 1) {
+      var mid = (lo + hi) >> 1;
+      if (xp[mid] <= x) lo = mid; else hi = mid;
+    }
+    if (xp[lo] === x) return fp(lo);
+    var f0 = fp(lo), f1 = fp(lo + 1);
+    var slope = (f1 - f0) / (xp[lo + 1] - xp[lo]);
+    var res = slope * (x - xp[lo]) + f0;
+    if (isNaN(res)) {
+      res = slope * (x - xp[lo + 1]) + f1;
+      if (isNaN(res) && f0 === f1) res = f0;
+    }
+    return res;
+  }
+
+  // Python's f"{n:,}" for a whole number
+  function thousands(n) {
+    var s = String(Math.trunc(Math.abs(n))), out = "";
+    while (s.length > 3) { out = "," + s.slice(-3) + out; s = s.slice(0, -3); }
+    return (n < 0 ? "-" : "") + s + out;
+  }
+
+  // Python's f"{x:.2g}" for a positive finite x (ties, which Python rounds to even, aside)
+  function formatG2(x) {
+    var e = Number(x.toExponential(1).split("e")[1]);
+    if (e < -4 || e >= 2) {
+      var parts = x.toExponential(1).split("e"), mant = parts[0].replace(/\.?0+$/, "");
+      var exp = Number(parts[1]);
+      return mant + "e" + (exp < 0 ? "-" : "+") + (Math.abs(exp) < 10 ? "0" : "") + Math.abs(exp);
+    }
+    var s = x.toFixed(Math.max(0, 1 - e));
+    return s.indexOf(".") >= 0 ? s.replace(/\.?0+$/, "") : s;
+  }
+
+  function mean(values) {
+    var v = values.filter(function (x) { return x !== null && x !== undefined; });
+    if (!v.length) return null;
+    var s = 0;
+    for (var i = 0; i < v.length; i++) s += v[i];
+    return s / v.length;
+  }
 
   function create(DATA) {
     var CARDS = {}, MODELS = {};
     DATA.cards.forEach(function (c) { CARDS[c.id] = c; });
     DATA.models.forEach(function (m) { MODELS[m.name] = m; });
-
     var MAX_EXPONENT = DATA.max_exponent; // roofline.calibration.MAX_EXPONENT
+    var KNEE_ELASTICITY = DATA.knee_elasticity; // roofline.prediction.KNEE_ELASTICITY
 
     // roofline.step.pnorm: a sum at p <= 1, exactly the max at p >= MAX_EXPONENT, a blend between
     function pnorm(a, b, p) {
       if (p <= 1.0) return a + b;
-      var hi = Math.max(a, b);
-      if (p >= MAX_EXPONENT || hi <= 0) return hi;
-      var ratio = Math.min(a, b) / hi;
-      return hi * Math.exp(Math.log1p(Math.pow(ratio, p)) / p);
+      var hi = a >= b ? a : b, lo = a >= b ? b : a;
+      if (p >= MAX_EXPONENT || hi <= 0.0) return hi;
+      return hi * Math.exp(Math.log1p(Math.pow(lo / hi, p)) / p);
+    }
+
+    function dtypeBytes(name) {
+      var b = DATA.dtype_bytes[name];
+      if (b === undefined) throw new Error("unknown dtype '" + name + "'");
+      return b;
+    }
+
+    // roofline.step.kv_heads_share
+    function kvHeadsShare(kind, kvHeads, tp) {
+      if (kind === "mla" || tp === 1) return 1.0;
+      return Math.max(1.0 / tp, 1.0 / kvHeads);
+    }
+
+    // roofline.step._touched_table: (tokens grid, experts touched) under skewed routing
+    var TOUCHED_GRID = null, TABLES = {};
+    function touchedGrid() {
+      if (!TOUCHED_GRID) { // numpy.unique(concat(arange(0, 1025), geomspace(1024, 65536, 400)))
+        TOUCHED_GRID = [];
+        for (var i = 0; i <= 1024; i++) TOUCHED_GRID.push(i);
+        var ratio = Math.log(TOUCHED_MAX_TOKENS / 1024);
+        for (i = 1; i < 399; i++) TOUCHED_GRID.push(1024 * Math.exp(ratio * i / 399));
+        TOUCHED_GRID.push(TOUCHED_MAX_TOKENS);
+      }
+      return TOUCHED_GRID;
+    }
+    function touchedTable(experts, topK, skew) {
+      var key = experts + "/" + topK + "/" + skew;
+      if (TABLES[key]) return TABLES[key];
+      var p = new Float64Array(experts), pmin = Infinity, i;
+      for (i = 0; i < experts; i++) { p[i] = 1.0 / Math.pow(i + 1, skew); pmin = Math.min(pmin, p[i]); }
+      var lo = 0.0, hi = topK / pmin;
+      for (var it = 0; it < 200; it++) { // bisection on c: sum of min(1, c p_i) grows from 0 to E >= k
+        var c = 0.5 * (lo + hi), sum = 0.0;
+        for (i = 0; i < experts; i++) sum += Math.min(1.0, c * p[i]);
+        if (sum < topK) lo = c; else hi = c;
+      }
+      var logMiss = new Float64Array(experts);
+      for (i = 0; i < experts; i++) logMiss[i] = Math.log1p(-Math.min(Math.min(1.0, hi * p[i]), 1.0 - 1e-15));
+      var grid = touchedGrid(), values = new Float64Array(grid.length);
+      for (var g = 0; g < grid.length; g++) {
+        var miss = 0.0;
+        for (i = 0; i < experts; i++) miss += Math.exp(grid[g] * logMiss[i]);
+        values[g] = experts - miss;
+      }
+      TABLES[key] = { grid: grid, values: values };
+      return TABLES[key];
     }
 
     // roofline.scenario.make_scenario + roofline.step.StepModel (its derived scalars and _c)
@@ -31,96 +133,220 @@ var RooflineModel = (function () {
       var card = CARDS[s.card], model = MODELS[s.model];
       if (!card) throw new Error("unknown card " + s.card);
       if (!model) throw new Error("unknown model " + s.model);
-      var cal = s.calibrated !== false && card.fitted ? card.fitted : card.pure;
+      var tp = Number(s.tp === undefined ? 1 : s.tp), skew = Number(s.routing_skew || 0);
+      if (!(Number.isInteger(tp) && tp >= 1 && tp <= DATA.max_tp)) throw new Error("tp: a whole number of GPUs from 1 to " + DATA.max_tp);
+      if (!(skew >= 0 && skew <= 8)) throw new Error("routing skew: a number from 0 to 8");
+      var fitted = s.calibrated !== false && card.fitted;
+      var cal = fitted ? card.fitted : DATA.pure;
       var kvCache = !s.kv_cache || s.kv_cache === "auto" ? cal.kv_cache : s.kv_cache;
-      var bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
-      var peak = cal.measured_peak_flop_per_s || card.peak_flop_per_s;
+      var wd = s.weight_dtype, kd = s.kv_dtype, actB = dtypeBytes(DATA.act_dtype);
+      if (model.decode_weight_bytes[wd] === undefined) throw new Error("unknown dtype '" + wd + "'");
+      var moe = model.moe_layers > 0;
       var m = {
-        card: card, model: model, cal: cal, kvCache: kvCache,
-        logits: s.logits || "last",
-        prompt: Number(s.prompt_tokens), gen: Number(s.gen_tokens),
-        weightDtype: s.weight_dtype, kvDtype: s.kv_dtype,
-        weightRead: model.decode_weight_bytes[s.weight_dtype],
-        weightResident: model.weight_bytes[s.weight_dtype],
-        kvb: model.kv_bytes_per_token[s.kv_dtype],
-        bw: bw, peak: peak, balance: peak / bw,
-        overhead: cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers,
-        actBpt: cal.activation_traffic_coeff * model.act_width_bytes_per_token,
-        preActBpt: cal.prefill_activation_traffic_coeff * model.act_width_bytes_per_token,
+        card: card, model: model, cal: cal, calibrated: !!fitted, calCard: fitted ? cal.card : card.id, kvCache: kvCache,
+        logits: s.logits || "last", tp: tp, skew: skew,
+        prompt: Number(s.prompt_tokens), gen: Number(s.gen_tokens), weightDtype: wd, kvDtype: kd,
       };
-      var sPerByte = 1.0 / (cal.bandwidth_efficiency * bw);
-      var sPerDecodeFlop = 1.0 / (cal.compute_efficiency * peak);
-      var sPerAttentionFlop = 1.0 / (cal.attention_efficiency * peak);
-      var sPerPrefillFlop = 1.0 / (cal.prefill_compute_efficiency * peak);
-      var attnFlop = model.attention_flop_per_context_token;
+      var weightRead = model.decode_weight_bytes[wd];
+      var allExperts = moe ? model.all_routed_expert_bytes[wd] : 0.0;
+      m.weightRead = weightRead / tp;                                    // weight_read_bytes
+      m.denseRead = (weightRead - allExperts) / tp;                      // dense_read_bytes
+      m.expertBytes = moe ? model.routed_expert_bytes[wd] / tp : 0.0;    // expert_bytes
+      m.weightResident = model.weight_bytes[wd] / tp;                    // roofline.memory: weights per GPU
+      // the attention layout, one GPU's share
+      var kvB = dtypeBytes(kd);
+      var fullKv = 0.0, winKv = 0.0, fullFlop = 0.0, winFlop = 0.0, fullScores = 0.0, winScores = 0.0;
+      var fullLane = 0.0, winLane = 0.0, fullRead = 0.0, winRead = 0.0, windows = [];
+      model.attention_groups.forEach(function (g) {
+        if (g.window !== null && windows.indexOf(g.window) < 0) windows.push(g.window);
+      });
+      if (windows.length > 1) {
+        throw new Error(model.name + ": layers with several window sizes ([" + windows.sort(function (a, b) { return a - b; }).join(", ")
+                        + "]) are not supported");
+      }
+      model.attention_groups.forEach(function (g) {
+        var kvShare = g.kv_elements_per_token * kvHeadsShare(g.kind, g.kv_heads, tp);
+        var kv = g.layers * kvShare * kvB;
+        var flop = g.layers * g.flop_per_pair / tp;
+        var scores = g.layers * g.q_heads / tp;
+        if (g.sinks && cal.attention_score_bytes > 0) scores *= 1.0 + cal.sink_score_bytes / cal.attention_score_bytes;
+        var read = kv * (g.kind === "mla" ? cal.mla_latent_passes : 1.0);
+        var lane = g.layers;
+        if (g.window === null) {
+          fullKv = fullKv + kv; fullFlop = fullFlop + flop; fullScores = fullScores + scores;
+          fullLane = fullLane + lane; fullRead = fullRead + read;
+        } else {
+          winKv = winKv + kv; winFlop = winFlop + flop; winScores = winScores + scores;
+          winLane = winLane + lane; winRead = winRead + read;
+        }
+      });
+      m.window = windows.length ? windows[0] : null;
+      m.attnFlopPerPair = fullFlop;
+      m.attnWindowFlopPerPair = winFlop;
+      m.kvb = fullKv + winKv;            // kv_bytes_per_token
+      m.kvWindowB = winKv;               // kv_window_bytes_per_token
+      var widthBytes = model.act_width_bytes_per_token / tp;
+      m.actBpt = cal.activation_traffic_coeff * widthBytes;
+      m.preActBpt = cal.prefill_activation_traffic_coeff * widthBytes;
+      m.bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
+      m.peak = cal.measured_peak_flop_per_s || card.peak_flop_per_s;
+      m.balance = m.peak / m.bw;
+      m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
+        + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
+      var sPerByte = 1.0 / (cal.bandwidth_efficiency * m.bw);
+      var sPerDecodeFlop = 1.0 / (cal.compute_efficiency * m.peak);
+      var sPerAttentionFlop = 1.0 / (cal.attention_efficiency * m.peak);
+      var sPerPrefillFlop = 1.0 / (cal.prefill_compute_efficiency * m.peak);
+      var scoreS = cal.attention_score_bytes * sPerByte;
+      var expertRowFlop = moe ? model.expert_row_flop / tp : 0.0;
+      var reduceFixed = 0.0, reducePerToken = 0.0, gatherPerRow = 0.0;
+      if (tp > 1) { // StepModel.link_bytes_per_s, link_latency_s
+        var link = cal.allreduce_bandwidth_bytes_per_s || card.tp_link_bytes_per_s[String(tp)];
+        if (!link) throw new Error(card.id + " has no interconnect on record: tensor parallelism cannot be costed");
+        var latency = cal.allreduce_latency_s !== null && cal.allreduce_latency_s !== undefined ? cal.allreduce_latency_s
+          : (card.allreduce_latency_s || 0.0);
+        var linkS = 1.0 / link, nReduce = 2.0 * model.num_hidden_layers + 1.0;
+        var gatherLatency = cal.allgather_latency_s === null || cal.allgather_latency_s === undefined ? latency : cal.allgather_latency_s;
+        reduceFixed = nReduce * latency + gatherLatency;
+        reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS;
+        gatherPerRow = model.vocab_size * actB * (tp - 1) / tp * linkS;
+      }
       m.c = [
-        cal.prefill_overhead_s,                                 // 0 prefill overhead
-        Math.max(m.overhead, cal.prefill_overhead_s),           // 1 mixed-pass overhead
-        m.weightRead * sPerByte,                                // 2 matmul memory
-        model.linear_flop_per_token * sPerDecodeFlop,           // 3 per decode token
-        model.body_linear_flop_per_token * sPerPrefillFlop,     // 4 per prompt token
-        2.0 * model.lm_head_params * sPerPrefillFlop,           // 5 per prefill logit row
-        m.kvb * sPerByte,                                       // 6 per KV token moved
-        cal.kv_traffic_factor,                                  // 7 KV moved per KV read
-        attnFlop * sPerAttentionFlop,                           // 8 per decode pair
-        attnFlop * sPerPrefillFlop,                             // 9 per prefill pair
-        m.actBpt * sPerByte,                                    // 10 per decode token
-        m.preActBpt * sPerByte,                                 // 11 per prompt token
-        cal.roofline_exponent,                                  // 12 p
-        cal.overhead_exponent,                                  // 13 q
+        cal.prefill_overhead_s,                                             // 0 prefill overhead
+        Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
+        m.denseRead * sPerByte,                                             // 2 matmul memory, dense weights
+        model.linear_flop_per_token / tp * sPerDecodeFlop,                  // 3 per decode token
+        model.body_linear_flop_per_token / tp * sPerPrefillFlop,            // 4 per prompt token
+        model.lm_head_flop_per_position / tp * sPerPrefillFlop,             // 5 per prefill logit row
+        fullRead * sPerByte,                                                // 6 per KV token moved, full layers
+        cal.kv_traffic_factor,                                              // 7 KV moved per KV read
+        fullFlop * sPerAttentionFlop,                                       // 8 per decode pair, full layers
+        fullFlop * sPerPrefillFlop,                                         // 9 per prefill pair, full layers
+        m.actBpt * sPerByte,                                                // 10 per decode token
+        m.preActBpt * sPerByte,                                             // 11 per prompt token
+        cal.roofline_exponent,                                              // 12 p
+        cal.overhead_exponent,                                              // 13 q
+        winRead * sPerByte,                                                 // 14 per KV token moved, windowed
+        winFlop * sPerAttentionFlop,                                        // 15 per decode pair, windowed
+        winFlop * sPerPrefillFlop,                                          // 16 per prefill pair, windowed
+        fullScores * scoreS,                                                // 17 score traffic per pair, full
+        winScores * scoreS,                                                 // 18 score traffic per pair, windowed
+        cal.attention_sequence_overhead_s * model.num_hidden_layers,        // 19 per decoding sequence
+        model.moe_layers * m.expertBytes * cal.expert_traffic_factor * sPerByte, // 20 per touched expert
+        model.num_experts,                                                  // 21 E
+        model.num_experts ? 1.0 - model.experts_per_token / model.num_experts : 1.0, // 22 1 - k/E
+        reduceFixed,                                                        // 23 collectives, fixed
+        reducePerToken,                                                     // 24 per token in the pass
+        gatherPerRow,                                                       // 25 per logit row gathered
+        cal.attention_lane_s_per_token * fullLane,                          // 26 lane, full layers
+        cal.attention_lane_s_per_token * winLane,                           // 27 lane, windowed layers
+        cal.batch_layer_overhead_s * model.num_hidden_layers,               // 28 from two sequences up
+        expertRowFlop * sPerDecodeFlop,                                     // 29 per padded expert row
+        cal.expert_gemm_min_rows,                                           // 30 rows per touched expert
+        model.experts_per_token,                                            // 31 k
       ];
+      m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       return m;
     }
 
-    // roofline.step.PassWork, decode_work, prefill_work
-    function work(d, kv, p, pairs, rows) {
-      return { d: d || 0.0, kv: kv || 0.0, p: p || 0.0, pairs: pairs || 0.0, rows: rows || 0.0 };
+    // StepModel.experts_touched
+    function expertsTouched(m, tokens) {
+      var c = m.c;
+      if (!c[21]) return 0.0;
+      if (!m.table) return c[21] * (1.0 - Math.pow(c[22], tokens));
+      var t = m.table;
+      return interp(tokens, t.grid, function (j) { return t.values[j]; });
     }
-    function decodeWork(batch, kvRead) { return work(batch, kvRead, 0, 0, 0); }
-    function prefillWork(tokens, pairs, rows) { return work(0, 0, tokens, pairs, rows); }
+
+    // roofline.step.PassWork, decode_work, prefill_work (kvw, pairsw null: no window cap)
+    function work(d, kv, p, pairs, rows, kvw, pairsw) {
+      return { d: d || 0.0, kv: kv || 0.0, p: p || 0.0, pairs: pairs || 0.0, rows: rows || 0.0,
+               kvw: kvw === undefined ? null : kvw, pairsw: pairsw === undefined ? null : pairsw };
+    }
+    function decodeWork(batch, kvRead, kvReadWindow) { return work(batch, kvRead, 0, 0, 0, kvReadWindow, null); }
+    function prefillWork(tokens, pairs, rows, windowPairs) { return work(0, 0, tokens, pairs, rows, null, windowPairs); }
 
     // StepModel.overhead_s
     function overheadS(m, d, p) {
-      if (p > 0) return d > 0 ? m.c[1] : m.c[0];
-      return m.overhead;
+      var decode = m.overhead + (d >= 2.0 ? m.c[28] : 0.0);
+      if (p > 0.0) return d > 0.0 ? Math.max(decode, m.c[0]) : m.c[0];
+      return decode;
     }
 
-    // StepModel.pass_parts: [overhead, matmul memory, matmul compute, attention memory, attention compute, elementwise]
+    function perSequence(total, sequences) { return sequences > 0.0 ? total / sequences : 0.0; }
+
+    // StepModel._parts: [overhead, matmul memory, matmul compute, attention memory, attention compute,
+    // elementwise, collectives]
     function passParts(m, w) {
-      var c = m.c;
-      return [overheadS(m, w.d, w.p), c[2], w.d * c[3] + w.p * c[4] + w.rows * c[5],
-              (c[7] * w.kv + w.d + w.p) * c[6], w.kv * c[8] + w.pairs * c[9], w.d * c[10] + w.p * c[11]];
+      var c = m.c, d = w.d, kv = w.kv, p = w.p, pairs = w.pairs, rows = w.rows;
+      var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
+      var matmulMemory = c[2];
+      var matmulCompute = d * c[3] + p * c[4] + rows * c[5];
+      if (c[21]) {
+        var touched = expertsTouched(m, d + p);
+        matmulMemory = matmulMemory + c[20] * touched;
+        if (c[30]) matmulCompute = matmulCompute + Math.max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29];
+      }
+      var written = d + p;
+      var kvS = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14];
+      if (c[26] || c[27]) {
+        var lane = perSequence(kv, d) * c[26] + perSequence(kvw, d) * c[27];
+        kvS = 0.5 * kvS + Math.max(0.5 * kvS, lane);
+      }
+      return [
+        overheadS(m, d, p),
+        matmulMemory,
+        matmulCompute,
+        kvS + kv * c[17] + kvw * c[18] + d * c[19],
+        kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
+        d * c[10] + p * c[11],
+        c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
+      ];
     }
 
     // StepModel.pass_s
     function passS(m, w) {
       var x = passParts(m, w), p = m.c[12];
-      return pnorm(x[0], pnorm(x[1], x[2], p) + pnorm(x[3], x[4], p) + x[5], m.c[13]);
+      return pnorm(x[0], pnorm(x[1], x[2], p) + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);
     }
 
-    // StepModel.pass_breakdown: [total, overhead, memory, compute]
+    // StepModel.pass_breakdown: [total, overhead, memory, compute, collectives]
     function passBreakdown(m, w) {
       var x = passParts(m, w), p = m.c[12];
       var gemm = pnorm(x[1], x[2], p), attn = pnorm(x[3], x[4], p);
-      var total = pnorm(x[0], gemm + attn + x[5], m.c[13]);
+      var total = pnorm(x[0], gemm + attn + x[5] + x[6], m.c[13]);
       var gemmOnMemory = x[1] >= x[2], attnOnMemory = x[3] >= x[4];
-      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + x[5];
+      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + x[5] + x[6];
       var compute = (gemmOnMemory ? 0.0 : gemm) + (attnOnMemory ? 0.0 : attn);
-      return [total, x[0], memory, compute];
+      return [total, x[0], memory, compute, x[6]];
     }
 
-    // StepModel.linear_flop, attention_flop, bytes_counted
+    // StepModel.linear_flop, attention_flop, weight_bytes_read, bytes_counted
     function linearFlop(m, w) {
-      return w.d * m.model.linear_flop_per_token + w.p * m.model.body_linear_flop_per_token
-        + w.rows * 2.0 * m.model.lm_head_params;
+      var model = m.model;
+      return (w.d * model.linear_flop_per_token + w.p * model.body_linear_flop_per_token
+              + w.rows * model.lm_head_flop_per_position) / m.tp;
     }
-    function attentionFlop(m, w) { return (w.kv + w.pairs) * m.model.attention_flop_per_context_token; }
-    function bytesCounted(m, w) { return m.weightRead + (w.kv + w.p) * m.kvb; }
+    function attentionFlop(m, w) {
+      var kvw = w.kvw === null ? w.kv : w.kvw, pairsw = w.pairsw === null ? w.pairs : w.pairsw;
+      return (w.kv + w.pairs) * m.attnFlopPerPair + (kvw + pairsw) * m.attnWindowFlopPerPair;
+    }
+    function weightBytesRead(m, w) {
+      return m.denseRead + m.model.moe_layers * m.expertBytes * expertsTouched(m, w.d + w.p);
+    }
+    function bytesCounted(m, w) {
+      var kvw = w.kvw === null ? w.kv : w.kvw, full = m.kvb - m.kvWindowB;
+      return weightBytesRead(m, w) + (w.kv + w.p) * full + (kvw + w.p) * m.kvWindowB;
+    }
 
-    // roofline.decode.decode_step for one (batch, context): [total, overhead, memory, compute, counted, linear, attention]
+    // roofline.decode.decode_step for one (batch, context): [total, overhead, memory, compute,
+    // collectives, counted, linear, attention]
+    function decodeStepWork(m, batch, context) {
+      return decodeWork(batch, batch * context, m.window === null ? null : batch * Math.min(context, m.window));
+    }
     function decodeStep(m, batch, context) {
-      var w = decodeWork(batch, batch * context), t = passBreakdown(m, w);
-      return [t[0], t[1], t[2], t[3], bytesCounted(m, w), linearFlop(m, w), attentionFlop(m, w)];
+      var w = decodeStepWork(m, batch, context), t = passBreakdown(m, w);
+      return [t[0], t[1], t[2], t[3], t[4], bytesCounted(m, w), linearFlop(m, w), attentionFlop(m, w)];
     }
 
     // roofline.decode.decode_contexts for one (prompt, gen)
@@ -133,31 +359,38 @@ var RooflineModel = (function () {
       return out;
     }
 
-    function argmax3(a, b, c) {
-      return a >= b ? (a >= c ? 0 : 2) : (b >= c ? 1 : 2);
+    function argmax3(a, b, c) { // roofline.step.bound_index
+      return a >= Math.max(b, c) ? 0 : (b >= c ? 1 : 2);
     }
 
     // roofline.decode.mean_decode for one batch
     function meanDecode(m, batch, ctx) {
       ctx = ctx || contexts(m);
-      var acc = [0, 0, 0, 0, 0, 0, 0], w = 1.0 / SAMPLES, meanCtx = 0;
+      var acc = [0, 0, 0, 0, 0, 0, 0, 0], w = 1.0 / SAMPLES, meanCtx = 0;
       for (var k = 0; k < SAMPLES; k++) {
         var v = decodeStep(m, batch, ctx[k]);
-        for (var i = 0; i < 7; i++) acc[i] += v[i] * w;
+        for (var i = 0; i < 8; i++) acc[i] += w * v[i];
         meanCtx += ctx[k] * w;
       }
       return {
-        step_s: acc[0], overhead_s: acc[1], memory_s: acc[2], compute_s: acc[3],
-        bytes_counted: acc[4], linear_flop: acc[5], attention_flop: acc[6],
+        step_s: acc[0], overhead_s: acc[1], memory_s: acc[2], compute_s: acc[3], collectives_s: acc[4],
+        bytes_counted: acc[5], linear_flop: acc[6], attention_flop: acc[7],
         bound_index: argmax3(acc[1], acc[2], acc[3]), mean_context_tokens: meanCtx,
       };
     }
 
-    // TPOT only (roofline.prediction.bend's grid): mean_decode's step time, without its other parts
+    // roofline.decode.mean_tpot_s (bend's grid): mean_decode's step time alone
     function tpotOnly(m, batch, ctx) {
       var acc = 0, w = 1.0 / SAMPLES;
-      for (var k = 0; k < SAMPLES; k++) acc += passS(m, decodeWork(batch, batch * ctx[k])) * w;
+      for (var k = 0; k < SAMPLES; k++) acc += w * passS(m, decodeStepWork(m, batch, ctx[k]));
       return acc;
+    }
+
+    // roofline.step.causal_pairs
+    function causalPairs(p, window) {
+      var full = p * (p + 1.0) / 2.0;
+      if (window === null || window === undefined) return full;
+      return p <= window ? full : window * (window + 1.0) / 2.0 + (p - window) * window;
     }
 
     // roofline.prefill.logit_positions
@@ -165,26 +398,51 @@ var RooflineModel = (function () {
       return logits === "last" ? batch : batch * prompt;
     }
 
-    // roofline.prefill.prefill (static_prefill_work, then pass_breakdown)
-    function prefill(m, batch) {
-      var prompt = m.prompt, tokens = batch * prompt;
-      var w = prefillWork(tokens, batch * prompt * (prompt + 1.0) / 2.0, logitPositions(batch, prompt, m.logits));
-      var t = passBreakdown(m, w);
-      return { ttft_s: t[0], overhead_s: t[1], memory_s: t[2], compute_s: t[3],
-               bytes: bytesCounted(m, w) + tokens * m.preActBpt, flop: linearFlop(m, w) + attentionFlop(m, w),
-               bound_index: argmax3(t[1], t[2], t[3]) };
+    // roofline.prefill.static_prefill_work
+    function staticPrefillWork(batch, prompt, logits, window) {
+      var windowed = window === null ? null : batch * causalPairs(prompt, window);
+      return prefillWork(batch * prompt, batch * causalPairs(prompt), logitPositions(batch, prompt, logits), windowed);
     }
 
-    // roofline.memory.peak_memory
+    // roofline.prefill.chunk_sequences
+    function chunkSequences(m, batch, prompt) {
+      var chunk = m.cal.prefill_chunk_tokens;
+      if (chunk === null || chunk === undefined) return batch;
+      return Math.min(batch, Math.max(1.0, Math.floor(chunk / prompt)));
+    }
+
+    // roofline.prefill.prefill: consecutive forwards of as many sequences as the chunk holds
+    function prefill(m, batch) {
+      var prompt = m.prompt, per = chunkSequences(m, batch, prompt);
+      var full = Math.floor(batch / per), rest = batch - full * per, hasTail = rest > 0;
+      var w = staticPrefillWork(per, prompt, m.logits, m.window), h = passBreakdown(m, w);
+      var tw = null, t = [0.0, 0.0, 0.0, 0.0, 0.0];
+      if (hasTail) { tw = staticPrefillWork(rest, prompt, m.logits, m.window); t = passBreakdown(m, tw); }
+      var out = { ttft_s: full * h[0] + t[0], overhead_s: full * h[1] + t[1], memory_s: full * h[2] + t[2],
+                  compute_s: full * h[3] + t[3], collectives_s: full * h[4] + t[4] };
+      out.bytes = full * bytesCounted(m, w) + (hasTail ? bytesCounted(m, tw) : 0.0) + batch * prompt * m.preActBpt;
+      out.flop = full * (linearFlop(m, w) + attentionFlop(m, w)) + (hasTail ? linearFlop(m, tw) + attentionFlop(m, tw) : 0.0);
+      out.forwards = full + (hasTail ? 1 : 0);
+      out.bound_index = argmax3(out.overhead_s, out.memory_s, out.compute_s);
+      return out;
+    }
+
+    // roofline.memory.kv_held_bytes
+    function kvHeldBytes(m, sequences, context) {
+      var full = m.kvb - m.kvWindowB, windowed = m.window === null ? context : Math.min(context, m.window);
+      return sequences * (context * full + windowed * m.kvWindowB);
+    }
+
+    // roofline.memory.peak_memory (per GPU)
     function peakMemory(m, batch) {
       var cal = m.cal, model = m.model, prompt = m.prompt, gen = m.gen;
-      var actBytes = model.act_dtype_bytes;
+      var actBytes = dtypeBytes(DATA.act_dtype);
       var weights = m.weightResident;
-      var kvFull = batch * (prompt + gen) * m.kvb;
-      var kvPrompt = m.kvCache === "static" ? kvFull : batch * prompt * m.kvb;
-      var tokens = batch * prompt;
-      var actPrefill = cal.activation_coeff * tokens * model.intermediate_size * actBytes;
-      var logitsPrefill = logitPositions(batch, prompt, m.logits) * model.logits_bytes_per_position;
+      var kvFull = kvHeldBytes(m, batch, prompt + gen);
+      var kvPrompt = m.kvCache === "static" ? kvFull : kvHeldBytes(m, batch, prompt);
+      var forward = chunkSequences(m, batch, prompt);
+      var actPrefill = cal.activation_coeff * forward * prompt * model.widest_intermediate / m.tp * actBytes;
+      var logitsPrefill = logitPositions(forward, prompt, m.logits) * model.logits_bytes_per_position;
       var logitsDecode = batch * model.logits_bytes_per_position;
       var atPrefill = kvPrompt + actPrefill + logitsPrefill;
       var atEnd = kvFull + logitsDecode;
@@ -197,10 +455,110 @@ var RooflineModel = (function () {
                peak_at: prefillWins ? "prefill" : "end" };
     }
 
-    // one row of roofline.prediction.evaluate
+    // ---- roofline.confidence ----
+    // expected_errors: {tpot_fraction(batch), ttft_fraction(batch), peak_mem_fraction, basis}; null: not measured
+    function expectedErrors(m) {
+      if (!m.calibrated) {
+        var f = DATA.floor;
+        return { tpot: function () { return f.tpot_fraction; }, ttft: function () { return f.ttft_fraction; },
+                 peak_mem_fraction: f.peak_mem_fraction, basis: f.basis };
+      }
+      var rep = m.cal.fit_report || {};
+      var lomoMap = rep.leave_one_model_out || {}, loco = rep.leave_one_context_out || {};
+      var lomo = Object.keys(lomoMap).map(function (k) { return lomoMap[k]; });
+      var locoKeys = Object.keys(loco), context = m.prompt + m.gen, nearest = null, best = Infinity;
+      locoKeys.forEach(function (k) {
+        var pg = k.split("/"), d = Math.abs(Math.log(Number(pg[0]) + Number(pg[1])) - Math.log(Math.max(context, 1)));
+        if (d < best) { best = d; nearest = k; }
+      });
+      var held = [lomo].concat(nearest ? [[loco[nearest]]] : []);
+      var basis = "held-out errors of the calibration (leave one model out; leave out the nearest context";
+      basis += nearest ? ", " + nearest + ")" : ")";
+      var category = m.model.moe_layers ? "moe" : m.tp > 1 ? "tp" : null;
+      var validation = (rep.validation || {})[category || "dense"];
+      if (validation && category) {
+        held = [[validation]];
+        basis = "held-out " + (validation.what || category) + " (" + (validation.models || []).join(", ") + ")";
+      } else if (validation) {
+        held.push([validation]);
+        basis = basis.slice(0, -1) + "; held-out " + (validation.models || []).join(", ") + ")";
+      } else if (!lomo.length && !locoKeys.length) {
+        held = [[rep.in_sample || {}]];
+        basis = "the calibration's in-sample error (it held nothing out, so this understates it)";
+      }
+      function pick(key) {
+        var values = held.map(function (group) {
+          return mean(group.map(function (e) { var v = e[ERROR_KEYS[key]]; return v === undefined ? null : v; }));
+        }).filter(function (v) { return v !== null; });
+        return values.length ? Math.max.apply(null, values) : null;
+      }
+      var ttftSmall = pick("ttft"), ttftLarge = pick("ttft_large"), tpot = pick("tpot");
+      return { tpot: function () { return tpot; },
+               ttft: function (b) { return b >= 64 ? ttftLarge : ttftSmall; },
+               peak_mem_fraction: pick("peak_mem"), basis: basis };
+    }
+
+    // extrapolation: the reasons shared by every batch, and the batch beyond which one more applies
+    function extrapolation(m) {
+      var common = [];
+      if (!m.calibrated) {
+        common.push("no calibration: the card's ceilings alone (a floor)");
+        return { common: common, batch_max: null };
+      }
+      if (m.calCard !== m.card.id) common.push("calibration fitted on " + m.calCard + ", not " + m.card.id);
+      var cov = (m.cal.fit_report || {}).coverage;
+      if (!cov) {
+        common.push("the calibration records no coverage (fitted before roofline 0.2)");
+        return { common: common, batch_max: null };
+      }
+      var model = m.model, context = m.prompt + m.gen;
+      var lo = cov.context_tokens[0], hi = cov.context_tokens[1];
+      if (context > hi) common.push("context " + thousands(context) + " tokens beyond the " + thousands(hi) + " the calibration saw");
+      else if (context < lo) common.push("context " + thousands(context) + " tokens below the " + thousands(lo) + " the calibration saw");
+      var range = model.moe_layers && cov.moe_params ? cov.moe_params : cov.params;
+      if (model.params > SIZE_MARGIN * range[1] || model.params < range[0] / SIZE_MARGIN) {
+        common.push("model of " + model.params_label + "B parameters outside the " + formatG2(range[0] / 1e9) + "-"
+                    + formatG2(range[1] / 1e9) + "B the calibration saw");
+      }
+      if (cov.weight_dtypes.indexOf(m.weightDtype) < 0) {
+        common.push("weights in " + m.weightDtype + ", the calibration saw " + cov.weight_dtypes.join(", "));
+      }
+      if (cov.kv_dtypes.indexOf(m.kvDtype) < 0) common.push("KV cache in " + m.kvDtype + ", the calibration saw " + cov.kv_dtypes.join(", "));
+      var label = model.attention_label, gqaLike = ["mha", "mqa", "gqa"].indexOf(label) >= 0;
+      var sawGqa = cov.attention.some(function (a) { return ["mha", "gqa", "mqa"].indexOf(a) >= 0; });
+      if (cov.attention.indexOf(label) < 0 && !(gqaLike && sawGqa)) {
+        common.push(label + " attention, the calibration saw " + cov.attention.join(", "));
+      }
+      if (model.moe_layers && !cov.moe) common.push("mixture of experts: the calibration saw dense models only");
+      if (model.windowed && !cov.windows) common.push("sliding-window layers: the calibration saw full attention only");
+      if (model.sinks && !cov.sinks) common.push("attention sinks: the calibration saw none");
+      var tps = [];
+      cov.tp.concat(cov.link_tp || []).forEach(function (t) { if (tps.indexOf(t) < 0) tps.push(t); });
+      tps.sort(function (a, b) { return a - b; });
+      if (tps.indexOf(m.tp) < 0) common.push("tensor parallelism " + m.tp + ": the calibration measured " + tps.join(" and ") + " GPU(s)");
+      return { common: common, batch_max: cov.batch[1] };
+    }
+
+    function confidence(m) {
+      if (!m.conf) m.conf = { errors: expectedErrors(m), extrapolation: extrapolation(m) };
+      return m.conf;
+    }
+
+    // the per-row confidence of roofline.prediction.Prediction.rows: expected_error and extrapolation
+    function rowConfidence(m, batch) {
+      var conf = confidence(m), e = conf.errors, x = conf.extrapolation;
+      var reasons = x.common.slice();
+      if (x.batch_max !== null && batch > x.batch_max) {
+        reasons.push("batch " + thousands(batch) + " beyond the " + thousands(x.batch_max) + " the calibration saw");
+      }
+      return { expected_error: { tpot_fraction: e.tpot(batch), ttft_fraction: e.ttft(batch), peak_mem_fraction: e.peak_mem_fraction },
+               extrapolation: reasons };
+    }
+
+    // one row of roofline.prediction.evaluate (and Prediction.rows' confidence)
     function row(m, batch, ctx) {
       var dec = meanDecode(m, batch, ctx), pre = prefill(m, batch), mem = peakMemory(m, batch);
-      var tpot = dec.step_s, ttft = pre.ttft_s;
+      var tpot = dec.step_s, ttft = pre.ttft_s, conf = rowConfidence(m, batch);
       return {
         batch: batch, ttft_s: ttft, tpot_s: tpot, per_user_tok_s: 1.0 / tpot, throughput_tok_s: batch / tpot,
         peak_mem_gib: mem.peak_bytes / DATA.gib,
@@ -215,34 +573,14 @@ var RooflineModel = (function () {
         bytes_per_step: dec.bytes_counted, flop_per_step: dec.linear_flop + dec.attention_flop,
         linear_flop_per_step: dec.linear_flop,
         step_overhead_s: dec.overhead_s, step_memory_s: dec.memory_s, step_compute_s: dec.compute_s,
+        step_collectives_s: dec.collectives_s,
+        expected_error: conf.expected_error, extrapolation: conf.extrapolation,
       };
     }
 
     function rows(m, batches) {
       var ctx = contexts(m);
       return batches.map(function (b) { return row(m, b, ctx); });
-    }
-
-    // numpy.interp for increasing xp, one x, right=NaN; fp(j) gives the j-th value on demand
-    function interp(x, xp, fp) {
-      var n = xp.length;
-      if (x > xp[n - 1]) return NaN;
-      if (x === xp[n - 1]) return fp(n - 1);
-      if (x < xp[0]) return fp(0);
-      var lo = 0, hi = n - 1; // xp[lo] <= x < xp[hi]
-      while (hi - lo > 1) {
-        var mid = (lo + hi) >> 1;
-        if (xp[mid] <= x) lo = mid; else hi = mid;
-      }
-      if (xp[lo] === x) return fp(lo);
-      var f0 = fp(lo), f1 = fp(lo + 1);
-      var slope = (f1 - f0) / (xp[lo + 1] - xp[lo]);
-      var res = slope * (x - xp[lo]) + f0;
-      if (isNaN(res)) {
-        res = slope * (x - xp[lo + 1]) + f1;
-        if (isNaN(res) && f0 === f1) res = f0;
-      }
-      return res;
     }
 
     // roofline.prediction._pow2_bracket
@@ -253,41 +591,48 @@ var RooflineModel = (function () {
     }
 
     var GRID = null, LOGGRID = null;
-    function bendLogGrid() {
-      if (!LOGGRID) LOGGRID = bendGrid().map(function (b) { return Math.log(b); });
-      return LOGGRID;
-    }
-    function bendGrid() {
+    function bendGrid() { // roofline.prediction.bend_grid
       if (!GRID) {
         GRID = [];
         for (var b = 1; b <= 4096; b++) GRID.push(b);
         GRID = GRID.concat(DATA.bend_grid_tail);
+        LOGGRID = GRID.map(function (x) { return Math.log(x); });
       }
       return GRID;
     }
 
     // roofline.prediction.bend
     function bend(m) {
-      var model = m.model, balance = m.balance, ctx = contexts(m);
+      var model = m.model, balance = m.balance, ctx = contexts(m), moe = model.moe_layers > 0;
       var dec1 = meanDecode(m, 1.0, ctx);
-      var kvPerRequest = dec1.bytes_counted - m.weightRead;
+      var weights1 = m.weightRead;
+      if (moe) weights1 -= model.moe_layers * m.expertBytes * (model.num_experts - expertsTouched(m, 1.0));
+      var kvPerRequest = dec1.bytes_counted - weights1;
       var flopPerRequest = model.linear_flop_per_token;
       var limit = kvPerRequest > 0 ? flopPerRequest / kvPerRequest : Infinity;
-      var crossing = null;
-      if (flopPerRequest > balance * kvPerRequest) {
+      var crossing = null, saturated = null, grid = bendGrid(), n = grid.length, i;
+      if (moe) { // the weights a step reads grow with the experts its tokens touch: solve on the grid
+        for (i = 0; i < n && (crossing === null || saturated === null); i++) {
+          var touched = expertsTouched(m, grid[i]);
+          var weights = m.weightRead - model.moe_layers * m.expertBytes * (model.num_experts - touched);
+          if (crossing === null && grid[i] * flopPerRequest >= balance * (weights + grid[i] * kvPerRequest)) crossing = grid[i];
+          if (saturated === null && touched >= 0.9 * model.num_experts) saturated = grid[i];
+        }
+      } else if (flopPerRequest > balance * kvPerRequest) {
         var exact = balance * m.weightRead / (flopPerRequest - balance * kvPerRequest);
         crossing = Math.max(1, Math.ceil(exact - 1e-9));
       }
       // the same grid and test as Python's, but TPOT is evaluated only where the search looks
-      // (up to the first hit), not on all ~4,600 batches
-      var grid = bendGrid(), n = grid.length, logG = bendLogGrid(), logT = new Float64Array(n).fill(NaN);
+      // (from the experts' saturation up to the first hit), not on all ~4,600 batches
+      var logG = LOGGRID, logT = new Float64Array(n).fill(NaN);
       function lt(j) {
         if (isNaN(logT[j])) logT[j] = Math.log(tpotOnly(m, grid[j], ctx));
         return logT[j];
       }
-      var knee = null;
-      for (var i = 0; i < n; i++) {
-        var doubled = interp(Math.log(grid[i] * 2), logG, lt);
+      var knee = null, from = saturated || 1;
+      for (i = 0; i < n; i++) {
+        if (grid[i] < from) continue;
+        var doubled = interp(Math.log(grid[i] * 2), logG, lt, NaN);
         var slope = (doubled - lt(i)) / Math.log(2.0);
         if (slope >= KNEE_ELASTICITY) { knee = Math.trunc(grid[i] * Math.SQRT2); break; }
       }
@@ -295,7 +640,8 @@ var RooflineModel = (function () {
       var region = [null, null];
       if (found.length) region = pow2Bracket(Math.min.apply(null, found), Math.max.apply(null, found));
       return { crossing_batch: crossing, knee_batch: knee, balance_point_flop_per_byte: balance,
-               intensity_limit_flop_per_byte: limit, region_low_batch: region[0], region_high_batch: region[1] };
+               intensity_limit_flop_per_byte: limit, region_low_batch: region[0], region_high_batch: region[1],
+               experts_saturated_batch: saturated, num_experts: moe ? model.num_experts : 0 };
     }
 
     // the largest batch (1..maxBatch) for which ok(batch) holds, ok monotone (true then false)
@@ -310,204 +656,39 @@ var RooflineModel = (function () {
       return lo;
     }
 
+    // roofline.choice.choose_batch: memory alone, or TTFT and memory (TTFT and memory grow with the batch)
     function fitsBatch(m, maxBatch) {
       return largestBatch(function (b) { return peakMemory(m, b).peak_bytes <= m.card.memory_bytes; }, maxBatch);
     }
-
     function chosenBatch(m, ttftMax, maxBatch) {
       return largestBatch(function (b) {
         return prefill(m, b).ttft_s <= ttftMax && peakMemory(m, b).peak_bytes <= m.card.memory_bytes;
       }, maxBatch);
     }
 
-    // ---- static batching (roofline.batching) and the two servers (roofline.serving) ----
-    // roofline.batching.parse_mix
-    function parseMix(text) {
-      var items = String(text).split(",").map(function (s) { return s.trim(); });
-      return items.map(function (item, n) {
-        var parts = item.toLowerCase().split("x");
-        var ok = parts.length === 2 && parts.every(function (x) { return /^[0-9]+$/.test(x.trim()); });
-        if (!ok) throw new Error("mix item " + (n + 1) + " '" + item + "': use COUNTxGEN, e.g. 8x32");
-        var count = parseInt(parts[0], 10), gen = parseInt(parts[1], 10);
-        if (count < 1 || gen < 1) throw new Error("mix item " + (n + 1) + " '" + item + "': count and length must be at least 1");
-        return [count, gen];
-      });
-    }
-
-    // roofline.batching.interleave: round-robin across the classes
-    function interleave(classes) {
-      var gens = [], cls = [], most = Math.max.apply(null, classes.map(function (c) { return c[0]; }));
-      for (var r = 0; r < most; r++) {
-        for (var k = 0; k < classes.length; k++) {
-          if (r < classes[k][0]) { gens.push(classes[k][1]); cls.push(k); }
-        }
-      }
-      return { gens: gens, cls: cls };
-    }
-
-    // roofline.batching.requests_from_mix (count: repeat the interleaved order up to count)
-    function mixStream(mix, count) {
-      var base = interleave(parseMix(mix)), gens = base.gens, cls = base.cls;
-      if (count) {
-        var g2 = [], c2 = [];
-        for (var i = 0; i < count; i++) { g2.push(gens[i % gens.length]); c2.push(cls[i % cls.length]); }
-        gens = g2; cls = c2;
-      }
-      return { gens: gens, cls: cls };
-    }
-
-    // roofline.batching.token_accounting
-    function tokenAccounting(gens, batch) {
-      var n = gens.length, size = batch || n, needed = 0, slots = 0, batches = [];
-      for (var s = 0; s < n; s += size) {
-        var e = Math.min(n, s + size), longest = 0;
-        for (var i = s; i < e; i++) { longest = Math.max(longest, gens[i]); needed += gens[i]; }
-        slots += (e - s) * longest;
-        batches.push({ start: s, end: e, longest: longest });
-      }
-      return { requests: n, batches: batches.length, tokens_needed: needed, slots_used: slots,
-               wasted_slots: slots - needed, waste_fraction: (slots - needed) / slots, batch_list: batches };
-    }
-
-    // roofline.serving.static_batch_times
-    function staticBatchTimes(m, prompts, gens) {
-      var n = gens.length, longest = Math.max.apply(null, gens), promptSum = 0, pairs = 0;
-      for (var i = 0; i < n; i++) { promptSum += prompts[i]; pairs += prompts[i] * (prompts[i] + 1.0); }
-      var pre = passS(m, prefillWork(promptSum, pairs / 2.0, n));
-      var cum = [0.0];
-      for (var k = 1; k < longest; k++) cum.push(cum[k - 1] + passS(m, decodeWork(n, promptSum + n * k)));
-      return { pre: pre, cum: cum };
-    }
-
-    // roofline.batching.mix_waste (return policy whole-batch)
-    function mixWaste(m, mix, batch) {
-      var classes = parseMix(mix), st = mixStream(mix), gens = st.gens, n = gens.length;
-      var acct = tokenAccounting(gens, batch), e2e = new Array(n), ttft = new Array(n);
-      acct.batch_list.forEach(function (b) {
-        var g = gens.slice(b.start, b.end), p = g.map(function () { return m.prompt; });
-        var t = staticBatchTimes(m, p, g);
-        for (var i = b.start; i < b.end; i++) { ttft[i] = t.pre; e2e[i] = t.pre + t.cum[t.cum.length - 1]; }
-        b.prefill_s = t.pre; b.end_s = t.pre + t.cum[t.cum.length - 1];
-      });
-      acct.classes = classes.map(function (c, k) {
-        var sum = 0, cnt = 0, tsum = 0;
-        for (var i = 0; i < n; i++) if (st.cls[i] === k) { sum += e2e[i]; tsum += ttft[i]; cnt++; }
-        var size = Math.min(c[0], batch || c[0]), g = [], p = [];
-        for (i = 0; i < size; i++) { g.push(c[1]); p.push(m.prompt); }
-        var alone = staticBatchTimes(m, p, g), aloneE2e = alone.pre + alone.cum[alone.cum.length - 1];
-        return { "class": c[0] + "x" + c[1], count: c[0], gen_tokens: c[1], ttft_in_batch_s: tsum / cnt,
-                 e2e_in_batch_s: sum / cnt, alone_batch: size, e2e_alone_s: aloneE2e, slowdown: (sum / cnt) / aloneE2e };
-      });
-      var shortest = acct.classes.reduce(function (a, b) { return b.gen_tokens < a.gen_tokens ? b : a; });
-      acct.short_request_slowdown = shortest.slowdown;
-      acct.gens = gens; acct.cls = st.cls;
-      return acct;
-    }
-
-    // numpy.percentile, linear
-    function percentile(values, q) {
-      var v = values.slice().sort(function (a, b) { return a - b; });
-      var pos = (q / 100) * (v.length - 1), lo = Math.floor(pos), hi = Math.ceil(pos);
-      return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-    }
-
-    function summary(out) {
-      var s = { requests: out.e2e_s.length, generated_tokens: out.useful, makespan_s: out.makespan_s,
-                throughput_tok_s: out.useful / out.makespan_s, passes: out.passes, slot_steps: out.slots * out.passes,
-                idle_slot_steps: out.slots * out.passes - out.useful };
-      s.mean_occupancy = out.useful / s.slot_steps;
-      s.waste_fraction = s.idle_slot_steps / s.slot_steps;
-      [50, 90, 99].forEach(function (q) {
-        s["ttft_p" + q + "_s"] = percentile(out.ttft_s, q);
-        s["e2e_p" + q + "_s"] = percentile(out.e2e_s, q);
-      });
-      out.summary = s;
-      return out;
-    }
-
-    // roofline.serving.serve_static, every request arriving at t = 0
-    function serveStatic(m, prompts, gens, slots, returnPolicy) {
-      var n = gens.length, ttft = new Array(n), finish = new Array(n), t = 0, passes = 0, useful = 0;
-      var whole = returnPolicy === "whole-batch";
-      for (var i = 0; i < n; i += slots) {
-        var j = Math.min(i + slots, n), tb = staticBatchTimes(m, prompts.slice(i, j), gens.slice(i, j));
-        var first = t + tb.pre;
-        t = first + tb.cum[tb.cum.length - 1];
-        for (var r = i; r < j; r++) { ttft[r] = first; finish[r] = whole ? t : first + tb.cum[gens[r] - 1]; useful += gens[r]; }
-        passes += tb.cum.length;
-      }
-      return summary({ ttft_s: ttft, e2e_s: finish.slice(), finish_s: finish, slots: slots, passes: passes,
-                       useful: useful, makespan_s: Math.max.apply(null, finish) });
-    }
-
-    // roofline.serving.serve_continuous, every request arriving at t = 0
-    function serveContinuous(m, prompts, gens, slots) {
-      var n = gens.length, ttft = new Array(n), finish = new Array(n), ends = new Map();
-      var t = 0, it = 0, nxt = 0, running = 0, kv = 0, useful = 0;
-      while (nxt < n || running) {
-        var k = running < slots && nxt < n ? Math.min(slots - running, n - nxt) : 0;
-        if (k) {
-          var j = nxt + k, pTok = 0, pPairs = 0, p1 = 0;
-          for (var r = nxt; r < j; r++) { pTok += prompts[r]; pPairs += prompts[r] * (prompts[r] + 1.0) / 2.0; p1 += prompts[r] + 1.0; }
-          t += passS(m, work(running, kv, pTok, pPairs, k));
-          it += 1;
-          kv += running + p1;
-          for (r = nxt; r < j; r++) {
-            ttft[r] = t;
-            var at = it + gens[r] - 1;
-            if (!ends.has(at)) ends.set(at, []);
-            ends.get(at).push(r);
-          }
-          running += k;
-          nxt = j;
-        } else {
-          t += passS(m, decodeWork(running, kv));
-          it += 1;
-          kv += running;
-        }
-        useful += running;
-        var done = ends.get(it);
-        if (done) {
-          done.forEach(function (r) { finish[r] = t; kv -= prompts[r] + gens[r]; running -= 1; });
-          ends.delete(it);
-        }
-      }
-      return summary({ ttft_s: ttft, e2e_s: finish.slice(), finish_s: finish, slots: slots, passes: it,
-                       useful: useful, makespan_s: Math.max.apply(null, finish) });
-    }
-
     // Everything the parity tests compare with Python for one setting (the page's initial settings
-    // overridden by ``settings``): predict's rows at settings.batches, the bend, the chosen and the
-    // largest fitting batch (roofline choose), static waste (roofline waste) and both servers.
+    // overridden by ``settings``): predict's rows at settings.batches (with the expected error and
+    // the extrapolation), the bend, the expected error's basis, the chosen and the largest fitting
+    // batch (roofline choose). serving.js adds static waste and both servers.
     function compute(settings) {
       var s = Object.assign({}, DATA.initial, settings);
       var maxBatch = DATA.bend_max_batch;
       var m = scenario(s);
       var batches = s.batches || [1, 2, 4, 8, 16, 32, 64, 128];
-      var out = { rows: rows(m, batches), bend: bend(m), chosen_batch: chosenBatch(m, Number(s.ttft_max_s), maxBatch),
-                  fits_batch: fitsBatch(m, maxBatch) };
-      var w = mixWaste(m, s.mix, Number(s.batch));
-      delete w.batch_list;
-      out.waste = w;
-      var stream = mixStream(s.mix, Number(s.stream_count));
-      var prompts = stream.gens.map(function () { return m.prompt; });
-      out.serve_static = serveStatic(m, prompts, stream.gens, Number(s.batch), s.return_policy).summary;
-      out.serve_continuous = serveContinuous(m, prompts, stream.gens, Number(s.batch)).summary;
-      return out;
+      return { rows: rows(m, batches), bend: bend(m), expected_error_basis: confidence(m).errors.basis,
+               chosen_batch: chosenBatch(m, Number(s.ttft_max_s), maxBatch), fits_batch: fitsBatch(m, maxBatch) };
     }
 
     return {
-      compute: compute, pnorm: pnorm, scenario: scenario, work: work, decodeWork: decodeWork, prefillWork: prefillWork,
-      passParts: passParts, passS: passS, passBreakdown: passBreakdown, meanDecode: meanDecode, prefill: prefill,
-      peakMemory: peakMemory,
-      row: row, rows: rows, bend: bend, contexts: contexts, fitsBatch: fitsBatch, chosenBatch: chosenBatch,
-      parseMix: parseMix, interleave: interleave, mixStream: mixStream, tokenAccounting: tokenAccounting,
-      mixWaste: mixWaste, staticBatchTimes: staticBatchTimes, serveStatic: serveStatic,
-      serveContinuous: serveContinuous, CARDS: CARDS, MODELS: MODELS,
+      DATA: DATA, compute: compute, pnorm: pnorm, scenario: scenario, work: work, decodeWork: decodeWork,
+      prefillWork: prefillWork, passParts: passParts, passS: passS, passBreakdown: passBreakdown,
+      expertsTouched: expertsTouched, meanDecode: meanDecode, prefill: prefill, peakMemory: peakMemory,
+      confidence: confidence, rowConfidence: rowConfidence, row: row, rows: rows, bend: bend, contexts: contexts,
+      fitsBatch: fitsBatch, chosenBatch: chosenBatch, CARDS: CARDS, MODELS: MODELS,
     };
   }
 
-  return { create: create };
+  return { create: create, formatG2: formatG2, thousands: thousands };
 })();
 
 if (typeof module !== "undefined" && module.exports) module.exports = RooflineModel; // node (tests/test_model_js.py)

@@ -1,0 +1,112 @@
+"""The serving loop's terms, fitted on some committed H200 runs, and every run replayed beside them.
+
+Fits roofline.pass_costs.LoopTerms on the FIT runs of hardware_profiles/measurements/serving/
+h200-graph/ (roofline.serving_replay.fit_loop_terms), writes them to
+hardware_profiles/serving/h200-graph-loop.json, replays EVERY committed run with them
+(roofline.serving_replay.compare_rows: `roofline simulate --pass-cost serving-loop` on the run's
+own stream and configuration) and writes the table between the replay markers of docs/serving.md.
+
+    .venv/bin/python benchmarks/fit_serving_loop.py            # fit, write the terms and the table
+    .venv/bin/python benchmarks/fit_serving_loop.py --check    # replay with the shipped terms only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: The runs the terms are fitted on: one run under load per model. Every other run is held out.
+FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
+BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
+
+
+def _pct(err) -> str:
+    return "-" if err is None else f"{100 * err:+.1f}%"
+
+
+def _cell(entry, scale: float, digits: int, bound=True) -> str:
+    mark = "" if entry["within"] in (None, True) or not bound else " **x**"
+    return (f"{entry['measured'] * scale:,.{digits}f} / {entry['simulated'] * scale:,.{digits}f} "
+            f"({_pct(entry['error'])}){mark}")
+
+
+def table(rows) -> str:
+    head = ("| run | set terms? | throughput tok/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms "
+            "| E2E p50 s | preemptions | max running |\n|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in sorted(rows, key=lambda r: (not r["fitted"], r["run"])):
+        lines.append(
+            f"| {r['run']} | {'fit' if r['fitted'] else 'held out'} | {_cell(r['throughput_tok_s'], 1, 0)} "
+            f"| {_cell(r['ttft_p50_s'], 1e3, 1)} | {_cell(r['ttft_p99_s'], 1e3, 1)} | {_cell(r['tpot_p50_s'], 1e3, 2)} "
+            f"| {_cell(r['tpot_p99_s'], 1e3, 2)} | {_cell(r['e2e_p50_s'], 1, 3)} "
+            f"| {r['preemptions']['measured']} / {r['preemptions']['simulated']} "
+            f"| {r['max_running']['measured']} / {r['max_running']['simulated']} |")
+    return "\n".join(lines)
+
+
+def summary(rows) -> str:
+    held = [r for r in rows if not r["fitted"]]
+    out = []
+    for key, label in (("throughput_tok_s", "throughput (5%)"), ("ttft_p50_s", "TTFT p50 (10%)"),
+                       ("tpot_p50_s", "TPOT p50 (10%)"), ("ttft_p99_s", "TTFT p99 (20%)"),
+                       ("tpot_p99_s", "TPOT p99 (20%)")):
+        ok = sum(1 for r in held if r[key]["within"])
+        worst = max(held, key=lambda r: abs(r[key]["error"]))
+        out.append(f"{label}: {ok} of {len(held)} held-out runs within, worst {_pct(worst[key]['error'])} "
+                   f"({worst['run']})")
+    same = sum(1 for r in held if r["same_preemption_behaviour"])
+    out.append(f"preemption behaviour (none vs some): {same} of {len(held)} held-out runs the same")
+    return "\n".join(f"- {x}" for x in out)
+
+
+def write_docs(body: str, path: Path = ROOT / "docs" / "serving.md") -> None:
+    from roofline.atomic import write_text_atomic
+
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    write_text_atomic(path, text[:start] + "\n" + body.rstrip() + "\n" + text[end:])
+
+
+def main() -> None:
+    from roofline.pass_costs import load_loop_terms, loop_terms_path
+    from roofline.serving_replay import compare_rows, fit_loop_terms, shipped_folder
+    from roofline.serving_runs import read_run, run_names
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="replay with the shipped terms; write nothing")
+    args = parser.parse_args()
+    folder = shipped_folder()
+    names = run_names(folder)
+    path = loop_terms_path("h200", "graph")
+    if args.check:
+        terms = load_loop_terms(path)
+    else:
+        terms = fit_loop_terms([read_run(folder, n) for n in FIT], held_out=[n for n in names if n not in FIT])
+        from roofline.atomic import write_text_atomic
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(terms.model_dump(), indent=2) + "\n")
+        print(f"wrote {path.relative_to(ROOT)}")
+    rows = compare_rows(folder, terms)
+    body = "\n".join([
+        "Written by `.venv/bin/python benchmarks/fit_serving_loop.py` (measured / simulated (error); **x**: outside "
+        "the acceptance bound).",
+        "",
+        table(rows),
+        "",
+        "Held-out runs only:",
+        "",
+        summary(rows),
+    ])
+    print(body)
+    if not args.check:
+        write_docs(body)
+
+
+if __name__ == "__main__":
+    main()

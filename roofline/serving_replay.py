@@ -1,0 +1,179 @@
+"""The serving loop's real runs against the simulator: its terms fitted on some runs, every run replayed.
+
+A run of calibrate/serving_loop.py (roofline.serving_runs reads it) records every iteration: its
+start and end, the passes' device time (CUDA events), what it ran (kind, bucket, prefill tokens
+and pairs). ``fit_loop_terms`` measures the loop's terms (roofline.pass_costs.LoopTerms) from
+the runs it is given, each a physical quantity read off those columns:
+
+* ``decode_extra_s_per_layer``: median over the decode iterations of (device_s - the step
+  model's decode step at the iteration's bucket, reading bucket x max_model_len cached tokens),
+  divided by the layers: what the loop's decode graph adds to the graph engine's.
+* ``prefill_floor_s_per_layer``, ``prefill_floor_exponent``: the prefill passes' device_s fitted
+  (least squares on the logarithm) as pnorm(floor x layers, step model's prefill, exponent): the
+  eager pass takes the longer of the host's launches and the GPU's work.
+* ``host_decode_s`` (+ ``host_decode_s_per_seq`` x sequences), ``host_prefill_s`` (+ per
+  sequence): a robust straight line through (sequences in the pass, next t_start - t_start -
+  device_s) of the iterations followed by another without an idle wait: the host's time per
+  iteration, which grows with the Python work per sequence.
+* ``wake_s``: median over the iterations that start an idle server of (t_start - the arrival it
+  waited for).
+
+``replay`` simulates a run's own stream with its configuration (``pass_cost="serving-loop"``) and
+``compare_rows`` sets the simulated summary beside the measured one.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from roofline.pass_costs import LoopTerms, Term
+from roofline.serving_runs import ServingRun, read_run, run_names, run_paths
+from roofline.step import decode_work, pnorm, prefill_work
+
+#: The summary keys compared, and the acceptance bound on each one's relative error (issue 14).
+COMPARED = {
+    "throughput_tok_s": 0.05,
+    "ttft_p50_s": 0.10,
+    "ttft_p99_s": 0.20,
+    "tpot_p50_s": 0.10,
+    "tpot_p99_s": 0.20,
+    "e2e_p50_s": None,
+    "e2e_p99_s": None,
+}
+
+
+def _step(run: ServingRun, card: str, engine: str, calibration="auto"):
+    from roofline.scenario import make_scenario
+
+    return make_scenario(card=card, model=run.config["model"], engine=engine, calibration=calibration).step
+
+
+def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "graph", held_out=(),
+                   calibration="auto") -> LoopTerms:
+    """The loop's terms measured on ``runs`` (module docstring); ``held_out`` names the runs kept
+    out, for the record."""
+    from scipy.optimize import least_squares
+
+    names = ", ".join(r.name for r in runs)
+    extra, host_d, host_p, wake = [], [], [], []
+    pre_model, pre_device, pre_layers = [], [], []
+    for run in runs:
+        step = _step(run, card, engine, calibration)
+        layers = step.spec.num_hidden_layers
+        t_len = run.config["max_model_len"]
+        its = run.iterations
+        arrivals = sorted(float(r["arrival_s"]) for r in run.requests)
+        for i, it in enumerate(its):
+            if it["kind"] == "decode":
+                b = float(it["bucket"])
+                extra.append((it["device_s"] - step.pass_s(decode_work(b, b * t_len))) / layers)
+            elif it["kind"] == "prefill":
+                pre_model.append(step.pass_s(prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]),
+                                                          float(it["prefill_seqs"]))))
+                pre_device.append(it["device_s"])
+                pre_layers.append(layers)
+            if i + 1 < len(its) and its[i + 1]["t_start_s"] - it["t_end_s"] < 1e-3 and it["running"] > 0:
+                host = its[i + 1]["t_start_s"] - it["t_start_s"] - it["device_s"]
+                if it["kind"] == "decode":
+                    host_d.append((it["decode_seqs"], host))
+                else:
+                    host_p.append((it["prefill_seqs"], host))
+            if i == 0 or its[i - 1]["running"] == 0:  # an idle server, woken by an arrival while it slept
+                idle_from = its[i - 1]["t_end_s"] if i else 0.0
+                waited = [a for a in arrivals if idle_from < a <= it["t_start_s"]]
+                if waited:
+                    wake.append(it["t_start_s"] - waited[-1])
+    model, device, layers = np.array(pre_model), np.array(pre_device), np.array(pre_layers, dtype=float)
+
+    def residual(x):
+        return np.log(pnorm(x[0] * layers, model, x[1])) - np.log(device)
+
+    fit = least_squares(residual, [float(np.median(device / layers)), 4.0], bounds=([0.0, 1.0], [1.0, 400.0]))
+    floor, exponent = (float(v) for v in fit.x)
+    rms = float(np.sqrt(np.mean(residual(fit.x) ** 2)))
+
+    (hd0, hd1), nd = _robust_line(host_d), len(host_d)
+    (hp0, hp1), np_ = _robust_line(host_p), len(host_p)
+
+    def term(value, how):
+        return Term(value=float(value), source=f"{how}; runs {names}")
+
+    return LoopTerms(
+        card=card, engine=engine, loop="calibrate/serving_loop.py",
+        decode_extra_s_per_layer=term(statistics.median(extra), f"median over {len(extra)} decode iterations of "
+                                      "(device_s - the step model's decode step at the bucket reading bucket x "
+                                      "max_model_len tokens) / layers"),
+        prefill_floor_s_per_layer=term(floor, f"least squares on log device_s of {len(device)} prefill passes, "
+                                       f"pnorm(floor x layers, step model's prefill, exponent); rms {rms:.3f} in log"),
+        prefill_floor_exponent=term(exponent, "the same fit"),
+        host_decode_s=term(hd0, f"robust line (soft L1) through {nd} decode iterations' next t_start - t_start - "
+                           "device_s against their decoding sequences: the intercept"),
+        host_decode_s_per_seq=term(hd1, "the same line's slope"),
+        host_prefill_s=term(hp0, f"robust line (soft L1) through {np_} prefill iterations' next t_start - t_start - "
+                            "device_s against their sequences: the intercept"),
+        host_prefill_s_per_seq=term(hp1, "the same line's slope"),
+        wake_s=term(statistics.median(wake) if wake else 0.0, f"median over {len(wake)} iterations starting an idle "
+                    "server of t_start - the arrival it waited for"),
+        fitted_on=[r.name for r in runs], held_out=list(held_out),
+        note="fitted by roofline.serving_replay.fit_loop_terms (benchmarks/fit_serving_loop.py) on the h200 "
+             "graph calibration's step model",
+    )
+
+
+def _robust_line(points) -> tuple[float, float]:
+    """(intercept, slope >= 0) of y against x, least squares with a soft-L1 loss (host times have
+    a long tail of scheduler hiccups that plain least squares would follow)."""
+    from scipy.optimize import least_squares
+
+    x, y = (np.array(v, dtype=float) for v in zip(*points))
+    scale = float(np.median(y))
+    fit = least_squares(lambda c: (c[0] + c[1] * x - y) / scale, [scale, 0.0], loss="soft_l1", f_scale=0.1,
+                        bounds=([0.0, 0.0], [np.inf, np.inf]))
+    return float(fit.x[0]), float(fit.x[1])
+
+
+def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "graph", calibration="auto") -> dict:
+    """Simulate run ``run``'s own stream with its configuration and the loop's terms: the
+    continuous server's summary (roofline.api.simulate)."""
+    from roofline import api
+
+    c = run.config
+    result = api.simulate(
+        card, c["model"], engine=engine, calibration=calibration, batch=c["max_num_seqs"],
+        requests=run_paths(folder, run.name)["stream"], static=False,
+        schedule="prefill-first" if c["policy"] == "prefill-first" else "decode-first",
+        max_num_batched_tokens=c["max_num_batched_tokens"], max_model_len=c["max_model_len"],
+        kv_capacity_tokens=c["num_blocks"] * c["block_size"], block_size=c["block_size"],
+        pass_cost="serving-loop", loop_terms=terms,
+    )
+    return result["continuous"]
+
+
+def compare_rows(folder, terms: LoopTerms, names=None, **kw) -> list[dict]:
+    """One row per run of ``folder`` (or ``names``): measured and simulated summaries, relative
+    errors, whether the run set any term (``fitted``) and whether each bound of COMPARED holds."""
+    rows = []
+    for name in names or run_names(folder):
+        run = read_run(folder, name)
+        sim = replay(run, folder, terms, **kw)
+        meas = run.summary
+        row = {"run": name, "fitted": name in terms.fitted_on, "requests": meas["requests"]}
+        for key, bound in COMPARED.items():
+            m, s = meas[key], sim[key]
+            err = (s - m) / m if m else None
+            row[key] = {"measured": m, "simulated": s, "error": err,
+                        "within": None if bound is None or err is None else abs(err) <= bound}
+        for key in ("preemptions", "max_running"):
+            row[key] = {"measured": meas[key], "simulated": sim[key]}
+        row["same_preemption_behaviour"] = (meas["preemptions"] > 0) == (sim["preemptions"] > 0)
+        rows.append(row)
+    return rows
+
+
+def shipped_folder() -> Path:
+    from roofline.hardware import profiles_dir
+
+    return profiles_dir() / "measurements" / "serving" / "h200-graph"

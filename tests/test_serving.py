@@ -1,0 +1,235 @@
+"""The continuous server (issue 14): KV pool, admission, preemption, chunked prefill, percentiles,
+goodput -- small cases worked out by hand, and the bounds on the work."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import roofline
+from roofline.calibration import Calibration
+from roofline.errors import RooflineError
+from roofline.kvpool import kv_pool
+from roofline.scenario import make_scenario
+from roofline.scheduler import MAX_REQUESTS, ServerConfig, serve_stream
+from roofline.serving import Served, goodput, latency_percentiles, serve_continuous
+from roofline.serving_runs import percentile
+
+CARD, MODEL = "rtx3060", "qwen2.5-1.5b"
+
+
+class Flat:
+    """Pass costs a hand can add up: a prefill pass (or chunk iteration) 1 s, a decode step 0.1 s."""
+
+    wake_s = 0.0
+
+    def decode_s(self, slots, decoding, kv_read):
+        return 0.1
+
+    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks):
+        return 1.0 + (0.1 if decoding else 0.0)
+
+
+def serve(p, g, config, arrival=None, cost=None):
+    arrival = np.zeros(len(p)) if arrival is None else np.asarray(arrival, dtype=float)
+    return serve_stream(np.array(p), np.array(g), arrival, config, cost or Flat())
+
+
+# ---- the KV pool -----------------------------------------------------------------------------
+def test_pool_from_memory_by_hand():
+    # qwen2.5-1.5b: 28 layers x (K and V) x 2 KV heads x 128 x 2 bytes = 28,672 bytes per token; the
+    # weights 3,087,428,608 bytes (what the H200 run measured: run-*.json memory.weight_bytes)
+    cal = Calibration(card=CARD, engine="x", workspace_bytes=1e8, activation_coeff=0.0)
+    step = make_scenario(card=CARD, model=MODEL, calibration=cal).step
+    pool = kv_pool(step)
+    assert pool.kv_bytes_per_token == 28 * 2 * 2 * 128 * 2 == 28672
+    assert pool.weights_bytes == 3087428608
+    assert pool.workspace_bytes == 1e8 and pool.gpu_memory_utilization == 0.9
+    logits = step.spec.logits_bytes_per_position("bf16")  # activation_coeff 0: only the profiling pass's logits
+    assert pool.activations_bytes == pytest.approx(logits)
+    free = 0.9 * 12 * 2**30 - 3087428608 - 1e8 - logits
+    assert pool.num_blocks == math.floor(free / (16 * 28672))
+    assert pool.capacity_tokens == pool.num_blocks * 16
+    # half the memory: fewer blocks; a reserve takes its bytes' worth of blocks
+    assert kv_pool(step, gpu_memory_utilization=0.45).num_blocks < pool.num_blocks
+    reserved = kv_pool(step, engine_reserve_bytes=16 * 28672 * 10)
+    assert reserved.num_blocks == pool.num_blocks - 10
+
+
+def test_pool_given_in_tokens():
+    step = make_scenario(card=CARD, model=MODEL).step
+    assert kv_pool(step, kv_capacity_tokens=12000).num_blocks == 750  # the real runs' pool: 750 blocks
+    assert kv_pool(step, kv_capacity_tokens=12015).capacity_tokens == 12000
+    with pytest.raises(RooflineError, match="at least one block") as exc:
+        kv_pool(step, kv_capacity_tokens=15)
+    assert exc.value.field == "kv_capacity_tokens"
+
+
+def test_a_model_that_does_not_fit_has_no_pool():
+    step = make_scenario(card=CARD, model="qwen2.5-14b").step  # ~29.5 GB of bf16 weights on a 12 GiB card
+    with pytest.raises(RooflineError, match="no room for a KV cache") as exc:
+        kv_pool(step)
+    assert exc.value.field == "gpu_memory_utilization"
+
+
+# ---- preemption, worked by hand ----------------------------------------------------------------
+def test_preemption_by_recompute_by_hand():
+    # 4 blocks of 2 tokens; A and B (prompt 2, gen 4) at t = 0, prefill-first
+    # t=1.0  prefill A, B (1 block each; KV 2 each)                              free 2
+    # t=1.1  decode: both KVs full (2) -> a block each                            free 0
+    # t=1.2  decode: KV 3, room in the block
+    # t=1.3  decode: both full again (4) and nothing free: B, the latest admitted, is preempted
+    #        (its 2 blocks freed, 3 tokens produced); A takes a block and makes its 4th token: done
+    # t=2.3  B readmitted: prefill of 2 + 3 = 5 tokens (3 blocks), its 4th token comes out: done
+    cfg = ServerConfig(max_num_seqs=4, num_blocks=4, block_size=2, schedule="prefill-first")
+    r = serve([2, 2], [4, 4], cfg)
+    np.testing.assert_allclose(r.first_token_s, [1.0, 1.0])
+    np.testing.assert_allclose(r.finish_s, [1.3, 2.3])
+    assert r.preemptions.tolist() == [0, 1]
+    assert (r.iterations, r.prefill_iterations, r.decode_iterations, r.max_running) == (5, 2, 3, 2)
+    assert r.generated_tokens == 8
+    # each ends holding ceil(5 / 2) = 3 blocks: 5 blocks still preempt, 6 do not (B finishes with A)
+    assert serve([2, 2], [4, 4], ServerConfig(4, 5, 2, schedule="prefill-first")).preemptions.tolist() == [0, 1]
+    r6 = serve([2, 2], [4, 4], ServerConfig(4, 6, 2, schedule="prefill-first"))
+    assert r6.preemptions.tolist() == [0, 0] and r6.finish_s.tolist() == pytest.approx([1.3, 1.3])
+
+
+def test_the_victim_is_the_latest_admitted_and_goes_first_in_the_queue():
+    # A, B, C (prompt 2, gen 6) at 0 and D (prompt 2, gen 2) at 1.05; 5 blocks of 2; prefill-first
+    # 1.0  prefill A B C (3 blocks, free 2)
+    # 1.1  all three full, 3 needed > 2: C preempted (frees 1), A B take theirs        free 1
+    # 1.1+ C (n 3, 2 blocks) heads the queue and does not fit; D would (1 block) but FIFO does not skip
+    # 1.2  A B decode; 1.3: both full, 2 > 1: B preempted (frees 2), A takes one     free 2
+    #      the queue is now B, C, D (B went in front of C: it arrived earlier)
+    # 1.4  A decodes; 1.5: A takes a block (free 1) and finishes (frees 4)             free 5
+    # 2.5  prefill B (5 tokens, 3 blocks) and C (3 tokens, 2 blocks); D waits         free 0
+    # 2.6  B C decode; 2.7: both full, none free: C preempted again, B finishes        free 5
+    # 3.7  prefill C (5 tokens) and D; 3.8: D finishes; 3.9: C finishes
+    cfg = ServerConfig(max_num_seqs=4, num_blocks=5, block_size=2, schedule="prefill-first")
+    r = serve([2, 2, 2, 2], [6, 6, 6, 2], cfg, arrival=[0, 0, 0, 1.05])
+    assert r.preemptions.tolist() == [0, 1, 2, 0]
+    np.testing.assert_allclose(r.first_token_s, [1.0, 1.0, 1.0, 3.7])  # a recompute keeps the first TTFT
+    np.testing.assert_allclose(r.finish_s, [1.5, 2.7, 3.9, 3.8])
+
+
+def test_decode_first_preempts_in_admission_order():
+    # the same pool under decode-first: the decodes take their blocks first; the same victim
+    cfg = ServerConfig(max_num_seqs=4, num_blocks=4, block_size=2, schedule="decode-first")
+    r = serve([2, 2], [4, 4], cfg)
+    assert r.preemptions.tolist() == [0, 1]
+    # A: prefilled at 1.0 (pass 1), decodes 1.1, 1.2, 1.3 (done); B preempted at the third step,
+    # readmitted in the next iteration: a prefill of 5 tokens alone (1.0) -> 2.3
+    np.testing.assert_allclose(r.finish_s, [1.3, 2.3])
+
+
+# ---- chunked prefill, worked by hand -------------------------------------------------------------
+def test_chunked_prefill_pass_counts():
+    # decode-first, 8 tokens an iteration: a 20-token prompt takes chunks of 8, 8 and 4
+    cfg = ServerConfig(max_num_seqs=2, num_blocks=100, block_size=4, max_num_batched_tokens=8)
+    r = serve([20], [1], cfg)
+    assert (r.iterations, r.prefill_iterations, r.decode_iterations) == (3, 3, 0)
+    assert r.first_token_s[0] == pytest.approx(3.0)
+    # A (20 tokens, gen 3) and B (4 tokens, gen 1) at t = 0:
+    # it 1: A's chunk of 8 (budget spent); it 2: A 8 more; it 3: A's last 4 + B's 4 (budget 8):
+    # both prefills complete, both first tokens at 3.0, B done; it 4, 5: A decodes (3.1, 3.2)
+    r = serve([20, 4], [3, 1], cfg)
+    assert (r.iterations, r.prefill_iterations, r.decode_iterations) == (5, 3, 2)
+    np.testing.assert_allclose(r.first_token_s, [3.0, 3.0])
+    np.testing.assert_allclose(r.finish_s, [3.2, 3.0])
+
+
+def test_decode_first_needs_a_budget_for_every_running_sequence():
+    with pytest.raises(RooflineError, match="at least the running-sequence limit") as exc:
+        ServerConfig(max_num_seqs=64, num_blocks=10, max_num_batched_tokens=32)
+    assert exc.value.field == "max_num_batched_tokens"
+    ServerConfig(max_num_seqs=64, num_blocks=10, max_num_batched_tokens=32, schedule="prefill-first")  # fine there
+
+
+def test_prefill_first_takes_at_most_the_budget_per_pass():
+    # budget 10 tokens: prompts of 6 are prefilled one per pass
+    cfg = ServerConfig(max_num_seqs=4, num_blocks=100, block_size=4, max_num_batched_tokens=10,
+                       schedule="prefill-first")
+    r = serve([6, 6, 6], [1, 1, 1], cfg)
+    np.testing.assert_allclose(r.first_token_s, [1.0, 2.0, 3.0])
+
+
+def test_requests_the_server_could_never_serve_are_rejected():
+    step = make_scenario(card=CARD, model=MODEL).step
+    # max_model_len 100: 90 + 20 - 1 = 109 tokens do not fit; 50 + 20 - 1 do
+    s = serve_continuous(step, [90, 50], [20, 20], None, 4, max_model_len=100)
+    assert np.isnan(s.ttft_s[0]) and s.ttft_s[1] > 0
+    summary = s.summary()
+    assert summary["rejected"] == 1 and summary["generated_tokens"] == 20
+    assert summary["ttft_p50_s"] == pytest.approx(s.ttft_s[1])
+
+
+# ---- percentiles and goodput -------------------------------------------------------------------
+def test_percentiles_are_numpys_linear_ones_and_tpot_skips_one_token_requests():
+    rng = np.random.default_rng(3)
+    ttft, e2e = rng.random(37), rng.random(37) + 1
+    tpot = np.where(rng.random(37) < 0.3, np.nan, rng.random(37) / 100)
+    out = latency_percentiles(ttft, tpot, e2e)
+    finite = tpot[~np.isnan(tpot)]
+    for q in (50, 90, 99):
+        assert out[f"ttft_p{q}_s"] == pytest.approx(np.percentile(ttft, q), rel=1e-15)
+        assert out[f"tpot_p{q}_s"] == pytest.approx(np.percentile(finite, q), rel=1e-15)
+        assert out[f"e2e_p{q}_s"] == pytest.approx(percentile(e2e, q), rel=1e-12)  # the real runs' definition
+    # by hand: p90 of 1..11 is 10 (rank 0.9 x 10 = 9 exactly); p99 interpolates 10.9
+    hand = latency_percentiles(np.arange(1.0, 12.0), None, np.arange(1.0, 12.0))
+    assert hand["ttft_p50_s"] == 6.0 and hand["ttft_p90_s"] == 10.0 and hand["ttft_p99_s"] == pytest.approx(10.9)
+
+
+def test_tpot_is_decode_time_over_the_tokens_after_the_first():
+    # a lone request: TTFT = the prefill pass, then gen - 1 decode steps of 0.1 s
+    cfg = ServerConfig(max_num_seqs=2, num_blocks=100, block_size=16)
+    step = make_scenario(card=CARD, model=MODEL).step
+    r = serve([10], [5], cfg)
+    assert r.finish_s[0] - r.first_token_s[0] == pytest.approx(0.4)
+    s = serve_continuous(step, [10, 10], [5, 1], None, 2)
+    assert np.isnan(s.tpot_s[1]) and s.tpot_s[0] == pytest.approx((s.finish_s[0] - (s.ttft_s[0])) / 4)
+
+
+def test_goodput_by_hand():
+    # three requests over 2 s: (TTFT, TPOT) = (0.1, 10 ms), (0.3, one token), (0.2, 50 ms)
+    served = Served(ttft_s=np.array([0.1, 0.3, 0.2]), e2e_s=np.array([1.0, 0.3, 2.0]), finish_s=np.array([1.0, 0.3, 2.0]),
+                    slots=4, passes=10, useful_slot_steps=12, makespan_s=2.0, tpot_s=np.array([0.01, np.nan, 0.05]),
+                    gen_tokens=np.array([10, 1, 1]))
+    g = goodput(served, 0.25, 0.02)
+    assert g["slo_attainment"] == pytest.approx(1 / 3)  # only the first meets both
+    assert g["goodput_req_s"] == pytest.approx(0.5) and g["goodput_tok_s"] == pytest.approx(5.0)
+    # TTFT limit alone: the one-token request fails on TTFT (0.3 > 0.25), the third passes
+    assert goodput(served, 0.25, None)["slo_attainment"] == pytest.approx(2 / 3)
+    # TPOT limit alone: a one-token request meets any TPOT limit
+    assert goodput(served, None, 0.02)["slo_attainment"] == pytest.approx(2 / 3)
+
+
+# ---- the work is bounded before it starts ------------------------------------------------------
+def test_absurd_counts_are_refused_before_any_work():
+    with pytest.raises(RooflineError, match=f"at most {MAX_REQUESTS:,}") as exc:
+        roofline.simulate(CARD, MODEL, batch=8, mix="1x10", count=MAX_REQUESTS + 1)
+    assert exc.value.field == "count"
+
+
+def test_the_default_server_is_v01s_when_the_pool_does_not_bind():
+    # 16 slots x (128 + 256) tokens fit a 12 GiB card's pool many times over: the same answer as a
+    # pool that never binds (docs/batching.md's figures stand)
+    kw = dict(batch=16, mix="8x32,8x256", count=200, arrival_rate=6.0, seed=1)
+    a = roofline.simulate(CARD, MODEL, **kw)
+    b = roofline.simulate(CARD, MODEL, **kw, gpu_memory_utilization=None)
+    assert a["continuous"]["kv_capacity_tokens"] > 16 * 384 and b["continuous"]["kv_capacity_tokens"] is None
+    for key in ("ttft_p99_s", "tpot_p50_s", "e2e_p90_s", "passes", "throughput_tok_s"):
+        assert a["continuous"][key] == b["continuous"][key]
+    assert a["continuous"]["preemptions"] == 0
+
+
+def test_a_small_pool_preempts_and_holds_fewer_sequences():
+    kw = dict(batch=64, mix="16x64,16x512", count=300, seed=1, prompt_tokens=512)
+    roomy = roofline.simulate(CARD, MODEL, **kw)["continuous"]
+    tight = roofline.simulate(CARD, MODEL, **kw, kv_capacity_tokens=8000)["continuous"]
+    assert roomy["preemptions"] == 0 and roomy["max_running"] == 64
+    assert tight["preemptions"] > 0 and tight["max_running"] < 64
+    # 500 blocks, a 512-token prompt takes 32 at admission: at most 15 run; the pool binds throughput too
+    assert tight["max_running"] <= 15
+    assert tight["throughput_tok_s"] < roomy["throughput_tok_s"]

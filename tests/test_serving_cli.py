@@ -1,0 +1,192 @@
+"""`roofline simulate`'s continuous server and `roofline choose-server` as a user sees them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import roofline
+from cli import main
+from roofline.serving_replay import shipped_folder
+
+LESSON = ("--card", "rtx3060", "--model", "qwen2.5-1.5b")
+RUN = "qwen2.5-1.5b-mixed-r80-n400-s1"
+REPLAY = ("simulate", "--requests", str(shipped_folder() / f"stream-{RUN}.csv"), "--card", "h200", "--model",
+          "qwen2.5-1.5b", "--engine", "graph", "--batch", "64", "--schedule", "prefill-first", "--max-model-len", "1280",
+          "--kv-capacity-tokens", "12000", "--pass-cost", "serving-loop")
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def one_line_error(r, *needles):
+    assert r.exit_code == 1, r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+    assert "Traceback" not in r.output
+    for n in needles:
+        assert n in r.output, r.output
+
+
+def test_simulate_json_carries_the_servers_fields():
+    r = run("simulate", "--mix", "16x64,16x512", "--count", "200", "--prompt", "512", *LESSON, "--batch", "64",
+            "--kv-capacity-tokens", "8000", "--format", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    co = data["continuous"]
+    assert co["kv_capacity_tokens"] == 8000 and co["preemptions"] > 0 and 0 < co["max_running"] <= 15
+    assert co["tpot_p50_s"] <= co["tpot_p90_s"] <= co["tpot_p99_s"]
+    assert data["static"]["tpot_p50_s"] > 0  # the static server's TPOT too
+    server = data["meta"]["server"]
+    assert server == {**server, "schedule": "decode-first", "kv_capacity_tokens": 8000, "num_blocks": 500,
+                      "kv_pool_source": "kv_capacity_tokens", "pass_cost": "fused", "max_num_seqs": 64}
+    # the table says the same
+    table = run("simulate", "--mix", "16x64,16x512", "--count", "200", "--prompt", "512", *LESSON, "--batch", "64",
+                "--kv-capacity-tokens", "8000").output
+    assert "continuous server: decode-first, KV pool 8,000 tokens" in table
+    row = next(line for line in table.splitlines() if line.startswith("max running / preemptions"))
+    assert row.split()[-3:] == [str(co["max_running"]), "/", f"{co['preemptions']:,}"]
+    rows = list(csv.DictReader(io.StringIO(run("simulate", "--mix", "16x64,16x512", "--count", "200", "--prompt", "512",
+                                               *LESSON, "--batch", "64", "--kv-capacity-tokens", "8000",
+                                               "--format", "csv").output)))
+    assert int(rows[1]["preemptions"]) == co["preemptions"] and rows[0]["preemptions"] == ""
+
+
+def test_simulate_memory_pool_and_slo():
+    data = json.loads(run("simulate", "--mix", "8x32,8x256", "--count", "400", *LESSON, "--batch", "16",
+                          "--arrival-rate", "3", "--slo-ttft", "0.1", "--slo-tpot", "0.025", "--format", "json").output)
+    co, server = data["continuous"], data["meta"]["server"]
+    assert server["kv_pool_source"] == "gpu_memory_utilization"
+    pool = server["kv_pool_bytes"]
+    assert pool["memory_bytes"] == 12 * 2**30 and pool["gpu_memory_utilization"] == 0.9
+    assert co["kv_capacity_tokens"] == server["kv_capacity_tokens"] > 200_000
+    assert 0 < co["slo_attainment"] <= 1 and co["goodput_req_s"] <= 400 / co["makespan_s"]
+    assert co["slo_ttft_s"] == 0.1 and co["slo_tpot_s"] == 0.025
+    # static batching makes newcomers wait for a batch: far fewer requests meet a 0.1 s TTFT
+    assert data["static"]["slo_attainment"] < co["slo_attainment"]
+    table = run("simulate", "--mix", "8x32,8x256", "--count", "400", *LESSON, "--batch", "16", "--arrival-rate", "3",
+                "--slo-ttft", "0.1", "--slo-tpot", "0.025").output
+    assert "SLO: TTFT <= 0.1 s and TPOT <= 25 ms per request" in table and "goodput (req/s)" in table
+
+
+def test_replaying_a_real_run_from_the_command_line():
+    data = json.loads(run(*REPLAY, "--format", "json").output)
+    co = data["continuous"]
+    measured = json.loads((shipped_folder() / f"run-{RUN}.json").read_text())["summary"]
+    # held out (docs/serving.md): within issue 14's bounds
+    assert co["throughput_tok_s"] == pytest.approx(measured["throughput_tok_s"], rel=0.05)
+    assert co["tpot_p50_s"] == pytest.approx(measured["tpot_p50_s"], rel=0.10)
+    assert co["ttft_p99_s"] == pytest.approx(measured["ttft_p99_s"], rel=0.20)
+    assert co["preemptions"] > 0 and co["max_running"] == measured["max_running"] == 38
+    assert data["meta"]["server"]["loop_terms"]["fitted_on"] == ["qwen2.5-1.5b-mixed-r40-n400-s1",
+                                                                 "qwen2.5-7b-mixed-r25-n300-s1"]
+    assert data["meta"]["server"]["max_num_batched_tokens"] == 2048  # vLLM V0's default, max(1280, 2048)
+
+
+@pytest.mark.parametrize("args,needles", [
+    (("--batch", "16", "--max-num-batched-tokens", "8"), ("--max-num-batched-tokens", "at least the running-sequence")),
+    (("--batch", "16", "--gpu-memory-utilization", "1.5"), ("--gpu-memory-utilization", "at most 1")),
+    (("--batch", "16", "--pass-cost", "serving-loop"), ("--loop-terms", "no serving-loop terms for rtx3060")),
+    (("--batch", "16", "--loop-terms", "x.json"), ("--loop-terms", "goes with pass_cost serving-loop")),
+    (("--batch", "16", "--block-size", "0"), ("--block-size", "at least 1")),
+    (("--batch", "16", "--slo-ttft", "-1"), ("--slo-ttft",)),
+])
+def test_simulate_server_errors_are_one_line(args, needles):
+    one_line_error(run("simulate", "--mix", "8x32", *LESSON, *args), *needles)
+
+
+def test_absurd_counts_name_the_flag_and_the_limit(tmp_path):
+    one_line_error(run("simulate", "--mix", "8x32", "--count", "20000000", *LESSON, "--batch", "4"),
+                   "--count: must be at most 10,000,000")
+    one_line_error(run("simulate", "--mix", "1x20000000", *LESSON, "--batch", "4"),
+                   "--mix: a generation of 20,000,000 tokens: at most 10,000,000")
+    # 200,000 x 2,000 tokens / 4 running = 100 million decode steps
+    one_line_error(run("simulate", "--mix", "1x2000", "--count", "200000", *LESSON, "--batch", "4"),
+                   "--count: about 100,000,000 decode steps", "at most 50,000,000")
+    big = tmp_path / "big.csv"
+    big.write_text("prompt_tokens,gen_tokens\n" + "1,1\n" * 10_000_002)
+    one_line_error(run("simulate", "--requests", str(big), *LESSON, "--batch", "4"), "--requests", "more than 10,000,000")
+
+
+def test_a_stream_nothing_of_which_can_be_served_says_why():
+    one_line_error(run("simulate", "--mix", "8x32", "--prompt", "3000", *LESSON, "--batch", "4", "--max-model-len", "1000"),
+                   "--max-model-len: every request is rejected: the shortest needs 3,031 tokens")
+    one_line_error(run("simulate", "--mix", "8x32", "--prompt", "3000", *LESSON, "--batch", "4",
+                       "--kv-capacity-tokens", "2000"), "--kv-capacity-tokens", "the pool holds 2,000")
+
+
+def test_a_model_too_big_for_the_card_says_so():
+    one_line_error(run("simulate", "--mix", "8x32", "--card", "rtx3060", "--model", "qwen2.5-14b", "--batch", "4"),
+                   "--gpu-memory-utilization", "no room for a KV cache")
+
+
+# ---- choose-server ---------------------------------------------------------------------------
+CHOOSE = ("choose-server", "--card", "h200", "--model", "qwen2.5-1.5b", "--engine", "graph", "--mix", "4x64,1x512",
+          "--count", "400")
+
+
+def test_choose_server_table_json_and_chart(tmp_path):
+    chart = tmp_path / "rates.html"
+    r = run(*CHOOSE, "--slo-ttft", "0.2", "--slo-tpot", "0.02", "--batch", "32,128", "--chart", str(chart))
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].endswith("the highest arrival rate with TTFT p99 <= 0.2 s and TPOT p99 <= 20 ms")
+    assert any(line.startswith("best: h200 tp 1 max_num_seqs ") for line in lines)
+    data = json.loads(run(*CHOOSE, "--slo-ttft", "0.2", "--slo-tpot", "0.02", "--batch", "32,128",
+                          "--format", "json").output)
+    best = data["best"]
+    assert best["at_best"]["ttft_p99_s"] <= 0.2 and best["at_best"]["tpot_p99_s"] <= 0.02
+    assert best["best_rate_req_s"] <= best["capacity_req_s"]
+    # the next rate swept breaks what binding names
+    above = [p for p in best["points"] if p["rate_req_s"] > best["best_rate_req_s"]]
+    assert above and not above[0]["meets"] and best["binding"] == ",".join(above[0]["broken"])
+    # more running sequences serve more (the pool is far from binding on the H200)
+    by_batch = {c["max_num_seqs"]: c for c in data["candidates"]}
+    assert by_batch[128]["capacity_req_s"] > by_batch[32]["capacity_req_s"]
+    html = chart.read_text()
+    # opens offline: every script inline (plotly.js's only URL, a topojson default for maps, is never fetched)
+    assert "Plotly.newPlot" in html and "<script src" not in html and 'src="http' not in html
+    assert len(html) > 1_000_000  # plotly.js itself is in the page
+
+
+def test_choose_server_tighter_slo_lower_rate():
+    rates = {}
+    for ttft in (1.0, 0.05, 0.03):
+        data = json.loads(run(*CHOOSE, "--slo-ttft", str(ttft), "--format", "json").output)
+        rates[ttft] = data["best"]["best_rate_req_s"] if data["best"] else 0.0
+    assert rates[1.0] >= rates[0.05] >= rates[0.03]
+    assert rates[1.0] > rates[0.03]
+
+
+def test_choose_server_given_rates():
+    data = json.loads(run(*CHOOSE, "--slo-tpot", "1", "--rates", "1,2,4", "--format", "json").output)
+    best = data["best"]
+    assert [p["rate_req_s"] for p in best["points"]] == [1.0, 2.0, 4.0]
+    assert best["best_rate_req_s"] == 4.0 and best["binding"] == "rates"
+
+
+def test_choose_server_matches_the_api():
+    data = json.loads(run(*CHOOSE, "--slo-ttft", "0.2", "--tp", "1,2", "--format", "json").output)
+    api = roofline.api.choose_server("h200", "qwen2.5-1.5b", engine="graph", mix="4x64,1x512", count=400, slo_ttft_s=0.2,
+                                     tp=[1, 2]).as_dict()
+    assert json.loads(json.dumps(api)) == data
+    # a 1.5B model gains nothing from a second GPU (56 all-reduces a step): the best is tp 1, per GPU
+    tps = {c["tp"]: c for c in data["candidates"]}
+    assert tps[2]["best_rate_req_s_per_gpu"] == pytest.approx(tps[2]["best_rate_req_s"] / 2)
+    assert tps[2]["best_rate_req_s_per_gpu"] < tps[1]["best_rate_req_s_per_gpu"] and data["best"]["tp"] == 1
+
+
+def test_choose_server_errors():
+    one_line_error(run(*CHOOSE), "--slo-ttft", "give at least one SLO")
+    one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--count", "300000"), "--count", "at most 200,000")
+    one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--rates", "a,b"), "--rates")
+
+
+@pytest.mark.parametrize("cmd", ["simulate", "choose-server"])
+def test_help_has_one_example(cmd):
+    out = run(cmd, "--help").output
+    assert out.count("Example:") == 1 and f"roofline {cmd} " in out
