@@ -187,8 +187,10 @@ OPTIONS = {
                            "--max-model-len, eager prefill, measured host time)."),
     "loop_terms": _opt("--loop-terms", type=click.Path(dir_okay=False),
                        help="The serving loop's measured terms (default: hardware_profiles/serving/CARD-ENGINE-loop.json)."),
-    "slo_ttft_s": _opt("--slo-ttft", "slo_ttft_s", type=float, help="SLO: largest acceptable TTFT per request, s."),
-    "slo_tpot_s": _opt("--slo-tpot", "slo_tpot_s", type=float, help="SLO: largest acceptable TPOT per request, s."),
+    "slo_ttft_s": _opt("--slo-ttft", "slo_ttft_s", type=Duration(),
+                       help="SLO: largest acceptable TTFT per request (500ms, 0.5s or 0.5 = seconds)."),
+    "slo_tpot_s": _opt("--slo-tpot", "slo_tpot_s", type=Duration(bare_max_s=1.0),
+                       help="SLO: largest acceptable TPOT per request (30ms, 0.03s or 0.03 = seconds)."),
 }
 SERVER_OPTIONS = ("schedule", "max_num_batched_tokens", "max_model_len", "kv_capacity_tokens", "gpu_memory_utilization",
                   "block_size", "engine_reserve_gib", "pass_cost", "loop_terms")
@@ -278,7 +280,30 @@ def scenario_kwargs(kw: dict) -> dict:
     return out
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """Usage errors (a bad value, a missing option) as one line, like every other error: the
+    command's --help says the rest."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "roofline"
+            click.echo(f"Error: {exc.format_message()} (see: {where} --help)", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="roofline")
 def main():
     """How LLM decoding behaves on a GPU: TTFT, TPOT, throughput and memory at every batch,
@@ -566,7 +591,7 @@ def choose_server(fmt, cards, tp, batch, rates, **kw):
     """The highest arrival rate a continuous server meets latency SLOs at; with several cards, TP
     degrees or --batch limits, the best per GPU.
 
-    Example: roofline choose-server --card h200 --model qwen2.5-7b --engine graph --mix 4x64,1x512 --slo-ttft 0.5 --slo-tpot 0.03
+    Example: roofline choose-server --card h200 --model qwen2.5-7b --engine graph --mix 4x64,1x512 --slo-ttft 500ms --slo-tpot 30ms
     """
     from roofline import api
     from roofline.batching_views import choose_server_view

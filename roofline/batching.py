@@ -42,6 +42,11 @@ REQUEST_COLUMNS = ("prompt_tokens", "gen_tokens", "arrival_s")
 
 
 # ---- mixes ----------------------------------------------------------------------------------
+#: Bounds on a length mix (the simulator's: roofline.scheduler), checked while parsing.
+MAX_REQUESTS = 10_000_000
+MAX_GEN_TOKENS = 10_000_000
+
+
 def parse_mix(text: str) -> list[tuple[int, int]]:
     """``"8x32,8x256"`` -> [(8, 32), (8, 256)]: (count, gen tokens) per class."""
     classes = []
@@ -57,7 +62,12 @@ def parse_mix(text: str) -> list[tuple[int, int]]:
             raise RooflineError(f"item {n} {item!r}: the count must be at least 1", "mix")
         if gen < 1:
             raise RooflineError(f"item {n} {item!r}: the generation length must be at least 1", "mix")
+        if gen > MAX_GEN_TOKENS:
+            raise RooflineError(f"item {n} {item!r}: at most {MAX_GEN_TOKENS:,} generated tokens a request", "mix")
         classes.append((count, gen))
+        total = sum(c for c, _ in classes)
+        if total > MAX_REQUESTS:  # refused before any array of that size is built
+            raise RooflineError(f"{total:,} requests: at most {MAX_REQUESTS:,} in one mix", "mix")
     return classes
 
 
