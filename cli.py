@@ -15,9 +15,13 @@ from pathlib import Path
 import click
 
 from roofline.errors import RooflineError, RooflineWarning
+from roofline.formats import kv_format_names, weight_format_names
 
 FORMATS = ("table", "json", "csv")
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "int4")
+#: Weight and KV-cache formats (roofline/formats.py; aliases such as Q4_K_M, 4bit, bfloat16 are accepted too).
+WEIGHT_FORMATS = tuple(weight_format_names())
+KV_FORMATS = tuple(kv_format_names())
 RETURN_POLICIES = ("whole-batch", "early-return")
 CARD_HELP = "Card id or alias (see `roofline cards`) or a profile JSON file."
 MODEL_HELP = "Catalog name (see `roofline models`), HF repo id of a catalog model, config.json path or model folder."
@@ -56,6 +60,23 @@ def parse_batches(text: str) -> list[int]:
     if any(b <= 0 for b in out):
         raise RooflineError(f"batch sizes must be at least 1, not {min(out)}", "batches")
     return sorted(set(out))
+
+
+class FormatName(click.ParamType):
+    """A weight or KV-cache format by any name roofline/formats.py knows (Q4_K_M, 4bit, bfloat16 ...),
+    given back canonical; an unknown one is a usage error listing the formats."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = f"{kind} format"
+
+    def convert(self, value, param, ctx):
+        from roofline import formats
+
+        try:
+            return (formats.weight_format if self.kind == "weight" else formats.kv_format)(value).name
+        except RooflineError as exc:
+            self.fail(exc.message, param, ctx)
 
 
 class Duration(click.ParamType):
@@ -108,12 +129,18 @@ OPTIONS = {
     "calibration": _opt("--calibration", "calibration", type=click.Path(dir_okay=False),
                         help="A fitted calibration JSON (default: the one shipped for --card and --engine, if any)."),
     "no_calibration": _opt("--no-calibration", is_flag=True, help="Predict from the card's ceilings alone (pure roofline)."),
-    "engine": _opt("--engine", default="hf-eager", show_default=True, help="Engine whose shipped calibration to use."),
+    "engine": _opt("--engine", help="Engine profile (hardware_profiles/engines/): hf-eager, graph, vllm, tensorrt-llm, "
+                                    "llama.cpp, lmdeploy. Default: the engine of the calibration measured on --card, "
+                                    "else llama.cpp on Apple, GeForce, Jetson and CPUs, vllm on other GPUs "
+                                    "(docs/engines.md)."),
     "kv_cache": _opt("--kv-cache", type=click.Choice(["dynamic", "static"]),
                      help="dynamic: a step reads the tokens so far (HF default); static: the whole preallocated "
                           "cache. Default: the calibration's."),
-    "weight_dtype": _opt("--weight-dtype", default="bf16", show_default=True, type=click.Choice(DTYPE_CHOICES)),
-    "kv_dtype": _opt("--kv-dtype", default="bf16", show_default=True, type=click.Choice(DTYPE_CHOICES)),
+    "weight_dtype": _opt("--weight-dtype", default="bf16", show_default=True, metavar="FORMAT", type=FormatName("weight"),
+                         help="Weight format, by the name people use, at its true bits per weight (scales "
+                              "included): " + ", ".join(WEIGHT_FORMATS) + "; it also picks the matmul peak."),
+    "kv_dtype": _opt("--kv-dtype", default="bf16", show_default=True, metavar="FORMAT", type=FormatName("KV"),
+                     help="KV-cache element format: " + ", ".join(KV_FORMATS) + "."),
     "logits": _opt("--logits", type=click.Choice(["last", "all"]), default="last", show_default=True,
                    help="Logits kept at prefill: the last position (logits_to_keep=1) or every position."),
     "tp": _opt("--tp", "tp", default=1, show_default=True, type=int,
@@ -507,7 +534,7 @@ def waste(fmt, mix, requests, batch, prompt_tokens, card, model, return_policy, 
 
 
 #: What scenario_kwargs gives when no timing option was set (waste without a card or model).
-OPTIONS_DEFAULTS = {"calibration": "auto", "engine": "hf-eager", "weight_dtype": "bf16", "kv_dtype": "bf16"}
+OPTIONS_DEFAULTS = {"calibration": "auto", "engine": None, "weight_dtype": "bf16", "kv_dtype": "bf16"}
 
 
 @main.command()

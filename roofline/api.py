@@ -3,9 +3,11 @@
 Scenario options (``**options`` below; all keyword, validated by roofline.scenario.make_scenario):
 
     prompt_tokens=128, gen_tokens=128   request shape
-    calibration="auto"                  "auto" (shipped for card + engine), None (pure roofline),
+    calibration="auto"                  "auto" (shipped for card + engine, else the engine profile's
+                                        terms transferred to the card), None (pure roofline),
                                         a file path or a Calibration
-    engine="hf-eager"                   whose shipped calibration "auto" picks
+    engine=None                         the engine profile (roofline.engines); None: the card's
+                                        default (roofline.engines.default_engine)
     kv_cache=None                       "dynamic" or "static" (default: the calibration's)
     weight_dtype="bf16", kv_dtype="bf16", logits="last"
     tp=1                                tensor parallelism: GPUs the model is split over (memory

@@ -230,7 +230,10 @@ def _fitted_for(card: CardProfile, chosen: set[str], calibration, engine: str) -
         return calibration
     if card.id in chosen and calibration != "auto":
         return load_calibration(calibration)
-    return shipped_calibration(card.id, engine)
+    # issue 10: a card without a calibration for this engine shows the one shipped for its default engine
+    from roofline.engines import default_engine
+
+    return shipped_calibration(card.id, engine) or shipped_calibration(card.id, default_engine(card)[0])
 
 
 def page_data(

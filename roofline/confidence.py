@@ -102,6 +102,8 @@ def expected_errors(calibration, scenario, batches) -> dict:
                           f"(worst {100 * abs(pooled['tpot']['worst_fraction']):.0f}%) over {pooled['tpot']['points']} "
                           f"measured points (hardware_profiles/{FLOOR_FILE})")}
     rep = calibration.fit_report or {}
+    if rep.get("transferred"):  # issue 10: an engine profile's terms on a card without a calibration
+        return _transferred_errors(rep["transferred"], n)
     lomo = list(rep.get("leave_one_model_out", {}).values())
     loco = rep.get("leave_one_context_out", {})
     context = scenario.prompt_tokens + scenario.gen_tokens
@@ -134,6 +136,18 @@ def expected_errors(calibration, scenario, batches) -> dict:
             "peak_mem_fraction": pick("peak_mem"), "basis": basis}
 
 
+def _transferred_errors(transferred: dict, n: int) -> dict:
+    """The engine profile's leave-one-card-out error (roofline.engines.transferred_calibration)."""
+    err = transferred.get("error", {})
+    tpot, ttft = err.get("tpot_mape_fraction"), err.get("ttft_mape_fraction")
+    where = f"{transferred['engine']} profile ({transferred['variant']})"
+    basis = (f"transferred from the {where}, leave-one-card-out error "
+             + ("?" if tpot is None else f"{100 * tpot:.0f}%") + f" ({err.get('basis', 'leave-one-card-out')}, "
+             f"{err.get('points', 0)} points; roofline.engines)")
+    return {"tpot_fraction": np.full(n, np.nan if tpot is None else tpot),
+            "ttft_fraction": np.full(n, np.nan if ttft is None else ttft), "peak_mem_fraction": None, "basis": basis}
+
+
 def extrapolation(calibration, scenario, batches) -> list[list[str]]:
     """Per batch, the reasons the answer leaves what the calibration saw (empty lists: none)."""
     batches = np.atleast_1d(np.asarray(batches))
@@ -143,6 +157,10 @@ def extrapolation(calibration, scenario, batches) -> list[list[str]]:
         return [list(common) for _ in batches]
     if calibration.card != scenario.card.id:
         common.append(f"calibration fitted on {calibration.card}, not {scenario.card.id}")
+    transferred = (calibration.fit_report or {}).get("transferred")
+    if transferred and not transferred.get("measured_on_this_card"):
+        common.append(f"no {transferred['engine']} measurement of {scenario.card.id}: the "
+                      f"{transferred['engine']} profile's terms, transferred")
     cov = (calibration.fit_report or {}).get("coverage")
     if not cov:
         common.append("the calibration records no coverage (fitted before roofline 0.2)")

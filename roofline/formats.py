@@ -98,6 +98,12 @@ class WeightFormat:
         only for mixes whose headline is a whole-file figure)."""
         return self.linear_bits if self.linear_bits is not None else self.bits_per_weight
 
+    @property
+    def stores_embedding(self) -> bool:
+        """Whether the format stores an untied token-embedding table itself (llama.cpp's GGUF types:
+        token_embd in the file's type); other methods leave it in the model's 16-bit dtype."""
+        return self.name in _GGUF_BASE
+
     def compute_dtype(self, available) -> str:
         """The dtype the matmuls run at on hardware whose matmul paths are ``available``."""
         return self.compute if self.compute in set(available) else self.fallback
@@ -332,6 +338,11 @@ KV_FORMATS: tuple[KvFormat, ...] = (
         "TensorRT-LLM, LMDeploy",
         aliases=("i8", "kv_int8"),
         note="LMDeploy adds an fp16 scale and zero per head and token (32/head_dim bits, 0.25 at 128); not counted",
+    ),
+    KvFormat(
+        "int4", 4.0, "LMDeploy docs, INT4/INT8 KV cache (quant_policy=4: 4-bit asymmetric per head and token)",
+        "LMDeploy", aliases=("i4", "kv_int4"),
+        note="the fp16 scale and zero per head and token (32/head_dim bits, 0.25 at 128) are not counted",
     ),
     KvFormat(
         "q8_0", _gguf("q8_0"), f"{LLAMA_CPP_COMMON_H} (block_q8_0: 34 bytes / 32 values)",

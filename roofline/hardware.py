@@ -185,7 +185,22 @@ class Interconnect(BaseModel):
 
     @property
     def allreduce_latency_s(self) -> float | None:
-        return self.allreduce_latency.base if self.allreduce_latency else None
+        """The card's own small-message all-reduce latency where one is on record; for cards that
+        reach their peers only through PCIe (no NVLink, no fabric), the PCIe figure
+        (PCIE_ALLREDUCE_LATENCY: measured over 8 GPUs, so it overstates a 2-GPU group's)."""
+        if self.allreduce_latency:
+            return self.allreduce_latency.base
+        if self.gpu_to_gpu is None and self.host is not None and self.host.kind == "pcie":
+            return PCIE_ALLREDUCE_LATENCY.base
+        return None
+
+
+#: The fixed time of one small all-reduce between GPUs that talk over PCIe only (issue 10).
+PCIE_ALLREDUCE_LATENCY = Figure(
+    value=0.0411, unit="ms", kind="allreduce_latency",
+    source="NVIDIA/nccl issue #1530: nccl-tests all_reduce_perf -g 8, 8 x GeForce RTX 4090 on PCIe Gen4 (no NVLink), "
+           "8-byte all-reduce 42.14 us out of place, 40.06 us in place (their mean)",
+    note="8 GPUs in a ring; fewer GPUs take fewer ring steps, so this overstates tp 2 and 4")
 
 
 class Peak(NamedTuple):
@@ -406,3 +421,17 @@ def load_card(name_or_path: str) -> CardProfile:
 def _fold(name: str) -> str:
     """How names are compared: case-insensitive, with spaces, '-' and '_' all alike."""
     return "-".join(name.lower().replace("_", " ").replace("-", " ").split())
+
+
+def matmul_peak(card: CardProfile, weight_dtype: str, measured_bf16_flop_per_s: float | None = None) -> Peak:
+    """The matmul ceiling a pass runs at on ``card`` with weights in ``weight_dtype`` (a weight
+    format of roofline/formats.py): ``CardProfile.peak_for_format`` -- the format's own tensor-core
+    path where the card has one (fp8 on Ada/Hopper/Blackwell, int8 for W8A8 and llama.cpp's MMQ
+    kernels, fp4 on Blackwell), else the bf16/fp16 ceiling with ``fallback`` set and a note.
+    ``measured_bf16_flop_per_s`` (a calibration's measured bf16 ceiling) replaces the card's bf16
+    ceiling and scales the other dtypes' peaks alike. Called once, by roofline.step.StepModel."""
+    peak = card.peak_for_format(weight_dtype)
+    if measured_bf16_flop_per_s:
+        peak = peak._replace(flop_per_s=peak.flop_per_s * measured_bf16_flop_per_s / card.peak_flop_per_s,
+                             note=peak.note + " (scaled to the calibration's measured bf16 ceiling)")
+    return peak

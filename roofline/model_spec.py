@@ -341,30 +341,48 @@ class ModelSpec(BaseModel):
         return self.param_count - idle
 
     # ---- bytes ----
+    def _weight_rates(self, weight_dtype: str, other_dtype: str) -> tuple[float, float, float, float]:
+        """Bytes per weight of (block matrices, routed experts, LM head, untied embedding) in weight
+        format ``weight_dtype`` (roofline.units.weight_storage_bytes: true bits, scales included;
+        formats that leave the head or embedding unquantised say so). A checkpoint whose own format
+        quantises only its experts (gpt-oss: ``native_expert_format`` mxfp4) keeps the rest in
+        ``other_dtype`` when given that format."""
+        from roofline.units import weight_dtype_name, weight_storage_bytes
+
+        rates = weight_storage_bytes(weight_dtype)
+        other = dtype_bytes(other_dtype)
+        embedding = rates.embedding if rates.embedding is not None else other
+        if self.native_expert_format is not None and weight_dtype_name(weight_dtype) == self.native_expert_format:
+            return other, rates.linear, other, other
+        return rates.linear, rates.linear, rates.lm_head, embedding
+
     def weight_bytes(self, weight_dtype: str = "bf16", other_dtype: str = "bf16") -> float:
         """Resident weight bytes, every expert included. Matmul weights and the LM head are stored in
-        ``weight_dtype`` (routed experts in ``weight_dtype`` too; see ``native_expert_format``); norms,
-        biases, sinks, routers, buffers and an untied embedding table in ``other_dtype``."""
-        wb, ob = dtype_bytes(weight_dtype), dtype_bytes(other_dtype)
-        linear = self.body_linear_params + self.lm_head_params
+        ``weight_dtype`` (a weight format of roofline/formats.py, at its true bits per weight for each
+        tensor category; routed experts in ``weight_dtype`` too, see ``native_expert_format``); norms,
+        biases, sinks, routers, buffers in ``other_dtype``; an untied embedding table in ``other_dtype``
+        unless the format stores it (llama.cpp's)."""
+        linear_b, expert_b, head_b, embed_b = self._weight_rates(weight_dtype, other_dtype)
+        ob = dtype_bytes(other_dtype)
+        experts = self.moe_layers * self.num_experts * self.routed_expert_weight_params
         other = self._other_params + self.moe_layers * self.router_buffer_params
+        total = (self.body_linear_params - experts) * linear_b + experts * expert_b + self.lm_head_params * head_b
         if not self.tie_word_embeddings:
-            other += self.embedding_params
-        return linear * wb + other * ob
+            total += self.embedding_params * embed_b
+        return total + other * ob
 
     def decode_weight_bytes(self, weight_dtype: str = "bf16", other_dtype: str = "bf16") -> float:
         """Weight bytes one decode step reads when every expert is touched: everything but an untied
         embedding table (of which a step reads only the batch's rows)."""
         total = self.weight_bytes(weight_dtype, other_dtype)
         if not self.tie_word_embeddings:
-            total -= self.embedding_params * dtype_bytes(other_dtype)
+            total -= self.embedding_params * self._weight_rates(weight_dtype, other_dtype)[3]
         return total
 
     def routed_expert_bytes(self, weight_dtype: str = "bf16", other_dtype: str = "bf16") -> float:
         """Bytes of ONE routed expert in ONE layer: weights in ``weight_dtype``, biases in ``other_dtype``."""
-        return self.routed_expert_weight_params * dtype_bytes(weight_dtype) + self.routed_expert_bias_params * dtype_bytes(
-            other_dtype
-        )
+        return (self.routed_expert_weight_params * self._weight_rates(weight_dtype, other_dtype)[1]
+                + self.routed_expert_bias_params * dtype_bytes(other_dtype))
 
     def all_routed_expert_bytes(self, weight_dtype: str = "bf16", other_dtype: str = "bf16") -> float:
         """Bytes of every routed expert of every MoE layer (the part of ``decode_weight_bytes`` a step

@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 
 from roofline.calibration import MAX_EXPONENT, Calibration
-from roofline.hardware import CardProfile
+from roofline.hardware import CardProfile, matmul_peak
 from roofline.model_spec import ModelSpec
 from roofline.units import dtype_bytes
 
@@ -206,7 +206,9 @@ class StepModel:
         set_(self, "act_bytes_per_token", cal.activation_traffic_coeff * width_bytes)
         set_(self, "prefill_act_bytes_per_token", cal.prefill_activation_traffic_coeff * width_bytes)
         set_(self, "bandwidth_bytes_per_s", float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s))
-        set_(self, "peak_flop_per_s", float(cal.measured_peak_flop_per_s or self.card.peak_flop_per_s))
+        # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
+        # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak
+        set_(self, "peak_flop_per_s", matmul_peak(self.card, wd, cal.measured_peak_flop_per_s).flop_per_s)
         set_(self, "decode_overhead_s", cal.step_overhead_s + cal.layer_overhead_s * spec.num_hidden_layers
              + cal.moe_layer_overhead_s * spec.moe_layers)
         s_per_byte = 1.0 / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)

@@ -19,7 +19,7 @@ def _describe_scenario(p: Prediction) -> list[str]:
         f"weights {sc.weight_dtype}, KV {sc.kv_dtype} ({sc.kv_cache} cache), logits {sc.logits}"
         + (f", tensor parallel over {sc.tp} GPUs (memory per GPU)" if sc.tp > 1 else "")
         + (f", routing skew {sc.routing_skew:g}" if sc.routing_skew else ""),
-        f"ceilings: {report.gb_per_s(meta['bandwidth_bytes_per_s'])}, {report.tflop_per_s(meta['peak_flop_per_s'])} bf16 "
+        f"ceilings: {report.gb_per_s(meta['bandwidth_bytes_per_s'])}, {report.tflop_per_s(meta['peak_flop_per_s'])} {meta.get('matmul_peak_dtype', 'bf16')} "
         f"({'calibration' if cal.measured_bandwidth_bytes_per_s else sc.card.ceiling_source}); "
         f"balance point {meta['balance_point_flop_per_byte']:.1f} FLOP/byte",
     ]

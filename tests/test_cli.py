@@ -43,9 +43,16 @@ def test_predict_json_and_csv_carry_base_units():
 
 
 def test_uncalibrated_card_says_so():
-    r = run("predict", "--card", "l4", "--model", "llama-3.2-1b", "--batches", "1")
+    r = run("predict", "--card", "l4", "--model", "llama-3.2-1b", "--batches", "1", "--no-calibration")
     assert r.exit_code == 0
     assert "calibration: none -- predicting from the ceilings alone" in r.output
+
+
+def test_a_card_without_calibration_says_which_engine_profile_it_transfers():
+    # issue 10: no silent pure roofline; an L4 (a datacenter GPU) defaults to vLLM's profile
+    r = run("predict", "--card", "l4", "--model", "llama-3.2-1b", "--batches", "1")
+    assert r.exit_code == 0
+    assert "calibration: l4/vllm -- transferred from the vllm engine profile" in r.output
 
 
 def test_models_json_has_params_and_kv_keys():

@@ -72,7 +72,7 @@ def test_moe_and_tp_answers_take_the_held_out_errors_of_their_kind():
 
 
 def test_a_card_without_calibration_says_its_numbers_are_floors_and_by_how_much():
-    p = roofline.predict("a100-80gb-sxm", "qwen2.5-7b", [1, 64])
+    p = roofline.predict("a100-80gb-sxm", "qwen2.5-7b", [1, 64], calibration=None)
     floor = floor_record()["pooled"]
     assert floor["tpot"]["mean_signed_fraction"] < 0  # the pure roofline is too fast: a floor
     for row in p.rows():

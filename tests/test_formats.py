@@ -193,3 +193,93 @@ def test_hf_formats_leave_embeddings_in_16_bits_and_gguf_does_not():
 def test_kv_formats(name, bits):
     assert kv_format(name).bits_per_element == pytest.approx(bits)
     assert bytes_per_kv_element(name) == pytest.approx(bits / 8)
+
+
+# ---- issue 10: the formats wired through the model's bytes, the scenario and the CLI ----
+def test_a_gguf_file_size_from_its_blocks_by_hand():
+    """llama-2-7b in Q4_0: every layer matrix and the untied token embedding in block_q4_0 (18 bytes per
+    32 weights), output.weight in q6_k (210 bytes per 256), the norms in the other dtype (bf16 here)."""
+    from roofline.model_spec import load_model
+
+    spec = load_model("llama-2-7b")
+    h, inter, layers, vocab = 4096, 11008, 32, 32000
+    matrices = layers * (4 * h * h + 3 * h * inter)
+    norms = layers * 2 * h + h
+    by_hand = matrices * 18 / 32 + vocab * h * 18 / 32 + vocab * h * 210 / 256 + norms * 2
+    assert spec.weight_bytes("q4_0") == pytest.approx(by_hand, rel=1e-12)
+    assert spec.weight_bytes("Q4_0") == spec.weight_bytes("gguf_q4_0")  # names as people write them
+    # a decode step reads all but the embedding table (a row gather)
+    assert spec.decode_weight_bytes("q4_0") == pytest.approx(by_hand - vocab * h * 18 / 32, rel=1e-12)
+    # TheBloke/Llama-2-7B-GGUF lists llama-2-7b.Q4_0.gguf at 3.83 GB: our count of the same tensors
+    assert spec.weight_bytes("q4_0") / 1e9 == pytest.approx(3.83, abs=0.01)
+
+
+@pytest.mark.parametrize("fmt, linear_bits, head_bits", [
+    ("bf16", 16, 16), ("fp8", 8, 16), ("int8", 8, 16),
+    ("int4", 4 + 16 / 128, 16),                # fp16 scale per group of 128; LM head left in 16 bits
+    ("awq", 4 + 16 / 128 + 4 / 128, 16),      # + a 4-bit zero per group
+    ("gptq", 4 + 16 / 128 + 4 / 128, 16),
+    ("nvfp4", 4 + 8 / 16, 16),                # E4M3 scale per 16
+    ("mxfp4", 4 + 8 / 32, 16),                # E8M0 scale per 32
+    ("q8_0", 34 * 8 / 32, 34 * 8 / 32),        # Q8_0 files keep output.weight in q8_0
+    ("q6_k", 210 * 8 / 256, 210 * 8 / 256),
+    ("q4_k_m", 4.7975, 210 * 8 / 256),        # the mix's block matrices (Llama-3.1-8B), output.weight q6_k
+    ("q5_k_m", 5.6532, 210 * 8 / 256),
+])
+def test_weight_bytes_take_each_formats_bits_per_tensor_category(fmt, linear_bits, head_bits):
+    from roofline.model_spec import load_model
+
+    spec = load_model("qwen2.5-1.5b")  # tied: the embedding is the LM head
+    matrices = spec.body_linear_params
+    other = spec.weight_bytes(fmt) - matrices * linear_bits / 8 - spec.lm_head_params * head_bits / 8
+    assert other == pytest.approx(spec.weight_bytes("bf16") - (matrices + spec.lm_head_params) * 2, rel=1e-9)
+
+
+def test_gpt_oss_in_its_own_mxfp4_quantises_the_experts_only():
+    from roofline.model_spec import load_model
+
+    spec = load_model("gpt-oss-20b")
+    experts = spec.moe_layers * spec.num_experts * spec.routed_expert_weight_params
+    saved = spec.weight_bytes("bf16") - spec.weight_bytes("mxfp4")
+    assert saved == pytest.approx(experts * (2 - (4 + 8 / 32) / 8), rel=1e-12)
+
+
+def test_kv_formats_set_the_cache_bytes():
+    from roofline.model_spec import load_model
+
+    spec = load_model("llama-3.1-8b")
+    per_token_elements = 32 * 2 * 8 * 128  # layers x (K, V) x KV heads x head width
+    assert spec.kv_bytes_per_token("q8_0") == pytest.approx(per_token_elements * 34 / 32)
+    assert spec.kv_bytes_per_token("int4") == per_token_elements * 0.5  # LMDeploy quant_policy=4
+    assert spec.kv_bytes_per_token("fp8") == per_token_elements
+
+
+def test_the_cli_takes_every_format_by_the_names_people_use():
+    import json
+
+    from click.testing import CliRunner
+
+    from cli import main
+
+    for fmt in ("bf16", "fp16", "fp8", "int8", "int4", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "awq", "gptq",
+                "mxfp4", "nvfp4", "Q4_K_M", "4bit", "bfloat16"):
+        r = CliRunner().invoke(main, ["predict", "--card", "rtx4090", "--model", "llama-3.1-8b", "--batches", "1",
+                                      "--weight-dtype", fmt, "--format", "json"])
+        assert r.exit_code == 0, (fmt, r.output)
+        assert json.loads(r.output)["meta"]["weight_dtype"] == weight_format(fmt).name
+    r = CliRunner().invoke(main, ["predict", "--card", "rtx4090", "--model", "llama-3.1-8b", "--weight-dtype", "q3_x"])
+    assert r.exit_code == 2 and "unknown weight format 'q3_x'" in r.output
+    r = CliRunner().invoke(main, ["predict", "--card", "rtx4090", "--model", "llama-3.1-8b", "--kv-dtype", "awq"])
+    assert r.exit_code == 2 and "unknown KV-cache format 'awq'" in r.output
+
+
+def test_units_dtype_bytes_defers_to_the_formats():
+    from roofline.units import dtype_bytes, kv_dtype_name, weight_dtype_name, weight_storage_bytes
+
+    assert dtype_bytes("q8_0") == 34 / 32 and dtype_bytes("int4") == 0.5  # a 4-bit KV element
+    assert weight_storage_bytes("int4").linear == (4 + 16 / 128) / 8  # a 4-bit weight with its group scale
+    assert weight_storage_bytes("awq").embedding is None  # left in the model's 16-bit dtype
+    assert weight_storage_bytes("q4_0").embedding == 18 / 32
+    assert weight_dtype_name("Q5_K_M") == "q5_k_m" and kv_dtype_name("float16") == "fp16"
+    with pytest.raises(RooflineError, match="kv_dtype: unknown dtype 'nvfp4' for the KV cache"):
+        kv_dtype_name("nvfp4")

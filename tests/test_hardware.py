@@ -349,3 +349,73 @@ def test_summary_keeps_its_keys_and_adds_kind():
 def test_figure_dimension():
     assert Figure(value=1, unit="ms", source="x").dimension == "s"
     assert Figure(value=1, unit="GiB", source="x").dimension == "bytes"
+
+
+# ---- issue 10: the weight format picks the matmul peak the step model uses ----
+def test_fp8_weights_on_an_h100_run_at_its_fp8_tensor_peak():
+    from roofline.calibration import Calibration
+    from roofline.model_spec import load_model
+    from roofline.step import StepModel
+
+    h100 = load_card("h100-sxm")
+    spec = load_model("llama-3.1-8b")
+    bf16 = StepModel(spec, h100, Calibration.uncalibrated("h100-sxm"))
+    fp8 = StepModel(spec, h100, Calibration.uncalibrated("h100-sxm"), weight_dtype="fp8")
+    # datasheet 1,978.9 (fp8) vs 989.4 (bf16) TFLOP/s, both scaled by the measured/datasheet bf16 ratio
+    ratio = h100.peak_flop_per_s / h100.datasheet_bf16_flops.base
+    assert bf16.peak_flop_per_s == pytest.approx(h100.peak_flop_per_s)
+    assert fp8.peak_flop_per_s == pytest.approx(1978.9e12 * ratio, rel=1e-9)
+
+
+def test_fp8_on_an_rtx3060_falls_back_to_the_bf16_ceiling_and_says_so():
+    import roofline
+
+    p = roofline.predict("rtx3060", "qwen2.5-1.5b", [1], weight_dtype="fp8", calibration=None)
+    meta = p.meta()
+    card = load_card("rtx3060")
+    assert meta["peak_flop_per_s"] == pytest.approx(card.peak_flop_per_s)
+    assert meta["matmul_peak_dtype"] == "bf16"
+    assert meta["matmul_peak_note"].startswith("fp8: no fp8 path on rtx3060, runs weight-only at bf16")
+
+
+def test_gguf_weights_on_cuda_use_the_int8_path_and_on_apple_the_fp16_one():
+    from roofline.hardware import matmul_peak
+
+    assert matmul_peak(load_card("rtx4090"), "q4_k_m").dtype == "int8"  # llama.cpp MMQ kernels
+    assert matmul_peak(load_card("rtx4090"), "q4_k_m").flop_per_s == pytest.approx(660.6e12 * 170.1 / 165.2, rel=1e-3)
+    apple = matmul_peak(load_card("apple-m2-max-38c"), "q4_0")
+    assert apple.dtype == "fp16" and apple.fallback
+
+
+def test_a_calibrations_measured_bf16_ceiling_scales_every_dtype_alike():
+    from roofline.hardware import matmul_peak
+
+    h200 = load_card("h200")
+    measured = 700e12
+    assert matmul_peak(h200, "bf16", measured).flop_per_s == pytest.approx(measured)
+    # fp8 keeps its datasheet ratio to bf16 (1,978.9 / 989.4 on Hopper) over the measured bf16 ceiling
+    assert matmul_peak(h200, "fp8", measured).flop_per_s == pytest.approx(
+        measured * h200.tensor_peaks["fp8"].base / h200.datasheet_bf16_flops.base)
+
+
+def test_pcie_only_cards_take_the_measured_pcie_allreduce_latency():
+    from roofline.hardware import PCIE_ALLREDUCE_LATENCY
+
+    assert PCIE_ALLREDUCE_LATENCY.base == pytest.approx((42.14 + 40.06) / 2 * 1e-6, rel=1e-3)  # NVIDIA/nccl#1530
+    assert load_card("l40s").interconnect.allreduce_latency_s == PCIE_ALLREDUCE_LATENCY.base
+    assert load_card("h100-sxm").interconnect.allreduce_latency_s == pytest.approx(6e-6)  # its own NVLink figure
+    assert load_card("a100-80gb-pcie").interconnect.allreduce_latency_s is None  # an NVLink bridge: not PCIe only
+
+
+@pytest.mark.parametrize("card_id, bandwidth_gb_s, bf16_tflop_s", [
+    ("a100-80gb-pcie", 1935, 312), ("rtx4000-ada", 360, 76.7), ("rtx5000-ada", 576, 261.1),
+    ("rtx3070", 448, 40.6), ("rtx3080", 760, 59.5), ("rtx3080ti", 912, 68.2), ("rtx3090ti", 1008, 80.0),
+    ("rtx4070ti", 504, 80.2),
+])
+def test_cards_added_for_the_published_tables(card_id, bandwidth_gb_s, bf16_tflop_s):
+    card = load_card(card_id)
+    assert card.datasheet_bandwidth.base == bandwidth_gb_s * 1e9
+    assert card.datasheet_bf16_flops.base == pytest.approx(bf16_tflop_s * 1e12)
+    if "derived" in card.datasheet_bf16_flops.source and card.vendor == "nvidia" and "GeForce" in card.name:
+        # GeForce FP16/BF16 tensor with FP32 accumulate: 512 FLOP per SM per clock (the RTX 3090's 71 TFLOPS)
+        assert "512 FLOP/clk/SM" in card.datasheet_bf16_flops.source

@@ -38,6 +38,14 @@ CHANGED_SCENARIOS: dict[str, str] = {
     "fit-lesson": "issue 9: the fit frees terms v0.1 did not have where the data identify them "
                   "(a batched step's per-layer extra, identified by batch 1 vs 2)",
     "fit-graph-2": "issue 9: as fit-lesson (its held-out qwen2.5-7b error falls from 41% to 5%)",
+    # issue 10: weight formats at their true bits (roofline/formats.py) and the matmul peak picked by format
+    "predict-l4-int4": "issue 10: int4 weights carry an fp16 scale per group of 128 (4.125 bits) and, as W4A16 "
+                       "checkpoints do, leave the LM head in 16 bits",
+    "simulate-file-rate": "issue 10: int4 as in predict-l4-int4 (llama-3.2-3b's tied LM head stays 16-bit: 40% more "
+                          "weight bytes), which the queue amplifies",
+    "predict-3060-3b-int8": "issue 10: int8 (W8A8) matmuls run at the card's int8 tensor peak; the LM head stays 16-bit",
+    "choose-memory": "issue 10: int8 leaves the LM head in 16 bits: more weight bytes, a smaller largest batch",
+    "predict-mi300x-70b-fp8": "issue 10: fp8 matmuls run at the card's fp8 tensor peak; the LM head stays 16-bit",
     "predict-a100-32b-graphcal": "issue 15: a calibration fitted on another card (here the H200's on an A100) is "
                                  "refused with a one-line error instead of silently bringing that card's ceilings",
 }
