@@ -517,8 +517,12 @@ def calibrate(
 
     for m in models:
         load_model(m)
-    if fit and not str(device).startswith("cpu"):
-        load_card(card)  # the fit prices the runs with the card's profile
+    card_arg = card
+    try:  # a card profile given as a file (this CPU's, written by an earlier run): its id names rows and files
+        card = load_card(card_arg).id
+    except RooflineError:
+        if fit and not str(device).startswith("cpu"):
+            raise  # the fit prices the runs with the card's profile
     if not cudnn_attention:
         disable_cudnn_attention()
     out_dir = Path(out_dir)
@@ -551,7 +555,7 @@ def calibrate(
     card_p, out["card_path"] = None, None
     if str(device).startswith("cpu"):
         try:
-            card_p = load_card(card)
+            card_p = load_card(card_arg)
         except RooflineError:  # this machine's CPU, not a catalog card: its profile from its ceilings
             from roofline.local_card import write_cpu_card
 
@@ -560,9 +564,18 @@ def calibrate(
                                     "so the ceilings are measured, or give a card profile", "card") from None
             out["card_path"] = write_cpu_card(card, ceilings, out_dir / f"card-{card}.json")
             card_p = load_card(str(out["card_path"]))
-    cal = fit_calibration(read_measurement_files([csv_path]), card_p or load_card(card),
+    fixed = None
+    if str(device).startswith("cpu") and ceilings.is_file():
+        from roofline.local_card import linear_probe_terms
+
+        # the decode matmuls measured at the models' shapes (the ceilings' probe) are held, and the KV
+        # read once a step: what grows with the batch beyond them is fitted as attention (docs/cpu.md)
+        fixed = linear_probe_terms(ceilings) or None
+        if fixed:
+            fixed["kv_traffic_factor"] = 1.0
+    cal = fit_calibration(read_measurement_files([csv_path]), card_p or load_card(card_arg),
                           source=f"`roofline calibrate` run in {out_dir}",
-                          measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl)
+                          measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl, fixed=fixed)
     out["calibration_path"] = save_calibration(cal, out_dir / f"{card}-{engine}.json")
     out["calibration"] = cal
     return out

@@ -85,6 +85,13 @@ def compact_fit_report(report: dict | None) -> dict:
             out[group] = {name: errors(e or {}, extra) for name, e in report[group].items()}
     if "in_sample" in report:
         out["in_sample"] = errors(report["in_sample"] or {})
+    if "transferred" in report:  # roofline.confidence._transferred_errors and extrapolation read these
+        t = report["transferred"]
+        out["transferred"] = {"engine": t["engine"], "variant": t["variant"],
+                              "measured_on_this_card": t.get("measured_on_this_card", False),
+                              "error": {k: t.get("error", {}).get(k) for k in
+                                        ("tpot_mape_fraction", "ttft_mape_fraction", "basis", "points")
+                                        if k in t.get("error", {})}}
     return out
 
 
@@ -99,21 +106,43 @@ def calibration_terms(cal: Calibration) -> dict:
     return terms
 
 
-def card_entry(card: CardProfile, fitted: Calibration | None, tp_choices=TP_CHOICES) -> dict:
+def card_entry(card: CardProfile, fitted, tp_choices=TP_CHOICES) -> dict:
     """One card: memory, ceilings, the link per TP degree (hardware.CardProfile.tp_link_bytes_per_s;
-    None where the card has no interconnect on record) and its fitted calibration, if any."""
+    None where the card has no interconnect on record) and its calibration, if any. ``fitted``: a
+    Calibration (or None), or {weight dtype: Calibration} where the calibration depends on the weight
+    format (an engine profile's terms transferred: roofline.engines.transferred_calibration):
+    ``fitted`` is then the bf16 one and ``fitted_formats`` the dtypes whose terms differ from it."""
     link = card.interconnect
+    by_dtype = fitted if isinstance(fitted, dict) else {}
+    fitted = by_dtype.get("bf16") if by_dtype else fitted
+    base = None if fitted is None or fitted.is_uncalibrated else calibration_terms(fitted)
+    formats = {}
+    for d, cal in by_dtype.items():
+        terms = None if cal is None or cal.is_uncalibrated else calibration_terms(cal)
+        if d != "bf16" and _differs(terms, base):
+            formats[d] = terms
     return {
         "id": card.id,
         "name": card.name,
         "memory_bytes": card.memory_bytes,
         "bandwidth_bytes_per_s": card.bandwidth_bytes_per_s,
         "peak_flop_per_s": card.peak_flop_per_s,
+        # roofline.hardware.matmul_peak: the weight format picks the tensor path (fp8 on Hopper ...)
+        "matmul_peak_flop_per_s": {d: card.peak_for_format(d).flop_per_s for d in WHAT_IF_DTYPES},
         "ceiling_source": card.ceiling_source,
         "tp_link_bytes_per_s": {str(t): card.tp_link_bytes_per_s(t) for t in tp_choices if t > 1},
         "allreduce_latency_s": link.allreduce_latency_s if link else None,
-        "fitted": None if fitted is None or fitted.is_uncalibrated else calibration_terms(fitted),
+        "fitted": base,
+        "fitted_formats": formats,
     }
+
+
+def _differs(a: dict | None, b: dict | None) -> bool:
+    """Whether two exported calibrations differ in anything the page computes with (the source
+    text names the weight format, so it is left out)."""
+    if a is None or b is None:
+        return a is not b
+    return any(a[k] != b[k] for k in a if k != "source")
 
 
 def model_entry(spec: ModelSpec) -> dict:
@@ -223,17 +252,27 @@ def _resolve(loader, name: str, attr: str) -> str:
         return name
 
 
-def _fitted_for(card: CardProfile, chosen: set[str], calibration, engine: str) -> Calibration | None:
+def _fitted_for(card: CardProfile, chosen: set[str], calibration, engine: str | None):
+    """The calibration the page uses on ``card``: what ``roofline predict --card CARD`` answers with
+    (issue 10). For the chosen cards, the one given (None: the pure roofline); else, per weight
+    dtype, the shipped calibration of ``engine`` (the engine the user named; None: the card's default
+    engine) or that engine's profile transferred to the card (roofline.scenario.resolve_calibration)."""
     if card.id in chosen and calibration is None:
         return None
     if card.id in chosen and isinstance(calibration, Calibration):
         return calibration
     if card.id in chosen and calibration != "auto":
         return load_calibration(calibration)
-    # issue 10: a card without a calibration for this engine shows the one shipped for its default engine
-    from roofline.engines import default_engine
+    from roofline.scenario import resolve_calibration, resolve_engine
 
-    return shipped_calibration(card.id, engine) or shipped_calibration(card.id, default_engine(card)[0])
+    eng = resolve_engine(card, engine)
+    out = {}
+    for d in WHAT_IF_DTYPES:
+        try:
+            out[d] = resolve_calibration(card, "auto", eng, d)
+        except RooflineError:  # no terms to transfer to this card: the page shows its ceilings alone
+            out[d] = None
+    return out
 
 
 def page_data(
@@ -306,7 +345,7 @@ def page_data(
         "act_dtype": ACT_DTYPE,
         "tp_choices": list(tp_choices),
         "max_tp": MAX_TP,
-        "cards": [card_entry(c, _fitted_for(c, chosen_ids, calibration, engine), tp_choices)
+        "cards": [card_entry(c, _fitted_for(c, chosen_ids, calibration, options.get("engine")), tp_choices)
                   for c in card_objs.values()],
         "pure": pure,
         "floor": floor_entry(),
@@ -346,7 +385,8 @@ def settings_calibration(data: dict, settings: dict) -> Calibration | None:
     """The Calibration the page uses for ``settings`` (for checking the page against Python):
     rebuilt from the exported terms, its fit report the compact one the page reads."""
     card = next(c for c in data["cards"] if c["id"] == settings["card"])
-    terms = card["fitted"] if settings.get("calibrated", True) and card["fitted"] else None
+    fitted = card["fitted_formats"].get(settings.get("weight_dtype", "bf16"), card["fitted"])
+    terms = fitted if settings.get("calibrated", True) and fitted else None
     if terms is None:
         return None
     return Calibration(card=terms["card"], engine=terms["engine"], source=terms["source"],

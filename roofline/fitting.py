@@ -162,7 +162,7 @@ def _solve(residual, names, starts, loss="linear"):
     return unpack(best.x)
 
 
-def _unidentifiable(groups) -> set[str]:
+def _unidentifiable(groups, fixed=frozenset()) -> set[str]:
     """Terms the measurements cannot tell from others, held at their defaults:
     - with one layer count, a fixed step overhead is indistinguishable from a per-layer one;
     - with one model, attention and activation costs scale exactly like the KV traffic and the
@@ -170,12 +170,17 @@ def _unidentifiable(groups) -> set[str]:
     - with one context, per-sequence and per-cached-token costs cannot be told apart: the
       context terms (score traffic, lane time) are held;
     - without a mixture-of-experts model, the MoE terms mean nothing;
+      (unless the matmuls' efficiency and the KV traffic are held at measured values: then the
+      batch's growth beyond them is the attention's -- HF eager on a CPU copies K and V out per
+      query head and runs attention as small unfused ops, roofline.local_card.linear_probe_terms);
     - without both single-sequence and batched steps, the extra overhead of a batched one."""
     held = set()
     if len({g.spec.num_hidden_layers for g in groups}) < 2:
         held.add("step_overhead_s")
     if len({g.model for g in groups}) < 2:
-        held |= {"attention_efficiency", "activation_traffic_coeff", "prefill_activation_traffic_coeff"}
+        held |= {"activation_traffic_coeff", "prefill_activation_traffic_coeff"}
+        if not {"compute_efficiency", "kv_traffic_factor"} <= set(fixed):
+            held.add("attention_efficiency")
     contexts = {(p, n) for g in groups for p, n in zip(g.prompt, g.gen)}
     if len({p + n for p, n in contexts}) < 2:
         held |= set(CONTEXT_TERMS)
@@ -219,7 +224,7 @@ def _probe_attention_s(card, cal: Calibration, specs, points):
 
 
 def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None) -> Calibration:
-    held = _unidentifiable(groups) | set(fixed)
+    held = _unidentifiable(groups, fixed) | set(fixed)
     names = [n for n in (*DECODE_TERMS, *CONTEXT_TERMS, *MOE_TERMS) if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])
@@ -396,7 +401,7 @@ def fit_calibration(
     coverage = coverage_of(groups)
     if link_world is not None:
         coverage["link_tp"] = [int(link_world)]
-    report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(_unidentifiable(groups)),
+    report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(_unidentifiable(groups, held_fixed)),
               "fixed": {k: getattr(cal, k) for k in sorted(held_fixed)}, "coverage": coverage}
     if cross_validate and len({g.spec.name for g in groups}) > 1:
         loo = {}

@@ -79,3 +79,44 @@ def write_cpu_card(card_id: str, ceilings_path: str | Path, out_path: str | Path
     write_text_atomic(out, json.dumps(cpu_card_profile(card_id, ceilings_path), indent=2) + "\n")
     load_card(str(out))
     return out
+
+
+def linear_probe_terms(ceilings_path: str | Path) -> dict:
+    """The decode matmuls' terms as this machine runs them, from the model-shape probe the
+    ceilings step records (``models[*].decode_linear``: every linear layer of each swept model
+    timed at M = each batch): ``bandwidth_efficiency``, ``compute_efficiency`` and
+    ``roofline_exponent`` of t(M) = pnorm(W / (e_bw x bandwidth), 2 M P / (e_c x peak), p), least
+    squares on relative residuals over every model and batch; {} when the file has no probe.
+
+    Why on a CPU: a square 1024^3 GEMM (the peak) runs far better than a decode's M = 1-64 rows
+    (this machine: 0.92 TFLOP/s square, 0.63 at M = 64 on qwen2.5-0.5b's shapes), and with one model
+    swept the fit cannot tell that shortfall from the per-sequence attention and activation costs,
+    which grow with the batch alike. Measured, the matmuls are held; the rest is fitted.
+    (roofline calibrate --device cpu; docs/cpu.md.)"""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    data = read_json(ceilings_path, "ceilings")
+    bw, peak = data.get("read_bandwidth_bytes_per_s"), data.get("gemm_bf16_flop_per_s")
+    weights, ms, times = [], [], []
+    for entry in (data.get("models") or {}).values():
+        w = entry.get("linear_weight_bytes_per_step")
+        for point in entry.get("decode_linear") or []:
+            if w and point.get("linear_s"):
+                weights.append(float(w))
+                ms.append(float(point["m"]))
+                times.append(float(point["linear_s"]))
+    if not bw or not peak or len(times) < 3:
+        return {}
+    weights, ms, times = np.array(weights), np.array(ms), np.array(times)
+
+    def model(x):
+        e_bw, e_c, p = x
+        memory = weights / (e_bw * bw)
+        compute = ms * weights / (e_c * peak)  # 2 M P FLOP, P = W / 2 bf16 weights
+        return (memory**p + compute**p) ** (1.0 / p)
+
+    fit = least_squares(lambda x: model(x) / times - 1.0, [0.6, 0.7, 2.0],
+                        bounds=([0.05, 0.05, 1.0], [1.0, 1.0, 50.0]))
+    e_bw, e_c, p = (float(v) for v in fit.x)
+    return {"bandwidth_efficiency": _sig(e_bw), "compute_efficiency": _sig(e_c), "roofline_exponent": _sig(p)}

@@ -308,3 +308,58 @@ def test_calibrate_on_the_cpu_makes_this_cpu_a_card(tmp_path):
                                   str(out / "this-cpu-hf-eager.json"), "--batches", "1,2", "--format", "json"])
     assert p.exit_code == 0, p.output
     assert json.loads(p.stdout)["meta"]["calibration"] == "this-cpu/hf-eager"
+    # a second run on the card profile the first wrote (the held-out model of docs/cpu.md): rows and
+    # files carry the card's id, not the path it was given as (a path once became a file name)
+    out2 = tmp_path / "run2"
+    r2 = CliRunner().invoke(
+        main,
+        ["calibrate", "--card", str(card_path), "--model", "tiny-llama", "--engine", "hf-eager",
+         "--batches", "1", "--prompt", "8", "--gen", "4", "--device", "cpu", "--no-fit", "--out", str(out2)],
+    )
+    assert r2.exit_code == 0, r2.output
+    csv_path = out2 / "measurements-this-cpu-hf-eager.csv"
+    assert csv_path.is_file() and (out2 / "ceilings-this-cpu.json").is_file()
+    assert sorted(p.name for p in out2.iterdir() if p.is_dir()) == []
+    c = CliRunner().invoke(main, ["compare", "--calibration", str(out / "this-cpu-hf-eager.json"), "--card",
+                                  str(card_path), str(csv_path)])
+    assert c.exit_code == 0, c.output
+
+
+def test_linear_probe_terms_recover_the_terms_they_were_made_with(tmp_path):
+    # roofline.local_card.linear_probe_terms: a probe made by the formula with known terms gives them back
+    import json
+
+    from roofline.local_card import linear_probe_terms
+
+    bw, peak, e_bw, e_c, p = 40e9, 0.9e12, 0.6, 0.7, 1.5
+    models = {}
+    for name, w in (("a", 1.0e9), ("b", 3.0e9)):
+        pts = []
+        for m in (1, 2, 4, 8, 16, 32, 64):
+            t = ((w / (e_bw * bw)) ** p + (m * w / (e_c * peak)) ** p) ** (1 / p)
+            pts.append({"m": m, "linear_s": t})
+        models[name] = {"linear_weight_bytes_per_step": w, "decode_linear": pts}
+    path = tmp_path / "ceilings.json"
+    path.write_text(json.dumps({"read_bandwidth_bytes_per_s": bw, "gemm_bf16_flop_per_s": peak, "models": models}))
+    got = linear_probe_terms(path)
+    assert got["bandwidth_efficiency"] == pytest.approx(e_bw, rel=1e-4)
+    assert got["compute_efficiency"] == pytest.approx(e_c, rel=1e-4)
+    assert got["roofline_exponent"] == pytest.approx(p, rel=1e-3)
+    path.write_text(json.dumps({"read_bandwidth_bytes_per_s": bw, "gemm_bf16_flop_per_s": peak, "models": {}}))
+    assert linear_probe_terms(path) == {}  # no probe: nothing held
+
+
+def test_one_model_frees_attention_only_when_matmuls_and_kv_are_held():
+    # roofline.fitting._unidentifiable: with one model, attention is collinear with the matmuls and
+    # the KV traffic unless both are held at measured values
+    from types import SimpleNamespace
+
+    from roofline.fitting import _unidentifiable
+    from roofline.model_spec import load_model
+
+    g = SimpleNamespace(spec=load_model("qwen2.5-0.5b"), model="qwen2.5-0.5b", prompt=[128, 128], gen=[32, 32],
+                        batch=[1.0, 8.0])
+    assert "attention_efficiency" in _unidentifiable([g])
+    assert "attention_efficiency" in _unidentifiable([g], {"compute_efficiency"})
+    assert "attention_efficiency" not in _unidentifiable([g], {"compute_efficiency", "kv_traffic_factor"})
+    assert "activation_traffic_coeff" in _unidentifiable([g], {"compute_efficiency", "kv_traffic_factor"})

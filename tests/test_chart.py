@@ -13,6 +13,7 @@ import roofline
 from cli import main
 from roofline.chart_page import render_page, write_chart
 from roofline.calibration import Calibration, shipped_calibration
+from roofline.hardware import load_card
 from roofline.chart_data import CALIBRATION_PROVENANCE, WHAT_IF_DTYPES, page_data, settings_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import card_ids
@@ -47,10 +48,22 @@ def test_page_data_offers_every_card_and_catalog_model():
     assert data["initial"]["card"] == "rtx3060" and data["initial"]["model"] == "qwen2.5-1.5b"
     rtx = next(c for c in data["cards"] if c["id"] == "rtx3060")
     assert rtx["fitted"]["label"] == "rtx3060/hf-eager" and data["pure"]["is_uncalibrated"]
-    for card in data["cards"]:  # fitted: the shipped calibration for the engine, where there is one
-        shipped = shipped_calibration(card["id"], "hf-eager")
-        assert (card["fitted"] is None) == (shipped is None), card["id"]
-    assert any(c["fitted"] is None for c in data["cards"])  # most cards have none
+    # fitted: what `roofline predict --card CARD` uses (issue 10): the card's default engine's shipped
+    # calibration, else that engine's profile transferred to the card
+    from roofline.engines import default_engine
+    from roofline.scenario import make_scenario
+
+    for card in data["cards"]:
+        engine = default_engine(load_card(card["id"]))[0]
+        shipped = shipped_calibration(card["id"], engine)
+        assert card["fitted"] is not None, card["id"]
+        assert bool(card["fitted"]["fit_report"].get("transferred")) == (shipped is None), card["id"]
+        for dtype in ("bf16", "fp8", "int4"):
+            py = make_scenario(card=card["id"], model="qwen2.5-1.5b", weight_dtype=dtype).calibration
+            page = settings_calibration(data, {"card": card["id"], "weight_dtype": dtype})
+            assert (page.engine, page.step_overhead_s, page.bandwidth_efficiency, page.compute_efficiency) == \
+                (py.engine, py.step_overhead_s, py.bandwidth_efficiency, py.compute_efficiency), (card["id"], dtype)
+    assert sum(bool(c["fitted_formats"]) for c in data["cards"]) >= 1  # some engines' terms differ by format
     json.dumps(data, allow_nan=False)  # plain JSON: no NaN or inf for the page
 
 

@@ -76,7 +76,7 @@ PARITY_SETTINGS = [
 
 #: A calibration with every term of the step model away from its default, for the H200.
 SYNTHETIC_CALIBRATION = dict(
-    card="h200", engine="synthetic", step_overhead_s=0.002, layer_overhead_s=2e-5, bandwidth_efficiency=0.8,
+    card="h200", engine="graph", step_overhead_s=0.002, layer_overhead_s=2e-5, bandwidth_efficiency=0.8,
     compute_efficiency=0.6, attention_efficiency=0.03, kv_traffic_factor=1.7, activation_traffic_coeff=3.0,
     roofline_exponent=6.0, overhead_exponent=2.5, prefill_overhead_s=0.01, prefill_compute_efficiency=0.7,
     prefill_activation_traffic_coeff=5.0, activation_coeff=2.5, workspace_bytes=1e8,

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed (apt
 #: A calibration with every term of the step model away from its default (attention lane and
 #: score traffic, sinks, MLA passes, MoE terms, a chunked prefill, a calibrated link), no fit report.
 SYNTHETIC = dict(
-    card="h200", engine="synthetic", step_overhead_s=0.002, layer_overhead_s=2e-5, bandwidth_efficiency=0.8,
+    card="h200", engine="graph", step_overhead_s=0.002, layer_overhead_s=2e-5, bandwidth_efficiency=0.8,
     compute_efficiency=0.6, attention_efficiency=0.03, kv_traffic_factor=1.7, activation_traffic_coeff=3.0,
     roofline_exponent=6.0, overhead_exponent=2.5, prefill_overhead_s=0.01, prefill_compute_efficiency=0.7,
     prefill_activation_traffic_coeff=5.0, activation_coeff=2.5, workspace_bytes=1e8,
@@ -116,8 +116,9 @@ PAGES = {
         setting("h200", "qwen2.5-14b", 2048, 128, tp=2, mix="8x16,8x64", count=32),
         # the continuous server's KV pool binds: 37 preemptions of 26 requests, a pool of 30,960 tokens
         setting("rtx3060", "qwen2.5-1.5b", 1000, 128, mix="8x64,8x1024", batch=32, count=96, mem=0.35),
-        # some requests rejected (prompt + generation beyond the 9,520-token pool), the rest served
-        setting("h100-sxm", "qwen2.5-72b", 4000, 100, w="fp8", kv="fp8", mix="6x32,2x6000,4x300", batch=8, count=36),
+        # some requests rejected (prompt + generation beyond the 7,136-token pool at 91% of memory), the rest served
+        setting("h100-sxm", "qwen2.5-72b", 4000, 100, w="fp8", kv="fp8", mix="6x32,2x6000,4x300", batch=8, count=36,
+                mem=0.91),
         # beyond the model's 32,768 positions: some rejected; then all (max_model_len's refusal)
         setting("h200", "qwen2.5-1.5b", 30000, 100, mix="4x100,4x5000", batch=8, count=16),
         setting("h200", "qwen2.5-1.5b", 30000, 100, mix="4x5000", batch=8, count=8),

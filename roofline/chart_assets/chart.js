@@ -485,7 +485,8 @@
     var card = document.getElementById("ctl-card"), model = document.getElementById("ctl-model");
     DATA.cards.forEach(function (c) {
       var o = document.createElement("option");
-      o.value = c.id; o.textContent = c.id + " - " + c.name + (c.fitted ? " (calibrated)" : "");
+      o.value = c.id; o.textContent = c.id + " - " + c.name + (!c.fitted ? "" : (c.fitted.fit_report || {}).transferred
+        ? " (" + c.fitted.engine + ", transferred)" : " (calibrated)");
       card.appendChild(o);
     });
     DATA.models.forEach(function (m) {

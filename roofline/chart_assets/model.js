@@ -136,8 +136,9 @@ var RooflineModel = (function () {
       var tp = Number(s.tp === undefined ? 1 : s.tp), skew = Number(s.routing_skew || 0);
       if (!(Number.isInteger(tp) && tp >= 1 && tp <= DATA.max_tp)) throw new Error("tp: a whole number of GPUs from 1 to " + DATA.max_tp);
       if (!(skew >= 0 && skew <= 8)) throw new Error("routing skew: a number from 0 to 8");
-      var fitted = s.calibrated !== false && card.fitted;
-      var cal = fitted ? card.fitted : DATA.pure;
+      // roofline.scenario.resolve_calibration: a transferred calibration depends on the weight format
+      var fitted = s.calibrated !== false && ((card.fitted_formats || {})[s.weight_dtype] || card.fitted);
+      var cal = fitted ? fitted : DATA.pure;
       var kvCache = !s.kv_cache || s.kv_cache === "auto" ? cal.kv_cache : s.kv_cache;
       var wd = s.weight_dtype, kd = s.kv_dtype, actB = dtypeBytes(DATA.act_dtype);
       if (model.decode_weight_bytes[wd] === undefined) throw new Error("unknown dtype '" + wd + "'");
@@ -189,7 +190,9 @@ var RooflineModel = (function () {
       m.actBpt = cal.activation_traffic_coeff * widthBytes;
       m.preActBpt = cal.prefill_activation_traffic_coeff * widthBytes;
       m.bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
-      m.peak = cal.measured_peak_flop_per_s || card.peak_flop_per_s;
+      // roofline.hardware.matmul_peak: the weight format's tensor path, scaled to a measured bf16 ceiling
+      m.peak = card.matmul_peak_flop_per_s[wd];
+      if (cal.measured_peak_flop_per_s) m.peak = m.peak * cal.measured_peak_flop_per_s / card.peak_flop_per_s;
       m.balance = m.peak / m.bw;
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
@@ -464,6 +467,16 @@ var RooflineModel = (function () {
                  peak_mem_fraction: f.peak_mem_fraction, basis: f.basis };
       }
       var rep = m.cal.fit_report || {};
+      if (rep.transferred) {  // roofline.confidence._transferred_errors: the engine profile's LOCO error
+        var terr = rep.transferred.error || {}, tTpot = terr.tpot_mape_fraction, tTtft = terr.ttft_mape_fraction;
+        var tpotT = tTpot === undefined || tTpot === null ? NaN : tTpot;
+        var ttftT = tTtft === undefined || tTtft === null ? NaN : tTtft;
+        var tBasis = "transferred from the " + rep.transferred.engine + " profile (" + rep.transferred.variant
+          + "), leave-one-card-out error " + (isNaN(tpotT) ? "?" : (100 * tpotT).toFixed(0) + "%") + " ("
+          + (terr.basis || "leave-one-card-out") + ", " + (terr.points || 0) + " points; roofline.engines)";
+        return { tpot: function () { return tpotT; }, ttft: function () { return ttftT; },
+                 peak_mem_fraction: null, basis: tBasis };
+      }
       var lomoMap = rep.leave_one_model_out || {}, loco = rep.leave_one_context_out || {};
       var lomo = Object.keys(lomoMap).map(function (k) { return lomoMap[k]; });
       var locoKeys = Object.keys(loco), context = m.prompt + m.gen, nearest = null, best = Infinity;
@@ -506,6 +519,11 @@ var RooflineModel = (function () {
         return { common: common, batch_max: null };
       }
       if (m.calCard !== m.card.id) common.push("calibration fitted on " + m.calCard + ", not " + m.card.id);
+      var transferred = (m.cal.fit_report || {}).transferred;
+      if (transferred && !transferred.measured_on_this_card) {
+        common.push("no " + transferred.engine + " measurement of " + m.card.id + ": the " + transferred.engine
+                    + " profile's terms, transferred");
+      }
       var cov = (m.cal.fit_report || {}).coverage;
       if (!cov) {
         common.push("the calibration records no coverage (fitted before roofline 0.2)");
