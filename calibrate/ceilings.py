@@ -186,9 +186,13 @@ def linear_shapes(config: dict) -> list[tuple[str, int, int, int]]:
 def model_linear_ceilings(
     device, config: dict, batches: list[int], rotate_bytes: int, reps: int = 10
 ) -> dict:
-    """Time every linear shape of ``config`` at M = each batch; plus per-batch sums per decode step."""
+    """Time every linear shape of ``config`` at M = each batch; plus per-batch sums per decode step.
+    On a CPU, the step's linear layers as the model runs them instead (``_cpu_decode_linear``)."""
     import torch
     import torch.nn.functional as F
+
+    if device.type != "cuda":
+        return _cpu_decode_linear(device, config, batches, reps)
 
     shapes = []
     per_batch_s = {int(m): 0.0 for m in batches}
@@ -220,6 +224,45 @@ def model_linear_ceilings(
         for m, s in sorted(per_batch_s.items())
     ]
     return {"shapes": shapes, "linear_weight_bytes_per_step": weight_bytes_step, "decode_linear": per_step}
+
+
+def _cpu_decode_linear(device, config: dict, batches: list[int], reps: int) -> dict:
+    """A decode step's linear layers on a CPU, timed as the model runs them: each layer's own weights
+    (the model's whole footprint, so nothing stays in cache that would not), in layer order, then the
+    LM head; median of ``reps`` steps at M = each batch. Rotating copies of one shape at a time (the
+    GPU's method) read 25-40% slower than the model's own step on a 2-core EPYC VM (46-52 ms against
+    the whole decode step's 48 ms for qwen2.5-0.5b) and varied from run to run; this reads 35-38 ms,
+    stable (docs/cpu.md)."""
+    import torch
+    import torch.nn.functional as F
+
+    shapes = linear_shapes(config)
+    per_layer = [(n, k) for name, n, k, count in shapes if name != "lm_head"]
+    layers = int(config["num_hidden_layers"])
+    head = next((n, k) for name, n, k, _ in shapes if name == "lm_head")
+    weights = [[_random_bf16(n * k, device).view(n, k) for n, k in per_layer] for _ in range(layers)]
+    head_w = _random_bf16(head[0] * head[1], device).view(*head)
+    per_step = []
+    for m in sorted({int(b) for b in batches}):
+        xs = [torch.randn(m, k, dtype=torch.bfloat16, device=device) for _, k in per_layer]
+        xh = torch.randn(m, head[1], dtype=torch.bfloat16, device=device)
+
+        def step():
+            for ws in weights:
+                for x, w in zip(xs, ws):
+                    F.linear(x, w)
+            F.linear(xh, head_w)
+
+        t = _median_s(step, device, warmup=1, reps=reps)
+        per_step.append({"m": m, "linear_s": t})
+        del xs, xh
+    weight_bytes_step = sum(2 * n * k * c for _, n, k, c in shapes)
+    for point in per_step:
+        point["weight_bytes_per_s"] = weight_bytes_step / point["linear_s"]
+    del weights, head_w
+    return {"shapes": [{"name": name, "n": n, "k": k, "count_per_step": c} for name, n, k, c in shapes],
+            "method": "the model's own linear weights, each layer's, in layer order (CPU)",
+            "linear_weight_bytes_per_step": weight_bytes_step, "decode_linear": per_step}
 
 
 def measure_ceilings(

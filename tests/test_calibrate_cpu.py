@@ -68,9 +68,13 @@ def test_ceilings_on_cpu(tmp_path):
     assert [s["name"] for s in model["shapes"]] == ["qkv", "o", "gate_up", "down", "lm_head"]
     qkv = model["shapes"][0]
     assert (qkv["n"], qkv["k"], qkv["count_per_step"]) == ((4 + 2 * 2) * 16, 64, 2)
-    assert [p["m"] for p in qkv["points"]] == [1, 2]
-    assert all(p["s"] > 0 for p in qkv["points"])
+    # on a CPU the step's linear layers are timed as the model runs them (calibrate.ceilings._cpu_decode_linear)
+    assert model["method"].startswith("the model's own linear weights")
     assert [p["m"] for p in model["decode_linear"]] == [1, 2]
+    assert all(p["linear_s"] > 0 for p in model["decode_linear"])
+    # weight bytes of one step, bf16 (tiny-qwen2: hidden 64, 4 heads of 16, 2 KV heads, intermediate 128,
+    # 2 layers, vocab 512): 2 layers x (qkv 128x64 + o 64x64 + gate_up 256x64 + down 64x128) + head 512x64
+    assert model["linear_weight_bytes_per_step"] == 2 * (2 * (128 * 64 + 64 * 64 + 256 * 64 + 64 * 128) + 512 * 64)
 
 
 def _oom_at(threshold, real=runner.measure_point, exc=None):
