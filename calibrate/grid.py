@@ -242,6 +242,10 @@ def check_fits_in_ram(sizes: Mapping[str, ModelSize], grid: Grid, available_byte
             n = point_memory_bytes(size, batch, prompt, gen, prefill=batch * prompt <= ttft_max_tokens)
             if n > need:
                 need, at = n, (batch, prompt, gen)
+        if size.weight_bytes > limit:
+            raise RooflineError(
+                f"{name} does not fit in this machine's RAM: its weights alone are {size.weight_bytes / GB:.1f} GB, "
+                f"{available_bytes / GB:.1f} GB available (MemAvailable); pick a smaller model")
         if need > limit:
             batch, prompt, gen = at
             raise RooflineError(

@@ -259,14 +259,22 @@ def test_model_size_counts_the_weights_the_engine_builds():
 def test_cpu_run_that_does_not_fit_in_ram_is_refused_before_building(tmp_path, monkeypatch):
     from calibrate import timing
 
-    monkeypatch.setattr(timing, "mem_available_bytes", lambda: 8 * 2**30)
+    # 16 GiB available, 90% usable (15.5 GB): qwen2.5-7b's 15.2 GB of weights fit, batch 64 does not
+    monkeypatch.setattr(timing, "mem_available_bytes", lambda: 16 * 2**30)
     monkeypatch.setattr(runner, "load_engine", lambda *a, **k: pytest.fail("built a model"))
     with pytest.raises(RooflineError) as err:
         _run(tmp_path, models=("qwen2.5-0.5b", "qwen2.5-7b"), prompts=(128,), batches=(1, 64))
     msg = str(err.value)
     assert msg.startswith("qwen2.5-7b does not fit in this machine's RAM at batch 64, prompt 128")
     assert re.search(r"needs about 1[67]\.\d GB \(weights 15\.2 GB \+ KV cache 0\.5 GB", msg), msg
-    assert msg.endswith("8.6 GB available (MemAvailable); use smaller batches or prompts")
+    assert msg.endswith("17.2 GB available (MemAvailable); use smaller batches or prompts")
+    assert list(tmp_path.iterdir()) == []
+    # 8 GiB: the weights alone do not fit, whatever the batch: the message says so, not "smaller batches"
+    monkeypatch.setattr(timing, "mem_available_bytes", lambda: 8 * 2**30)
+    with pytest.raises(RooflineError) as err:
+        _run(tmp_path, models=("qwen2.5-7b",), prompts=(128,), batches=(1,))
+    assert str(err.value) == ("qwen2.5-7b does not fit in this machine's RAM: its weights alone are 15.2 GB, "
+                              "8.6 GB available (MemAvailable); pick a smaller model")
     assert list(tmp_path.iterdir()) == []
 
 
