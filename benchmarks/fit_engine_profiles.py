@@ -41,11 +41,15 @@ def layouts():
     return {
         "llama.cpp": [
             ("cuda", "NVIDIA GPUs (CUDA backend)",
-             Layout(shared=DECODE + ["kv_traffic_factor", "split_gpu_overhead_s"] + PREFILL,
+             Layout(shared=DECODE + ["kv_traffic_factor", "split_gpu_overhead_s"] + PREFILL + ["prefill_score_bytes"],
                     by_format={f: ["bandwidth_efficiency", "prefill_compute_efficiency"] for f in gguf},
                     by_class={"hbm": ["bandwidth_efficiency", "layer_overhead_s"],
                               "geforce": ["prefill_compute_efficiency/16-bit"]}),
-             "llama-bench one sequence at a time (tgN, ppN); the HBM factor: llama.cpp's batch-1 kernels reach a "
+             "llama-bench one sequence at a time (tgN, ppN); without flash attention (llama-bench's default before "
+             "-fa auto) the prefill writes, softmaxes and reads an F32 score matrix per head: prefill_score_bytes per "
+             "score element, none for rows run with -fa 1; a layer split over several GPUs pipelines the prompt's "
+             "512-token micro-batches (roofline.published_fit.pipeline_factor); the HBM factor: llama.cpp's batch-1 "
+             "kernels reach a "
              "smaller share of an A100/H100's bandwidth, and their per-layer launches cost more there; the GeForce "
              "factor: F16 prefill runs cuBLAS with FP16 accumulation, twice the FP32-accumulate rate the card "
              "profile lists"),

@@ -87,6 +87,10 @@ TERMS: dict[str, Term] = {
                                        fit_lower=0.02),
     "prefill_activation_traffic_coeff": Term(
         0.0, 0.0, 64.0, "as activation_traffic_coeff, for the prefill's large-M elementwise kernels"),
+    "prefill_score_bytes": Term(
+        0.0, 0.0, 64.0, "bytes moved per prefill attention score element (query head x causal (query, key) pair x "
+        "layer): an attention that materialises its score matrix (llama.cpp without flash attention: the F32 KQ "
+        "written, softmaxed, converted and read again) rather than keeping it on chip"),
     # memory
     "activation_coeff": Term(
         3.0, 0.0, 64.0, "prefill transient activations, in units of tokens x intermediate_size x act bytes"),
@@ -143,6 +147,7 @@ class Calibration(BaseModel):
     prefill_overhead_s: float = _field("prefill_overhead_s")
     prefill_compute_efficiency: float = _field("prefill_compute_efficiency")
     prefill_activation_traffic_coeff: float = _field("prefill_activation_traffic_coeff")
+    prefill_score_bytes: float = _field("prefill_score_bytes")
     # memory
     activation_coeff: float = _field("activation_coeff")
     workspace_bytes: float = _field("workspace_bytes")

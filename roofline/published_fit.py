@@ -124,8 +124,10 @@ class Case:
 
     @property
     def key(self) -> tuple:
-        """Cases of one key share a step model."""
-        return (self.card.id, self.spec.name, self.weight, self.kv, self.tp)
+        """Cases of one key share a step model and how the run was set up (the GPUs of a layer split,
+        flash attention): ``predict_group`` reads those from the group's first case."""
+        return (self.card.id, self.spec.name, self.weight, self.kv, self.tp, self.point.gpu_count,
+                bool(self.point.flash_attn))
 
 
 def measured_seconds(p: PublishedPoint) -> float:
@@ -252,6 +254,29 @@ def prepare(case_list: list[Case]) -> list[Group]:
     return out
 
 
+#: llama.cpp's prompt processing: llama-bench's default batch (``-b 2048``: the tokens of one llama_decode
+#: call) and micro-batch (``-ub 512``, llama.cpp >= b2409), and the graph copies its scheduler keeps in
+#: flight when a layer split pipelines micro-batches (GGML_SCHED_MAX_COPIES).
+LLAMA_BATCH_TOKENS = 2048
+LLAMA_UBATCH_TOKENS = 512
+LLAMA_PIPELINE_COPIES = 4
+
+
+def pipeline_factor(prompt, gpus):
+    """The share of a serial layer-split prefill's time that llama.cpp's pipeline parallelism (PR #6017,
+    b2409) takes. Each llama_decode call of up to LLAMA_BATCH_TOKENS runs its k micro-batches of
+    LLAMA_UBATCH_TOKENS one behind another through the ``gpus`` GPUs' layer stages, at most
+    LLAMA_PIPELINE_COPIES in flight: with equal stages of time t, k x gpus x t serially, gpus x t +
+    (k - 1) x gpus / min(gpus, copies) x t pipelined. 1 on one GPU or for a prompt of one micro-batch."""
+    prompt = np.asarray(prompt, dtype=float)
+    g = float(max(gpus, 1))
+    per_call = LLAMA_BATCH_TOKENS // LLAMA_UBATCH_TOKENS
+    k = np.maximum(np.ceil(prompt / LLAMA_UBATCH_TOKENS), 1.0)
+    full, rest = np.floor(k / per_call), np.mod(k, per_call)
+    stages = lambda n: np.where(n > 0, g + (n - 1.0) * g / min(g, LLAMA_PIPELINE_COPIES), 0.0)  # noqa: E731
+    return (full * stages(float(per_call)) + stages(rest)) / (k * g)
+
+
 def predict_group(model, g: Group, kv_cache: str = "dynamic", extra: dict | None = None) -> np.ndarray:
     """Predicted seconds of each case of a group (``model``: their StepModel; ``kv_cache``: how the
     engine's decode step reads its cache, roofline.decode; ``extra``: EXTRA_TERMS values). A layer
@@ -273,6 +298,8 @@ def predict_group(model, g: Group, kv_cache: str = "dynamic", extra: dict | None
         wpairs = None if model.window is None else b * _windowed(p, d, model.window)
         pre[need_prefill] = model.pass_s(prefill_work(b * p, pairs, b, wpairs))
     split = extra.get("split_gpu_overhead_s", 0.0) * max(g.first.point.gpu_count - g.first.tp, 0)
+    if need_prefill.any() and g.first.point.engine == "llama.cpp":
+        pre = pre * pipeline_factor(g.prompt, g.first.point.gpu_count // max(g.first.tp, 1))
     tpot, pre = tpot + split, pre + split
     return np.where(g.kind == "decode", tpot,
                     np.where(g.kind == "prefill", pre, pre + np.maximum(g.gen - 1.0, 0.0) * tpot))
@@ -293,6 +320,9 @@ def predict_cases(cases_or_groups, calibration_for, n: int | None = None, kv_cac
         c = g.first
         cal = calibration_for(c)
         cal, extra = cal if isinstance(cal, tuple) else (cal, {})
+        if c.point.flash_attn and cal.prefill_score_bytes:
+            # flash attention keeps the scores on chip: no score matrix is written or read
+            cal = cal.model_copy(update={"prefill_score_bytes": 0.0})
         model = StepModel(c.spec, c.card, cal, weight_dtype=c.weight, kv_dtype=c.kv, tp=c.tp)
         out[g.index] = predict_group(model, g, kv_cache, extra)
     return out
@@ -394,6 +424,7 @@ STARTS = {
     "batch_layer_overhead_s": 2e-6, "prefill_overhead_s": 5e-3, "prefill_compute_efficiency": 0.5,
     "attention_score_bytes": 2.0, "attention_sequence_overhead_s": 1e-6, "moe_layer_overhead_s": 2e-5,
     "expert_traffic_factor": 1.2, "activation_traffic_coeff": 1.0, "split_gpu_overhead_s": 2e-4,
+    "prefill_score_bytes": 8.0,
 }
 
 

@@ -171,6 +171,7 @@ class StepModel:
         # the attention layout, one GPU's share: (layers, KV elements, FLOPs, score elements) per token or pair
         kv_b = dtype_bytes(self.kv_dtype)
         full_kv = win_kv = full_flop = win_flop = full_scores = win_scores = full_lane = win_lane = 0.0
+        full_heads = win_heads = 0.0  # query heads x layers: a prefill's score elements per pair
         full_read = win_read = 0.0
         windows = {g.window for g in spec.attention_groups if g.window is not None}
         if len(windows) > 1:
@@ -182,7 +183,8 @@ class StepModel:
             kv = g.layers * kv_share * kv_b
             flop = g.layers * g.flop_per_pair / tp
             # score elements per pair, weighted by their bytes relative to a plain layer's
-            scores = g.layers * g.q_heads / tp
+            heads = g.layers * g.q_heads / tp
+            scores = heads
             if g.sinks and cal.attention_score_bytes > 0:
                 scores *= 1.0 + cal.sink_score_bytes / cal.attention_score_bytes
             read = kv * (cal.mla_latent_passes if g.kind == "mla" else 1.0)  # bytes a step's attention reads
@@ -192,10 +194,10 @@ class StepModel:
             lane = float(g.layers)
             if g.window is None:
                 full_kv, full_flop, full_scores = full_kv + kv, full_flop + flop, full_scores + scores
-                full_lane, full_read = full_lane + lane, full_read + read
+                full_lane, full_read, full_heads = full_lane + lane, full_read + read, full_heads + heads
             else:
                 win_kv, win_flop, win_scores = win_kv + kv, win_flop + flop, win_scores + scores
-                win_lane, win_read = win_lane + lane, win_read + read
+                win_lane, win_read, win_heads = win_lane + lane, win_read + read, win_heads + heads
         set_(self, "window", next(iter(windows)) if windows else None)
         set_(self, "_window_layers", sum(g.layers for g in spec.attention_groups if g.window is not None))
         set_(self, "attention_flop_per_pair", full_flop)
@@ -216,6 +218,7 @@ class StepModel:
         s_per_attention_flop = 1.0 / (cal.attention_efficiency * self.peak_flop_per_s)
         s_per_prefill_flop = 1.0 / (cal.prefill_compute_efficiency * self.peak_flop_per_s)
         score_s = cal.attention_score_bytes * s_per_byte
+        prefill_score_s = cal.prefill_score_bytes * s_per_byte
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
         # (min_rows x touched - tokens x k, when positive) costs FLOPs of one expert row each
         expert_row_flop = spec.moe_layers * (2.0 * spec.routed_expert_weight_params + spec.routed_expert_bias_params) / tp
@@ -264,6 +267,8 @@ class StepModel:
             expert_row_flop * s_per_decode_flop,                                  # 29 per padded expert row
             float(cal.expert_gemm_min_rows),                                      # 30 rows per touched expert
             float(spec.experts_per_token),                                        # 31 k
+            full_heads * prefill_score_s,                                         # 32 prefill score traffic per pair, full
+            win_heads * prefill_score_s,                                          # 33 prefill score traffic per pair, windowed
         ))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
@@ -356,7 +361,7 @@ class StepModel:
             self.overhead_s(d, p),
             matmul_memory,
             matmul_compute,
-            kv_s + kv * c[17] + kvw * c[18] + d * c[19],
+            kv_s + kv * c[17] + kvw * c[18] + d * c[19] + pairs * c[32] + pairsw * c[33],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],

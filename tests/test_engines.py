@@ -194,6 +194,56 @@ def test_a_layer_split_adds_its_cost_per_extra_gpu():
     assert t4 - t1 == pytest.approx(3 * 1e-3, rel=1e-9)
 
 
+def test_rows_of_one_card_and_model_on_one_and_four_gpus_are_priced_apart():
+    # a group shares the layer split of its first row: single- and multi-GPU rows must not share one
+    one = _point(model="llama-3-70b", weight_format="q4_k_m")
+    four = _point(model="llama-3-70b", weight_format="q4_k_m", gpus=4)
+    v = Variant(applies_to="x", terms={"bandwidth_efficiency": Fact(value=0.8, source="s"),
+                                       "split_gpu_overhead_s": Fact(value=1e-3, source="s")})
+    both = pf.predict_with(v, "llama.cpp", pf.cases([one, four])[0])
+    alone = [pf.predict_with(v, "llama.cpp", pf.cases([p])[0])[0] for p in (one, four)]
+    assert both == pytest.approx(alone, rel=1e-12)
+
+
+def test_a_layer_split_pipelines_a_long_prompt_in_micro_batches():
+    # llama.cpp's pipeline parallelism: ubatches of 512 behind one another through the GPUs' stages,
+    # drained at each 2048-token llama_decode call, at most 4 in flight
+    f = pf.pipeline_factor
+    assert float(f(512, 4)) == 1.0 and float(f(8192, 1)) == 1.0  # one micro-batch; one GPU
+    assert float(f(1024, 4)) == pytest.approx((4 + 1) / 8)
+    assert float(f(4096, 4)) == pytest.approx(2 * (4 + 3) / 32)
+    assert float(f(2048, 8)) == pytest.approx((8 + 3 * 2) / 32)  # 4 copies in flight: 2 stages apart
+    pp = dict(model="llama-3-8b", weight_format="fp16", prompt_tokens=4096, gen_tokens=0, metric="prefill_tok_s")
+    v = Variant(applies_to="x", terms={"prefill_compute_efficiency": Fact(value=0.5, source="s")})
+    t1, t4 = (pf.predict_with(v, "llama.cpp", pf.cases([_point(**pp, gpus=g)])[0])[0] for g in (1, 4))
+    assert t4 == pytest.approx(t1 * 2 * 7 / 32, rel=1e-12)
+
+
+def test_prefill_score_traffic_is_charged_without_flash_attention_only():
+    from roofline.step import StepModel, prefill_work
+
+    spec, card = load_model("llama-3.1-8b"), load_card("rtx4090")
+    base = Calibration(card="rtx4090", engine="x", bandwidth_efficiency=0.8, roofline_exponent=1.0)
+    scored = base.model_copy(update={"prefill_score_bytes": 20.0})
+    work = prefill_work(4096.0, 4096.0 * 4097.0 / 2.0, 1.0)
+    a, b = (StepModel(spec, card, c).pass_parts(work) for c in (base, scored))
+    per_pair = spec.num_hidden_layers * spec.num_attention_heads * 20.0 / (0.8 * card.bandwidth_bytes_per_s)
+    assert b.attention_memory_s - a.attention_memory_s == pytest.approx(work.prefill_pairs * per_pair, rel=1e-12)
+    assert b._replace(attention_memory_s=0.0) == a._replace(attention_memory_s=0.0)
+    # a decode step does not see it (decode's scores are attention_score_bytes')
+    from roofline.step import decode_work
+    assert StepModel(spec, card, base).pass_s(decode_work(1.0, 4096.0)) == StepModel(spec, card, scored).pass_s(
+        decode_work(1.0, 4096.0))
+    # the fit prices a row run with flash attention without it
+    pp = dict(model="llama-3-8b", weight_format="fp16", prompt_tokens=4096, gen_tokens=0, metric="prefill_tok_s")
+    v = Variant(applies_to="x", terms={"bandwidth_efficiency": Fact(value=0.8, source="s"),
+                                       "prefill_score_bytes": Fact(value=20.0, source="s")})
+    v0 = Variant(applies_to="x", terms={"bandwidth_efficiency": Fact(value=0.8, source="s")})
+    on, off = (pf.cases([_point(**pp, flash_attn=fa)])[0] for fa in (True, False))
+    assert pf.predict_with(v, "llama.cpp", on)[0] == pf.predict_with(v0, "llama.cpp", on)[0]
+    assert pf.predict_with(v, "llama.cpp", off)[0] > pf.predict_with(v0, "llama.cpp", off)[0]
+
+
 # ---- the fit ----
 def _synthetic(truth: Variant):
     """A small published table measured by a known profile: tg and pp rows on three cards."""

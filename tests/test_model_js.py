@@ -50,6 +50,7 @@ SYNTHETIC = dict(
     attention_sequence_overhead_s=2e-7, moe_layer_overhead_s=5e-5, expert_traffic_factor=1.3,
     expert_gemm_min_rows=64.0, allreduce_latency_s=1.2e-5, allgather_latency_s=2e-5,
     allreduce_bandwidth_bytes_per_s=2.5e11, mla_latent_passes=1.9, sink_score_bytes=8.0, prefill_chunk_tokens=8192,
+    prefill_score_bytes=12.0,
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and

@@ -158,6 +158,7 @@ var RooflineModel = (function () {
       var kvB = dtypeBytes(kd);
       var fullKv = 0.0, winKv = 0.0, fullFlop = 0.0, winFlop = 0.0, fullScores = 0.0, winScores = 0.0;
       var fullLane = 0.0, winLane = 0.0, fullRead = 0.0, winRead = 0.0, windows = [];
+      var fullHeads = 0.0, winHeads = 0.0;  // query heads x layers: a prefill's score elements per pair
       model.attention_groups.forEach(function (g) {
         if (g.window !== null && windows.indexOf(g.window) < 0) windows.push(g.window);
       });
@@ -169,16 +170,17 @@ var RooflineModel = (function () {
         var kvShare = g.kv_elements_per_token * kvHeadsShare(g.kind, g.kv_heads, tp);
         var kv = g.layers * kvShare * kvB;
         var flop = g.layers * g.flop_per_pair / tp;
-        var scores = g.layers * g.q_heads / tp;
+        var heads = g.layers * g.q_heads / tp;
+        var scores = heads;
         if (g.sinks && cal.attention_score_bytes > 0) scores *= 1.0 + cal.sink_score_bytes / cal.attention_score_bytes;
         var read = kv * (g.kind === "mla" ? cal.mla_latent_passes : 1.0);
         var lane = g.layers;
         if (g.window === null) {
           fullKv = fullKv + kv; fullFlop = fullFlop + flop; fullScores = fullScores + scores;
-          fullLane = fullLane + lane; fullRead = fullRead + read;
+          fullLane = fullLane + lane; fullRead = fullRead + read; fullHeads = fullHeads + heads;
         } else {
           winKv = winKv + kv; winFlop = winFlop + flop; winScores = winScores + scores;
-          winLane = winLane + lane; winRead = winRead + read;
+          winLane = winLane + lane; winRead = winRead + read; winHeads = winHeads + heads;
         }
       });
       m.window = windows.length ? windows[0] : null;
@@ -201,6 +203,7 @@ var RooflineModel = (function () {
       var sPerAttentionFlop = 1.0 / (cal.attention_efficiency * m.peak);
       var sPerPrefillFlop = 1.0 / (cal.prefill_compute_efficiency * m.peak);
       var scoreS = cal.attention_score_bytes * sPerByte;
+      var prefillScoreS = (cal.prefill_score_bytes || 0.0) * sPerByte;
       var expertRowFlop = moe ? model.expert_row_flop / tp : 0.0;
       var reduceFixed = 0.0, reducePerToken = 0.0, gatherPerRow = 0.0;
       if (tp > 1) { // StepModel.link_bytes_per_s, link_latency_s
@@ -247,6 +250,8 @@ var RooflineModel = (function () {
         expertRowFlop * sPerDecodeFlop,                                     // 29 per padded expert row
         cal.expert_gemm_min_rows,                                           // 30 rows per touched expert
         model.experts_per_token,                                            // 31 k
+        fullHeads * prefillScoreS,                                          // 32 prefill score traffic per pair, full
+        winHeads * prefillScoreS,                                           // 33 prefill score traffic per pair, windowed
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       return m;
@@ -300,7 +305,7 @@ var RooflineModel = (function () {
         overheadS(m, d, p),
         matmulMemory,
         matmulCompute,
-        kvS + kv * c[17] + kvw * c[18] + d * c[19],
+        kvS + kv * c[17] + kvw * c[18] + d * c[19] + pairs * c[32] + pairsw * c[33],
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
         d * c[10] + p * c[11],
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
