@@ -136,12 +136,14 @@ def _predict_group(card: CardProfile, cal: Calibration, g: _Group, kv_cache: str
 
 
 # ---- the three sub-fits (bounds: roofline.calibration.TERMS) ----
-def _solve(residual, names, starts, loss="linear"):
+def solve_bounded(residual, names, bounds, logs, starts, *, max_nfev=4000, loss="linear", f_scale=0.05):
+    """Bounded least squares of ``residual({name: value})`` over ``names``, each within ``bounds``
+    (lo, hi) and searched in log space where ``logs`` says; the best of ``starts`` (dicts of start
+    values). Shared by the calibration fit and roofline.published_fit."""
     from scipy.optimize import least_squares
 
-    logs = [TERMS[n].log for n in names]
-    lo = np.array([np.log(TERMS[n].fit_bounds[0]) if TERMS[n].log else TERMS[n].fit_bounds[0] for n in names])
-    hi = np.array([np.log(TERMS[n].fit_bounds[1]) if TERMS[n].log else TERMS[n].fit_bounds[1] for n in names])
+    lo = np.array([np.log(b[0]) if lg else b[0] for b, lg in zip(bounds, logs)])
+    hi = np.array([np.log(b[1]) if lg else b[1] for b, lg in zip(bounds, logs)])
 
     def unpack(x):
         return {n: (float(np.exp(v)) if lg else float(v)) for n, v, lg in zip(names, x, logs)}
@@ -154,12 +156,17 @@ def _solve(residual, names, starts, loss="linear"):
         # Jacobian-based scale divides by zero when a term slides onto its bound, and the solver
         # then crawls a flat valley to max_nfev (a host-bound engine's fit took minutes)
         scale = np.maximum(np.where(np.isfinite(hi - lo), 0.1 * (hi - lo), 1.0), np.abs(x0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            res = least_squares(lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale=scale, max_nfev=4000,
-                                loss=loss, f_scale=0.05)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            res = least_squares(lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale=scale,
+                                max_nfev=max_nfev, loss=loss, f_scale=f_scale)
         if best is None or res.cost < best.cost:
             best = res
     return unpack(best.x)
+
+
+def _solve(residual, names, starts, loss="linear"):
+    return solve_bounded(residual, names, [TERMS[n].fit_bounds for n in names], [TERMS[n].log for n in names],
+                         starts, max_nfev=4000, loss=loss, f_scale=0.05)
 
 
 def _unidentifiable(groups, fixed=frozenset()) -> set[str]:

@@ -381,31 +381,15 @@ def calibration(card: CardProfile, engine: str, terms: dict, facts: dict | None 
 
 
 def _solve(residual, names, starts, max_nfev=400):
-    """Bounded least squares over ``names`` (TERMS bounds of each name's term; log scale where the
-    term says), best of ``starts``."""
-    from scipy.optimize import least_squares
+    """Bounded least squares over ``names`` (TERMS bounds of each name's term, FACTOR_BOUNDS for a
+    class factor; log scale where the term says), best of ``starts``; soft-L1 loss."""
+    from roofline.fitting import solve_bounded
 
     factor = [("@" in n) for n in names]
     terms = [term_info(_term(n)) for n in names]
     logs = [t.log or f for t, f in zip(terms, factor)]
     bounds = [FACTOR_BOUNDS if f else t.fit_bounds for t, f in zip(terms, factor)]
-    lo = np.array([np.log(b[0]) if lg else b[0] for b, lg in zip(bounds, logs)])
-    hi = np.array([np.log(b[1]) if lg else b[1] for b, lg in zip(bounds, logs)])
-
-    def unpack(x):
-        return {n: (float(np.exp(v)) if lg else float(v)) for n, v, lg in zip(names, x, logs)}
-
-    best = None
-    for start in starts:
-        x0 = np.array([np.log(start[n]) if lg else start[n] for n, lg in zip(names, logs)])
-        x0 = np.clip(x0, lo + 1e-9 * (hi - lo), hi - 1e-9 * (hi - lo))
-        scale = np.maximum(np.where(np.isfinite(hi - lo), 0.1 * (hi - lo), 1.0), np.abs(x0))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            res = least_squares(lambda x: residual(unpack(x)), x0, bounds=(lo, hi), x_scale=scale,
-                                max_nfev=max_nfev, loss="soft_l1", f_scale=0.1)
-        if best is None or res.cost < best.cost:
-            best = res
-    return unpack(best.x)
+    return solve_bounded(residual, names, bounds, logs, starts, max_nfev=max_nfev, loss="soft_l1", f_scale=0.1)
 
 
 def check_not_reserved(case_list) -> None:
