@@ -355,6 +355,15 @@ def test_a_setting_python_rejects_is_rejected_by_the_port(tmp_path):
     assert js == {"error": exc.value.message}
 
 
+def _drifted_copy(script, needle, replacement, tmp_path):
+    """A copy of the page's ``script`` with its one ``needle`` replaced (a deliberate drift)."""
+    source = script.read_text(encoding="utf-8")
+    assert source.count(needle) == 1, needle
+    drifted = tmp_path / script.name
+    drifted.write_text(source.replace(needle, replacement), encoding="utf-8")
+    return drifted
+
+
 @pytest.mark.parametrize("needle, replacement, page, index, where", [
     # the prefill's per-token matmul cost
     ("model.body_linear_flop_per_token / tp * sPerPrefillFlop,",
@@ -370,10 +379,7 @@ def test_a_setting_python_rejects_is_rejected_by_the_port(tmp_path):
 ])
 def test_a_drifted_js_formula_is_caught(needle, replacement, page, index, where, tmp_path):
     """Break one term of the port and the comparison fails where it should."""
-    source = MODEL_JS.read_text(encoding="utf-8")
-    assert source.count(needle) == 1, needle
-    drifted = tmp_path / "model.js"
-    drifted.write_text(source.replace(needle, replacement), encoding="utf-8")
+    drifted = _drifted_copy(MODEL_JS, needle, replacement, tmp_path)
     options, settings = PAGES[page]
     data = page_data(**options)
     s = {**settings[index], "serving": False}
@@ -398,10 +404,7 @@ def test_a_drifted_js_formula_is_caught(needle, replacement, page, index, where,
 ])
 def test_a_drifted_serving_js_is_caught(needle, replacement, page, index, where, tmp_path):
     """Break one rule of the continuous server's port and the comparison fails where it should."""
-    source = SERVING_JS.read_text(encoding="utf-8")
-    assert source.count(needle) == 1, needle
-    drifted = tmp_path / "serving.js"
-    drifted.write_text(source.replace(needle, replacement), encoding="utf-8")
+    drifted = _drifted_copy(SERVING_JS, needle, replacement, tmp_path)
     options, settings = PAGES[page]
     data = page_data(**options)
     s = {**settings[index], "batches": [1]}
