@@ -105,8 +105,8 @@ PAGES = {
         setting("l4", "mistral-7b-v0.3", 4000, 1000, w="int4", kv="int8", cache="static", batch=4, count=12),
         setting("a100-80gb", "qwen2.5-32b", 300, 50, kv="fp8", logits="all", policy="early-return"),
         setting("rtx4090", "llama-3.2-3b", 64, 2000, cache="dynamic", mix="2x2000,6x10", batch=3, count=30),
-        # the KV pool (9,520 tokens) cannot hold one 30k-token prompt: the continuous server refused
-        setting("h100-sxm", "qwen2.5-72b", 30000, 100, w="fp8", kv="fp8"),
+        # the KV pool (2,352 tokens at 91% of memory) cannot hold one 30k-token prompt: the continuous server refused
+        setting("h100-sxm", "qwen2.5-72b", 30000, 100, w="fp8", kv="fp8", mem=0.91),
         setting("rtx3090", "qwen2.5-3b", 1, 8, mix="1x1", batch=1, count=3),
         setting("l40s", "qwen2.5-14b", 8000, 16, w="int4", cache="static", mix="3x7,2x9", batch=2, count=11,
                 policy="early-return"),
@@ -117,9 +117,9 @@ PAGES = {
         setting("h200", "qwen2.5-14b", 2048, 128, tp=2, mix="8x16,8x64", count=32),
         # the continuous server's KV pool binds: 37 preemptions of 26 requests, a pool of 30,960 tokens
         setting("rtx3060", "qwen2.5-1.5b", 1000, 128, mix="8x64,8x1024", batch=32, count=96, mem=0.35),
-        # some requests rejected (prompt + generation beyond the 7,136-token pool at 91% of memory), the rest served
+        # some requests rejected (prompt + generation beyond the 7,568-token pool at 92% of memory), the rest served
         setting("h100-sxm", "qwen2.5-72b", 4000, 100, w="fp8", kv="fp8", mix="6x32,2x6000,4x300", batch=8, count=36,
-                mem=0.91),
+                mem=0.92),
         # beyond the model's 32,768 positions: some rejected; then all (max_model_len's refusal)
         setting("h200", "qwen2.5-1.5b", 30000, 100, mix="4x100,4x5000", batch=8, count=16),
         setting("h200", "qwen2.5-1.5b", 30000, 100, mix="4x5000", batch=8, count=8),
