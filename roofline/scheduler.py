@@ -208,17 +208,10 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
                     D += done
                     iterations += done
                     tokens_out += m * done
-                    while fh and fh[0][0] < D:  # the stretch's last step finished someone
-                        fs, h = heappop(fh)
-                        if fin_step[h] != fs:
-                            continue
-                        fin_step[h] = -1
-                        finish[h] = t
-                        b = base[h]
-                        free += -(-(b + D) // B)
-                        del running[h]
-                        counts[-b % B] -= 1
-                        sum_base -= b
+                    if fh and fh[0][0] < D:  # the stretch's last step finished someone
+                        freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+                        free += freed
+                        sum_base -= gone
                     continue
         # 1. admit, FIFO without skipping
         adm = []
@@ -299,17 +292,10 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
         t += decode_s(m, m, float(sum_base + m * (D + 1)))
         tokens_out += m
         D += 1
-        while fh and fh[0][0] < D:
-            fs, h = heappop(fh)
-            if fin_step[h] != fs:
-                continue  # preempted since (a stale entry)
-            fin_step[h] = -1
-            finish[h] = t
-            b = base[h]
-            free += -(-(b + D) // B)
-            del running[h]
-            counts[-b % B] -= 1
-            sum_base -= b
+        if fh and fh[0][0] < D:
+            freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+            free += freed
+            sum_base -= gone
     return iterations, prefills, iterations - prefills, max_running, tokens_out
 
 
@@ -347,17 +333,10 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
                     iterations += done
                     decodes += done
                     tokens_out += m * done
-                    while fh and fh[0][0] < D:  # the stretch's last step finished someone
-                        fs, h = heappop(fh)
-                        if fin_step[h] != fs:
-                            continue
-                        fin_step[h] = -1
-                        finish[h] = t
-                        b = base[h]
-                        free += -(-(b + D) // B)
-                        del running[h]
-                        counts[-b % B] -= 1
-                        sum_base -= b
+                    if fh and fh[0][0] < D:  # the stretch's last step finished someone
+                        freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+                        free += freed
+                        sum_base -= gone
                     continue
         budget = M
         chunks = []  # (sequence, tokens, cached before)
@@ -450,17 +429,10 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             decodes += 1
             tokens_out += n_dec
             D += 1
-            while fh and fh[0][0] < D:
-                fs, h = heappop(fh)
-                if fin_step[h] != fs:
-                    continue
-                fin_step[h] = -1
-                finish[h] = t
-                b = base[h]
-                free += -(-(b + D) // B)
-                del running[h]
-                counts[-b % B] -= 1
-                sum_base -= b
+            if fh and fh[0][0] < D:
+                freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+                free += freed
+                sum_base -= gone
         for h, tt, c in chunks:
             cached = c + tt
             if cached < p[h] + k[h]:  # cut: still prefilling
@@ -489,6 +461,25 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
 
 
 # ---- quiet stretches: decode steps with nothing to admit, nobody to finish or preempt ---------
+def _retire(fh, fin_step, finish, base, running, counts, D, B, t):
+    """Finish, at time ``t``, every running sequence whose last decode step came before step ``D``
+    (heap entries of sequences preempted since are stale and skipped): (KV blocks freed, the sum of
+    their bases). Called only when the heap's head has finished, so a step costs no call."""
+    freed = gone = 0
+    while fh and fh[0][0] < D:
+        fs, h = heappop(fh)
+        if fin_step[h] != fs:
+            continue  # preempted since (a stale entry)
+        fin_step[h] = -1
+        finish[h] = t
+        b = base[h]
+        freed += -(-(b + D) // B)
+        del running[h]
+        counts[-b % B] -= 1
+        gone += b
+    return freed, gone
+
+
 def _quiet_until_prefill_first(s, k, requeue, nxt, total, m, S, B, M, free, t):
     """None if this iteration could admit; else the time until which none can (inf: until a
     sequence leaves, since blocks only shrink while nothing leaves)."""
