@@ -193,6 +193,8 @@ def main() -> None:
     heldout = compare(f"{M}/h200-graph-heldout.csv", GRAPH)
     old128 = compare(f"{M}/h200-graph.csv", GRAPH, models=("qwen2.5-0.5b",))
     old32 = compare(f"{M}/h200-graph-qwen2.5-32b.csv", GRAPH)
+    new128 = compare(f"{M}/h200-graph-128-call4.csv", GRAPH)
+    llama32 = compare(f"{M}/h200-graph-heldout-call4.csv", GRAPH)
     moe = compare(f"{M}/h200-graph-moe.csv", GRAPH)
     tp2 = compare(f"{M}/h200-graph-tp2.csv", GRAPH)
     doc = [
@@ -243,6 +245,15 @@ def main() -> None:
         "The v0.1 measurements (`h200-graph.csv`, `h200-graph-qwen2.5-32b.csv`; the harness then leaked cuBLAS "
         "workspaces, so their peak memory is up to 1 GiB high: TPOT is what they check):\n\n",
         per_model_context(old128) + "\n" + per_model_context(old32),
+        "\nMeasured again with the current harness on another lent H200 (device call 4, "
+        "`h200-graph-128-call4.csv`: four models the fit never saw and qwen2.5-1.5b, a fitted model, as the "
+        "control of the day's machine):\n\n",
+        per_model(new128),
+        "\nqwen2.5-0.5b stays the miss at prompt 128 (over-predicted at batches 1-64), and llama-3.2-1b (16 layers) "
+        "follows it more mildly: both are steps of almost nothing but per-layer launches, where the overhead fitted on "
+        "1.5-8B models is a few microseconds a layer too high. The same call measured llama-3.2-1b and "
+        "llama-3.2-3b at the held-out contexts (`h200-graph-heldout-call4.csv`, prompts 512, 4096, 16384):\n\n",
+        per_model_context(llama32),
         "\n## Attention: the probe against the calibrated attention family\n\n",
         "`calibrate/probes.py` times one layer of the graph engine's decode attention (the baddbmm of scores, the "
         "softmax, the bmm of values, in a CUDA graph) over batches x cached tokens at two head shapes. The fit takes "

@@ -94,6 +94,15 @@ Physical KV and execution
   with SDPA on a test batch before the clock starts, else one SDPA call per sequence and layer
   (``prefill_attention`` in the run's config says which). cuDNN SDPA is turned off on CUDA: it
   builds a plan for every new length.
+  With CUDA graphs and varlen attention (``prefill_graphs`` in the run's config), a whole-prompt
+  pass is instead one CUDA-graph replay of the same computation padded to a *token bucket*
+  (PREFILL_TOKEN_BUCKETS: 16, 32, ..., 512, 768, 1024, 1536, 2048, ... up to
+  max_num_batched_tokens, and it): the padding is one more sequence (position 0, its K/V
+  written into a spare slot past the last), the sequence offsets and last positions are read
+  from a device buffer, and logits are computed for max_num_seqs rows. Eager, the pass was bound
+  by Python launching ~50 kernels a layer (~0.4 ms a layer on the H200's host), whose speed
+  varied by up to 1.6x from run to run and machine to machine; as a graph it is the GPU's work.
+  Chunks after cached tokens (policy ``chunked``) stay eager.
 * Every iteration ends with a host sync (the tokens come back to the host, as an engine samples
   there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
   the pass also gives its device time.
@@ -133,6 +142,20 @@ def bucket_for(n: int, sizes: list[int]) -> int:
         if size >= n:
             return size
     raise ValueError(f"{n} sequences exceed the largest bucket {sizes[-1]}")
+
+
+def prefill_token_buckets(max_tokens: int) -> list[int]:
+    """Prefill graphs' token buckets: 16, 32, ..., 512, then 768, 1024, 1536, 2048, ... (powers of
+    two and 1.5 x powers of two from 512), those below ``max_tokens``, and ``max_tokens`` itself.
+    The same list as roofline.pass_costs.prefill_token_buckets (tests/test_serving_parity.py)."""
+    sizes = set()
+    k = 16
+    while k < max_tokens:
+        sizes.add(k)
+        if k >= 512 and k * 3 // 2 < max_tokens:
+            sizes.add(k * 3 // 2)
+        k *= 2
+    return sorted(sizes) + [max_tokens]
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -661,7 +684,8 @@ class ModelExecutor:
     """
 
     def __init__(self, config: dict, device: str = "cuda", max_num_seqs: int = 64, max_model_len: int = 2048,
-                 seed: int = 0, dtype: str = "bfloat16", use_graph: bool | None = None, weights=None):
+                 seed: int = 0, dtype: str = "bfloat16", use_graph: bool | None = None, weights=None,
+                 max_num_batched_tokens: int | None = None, prefill_graphs: bool | None = None):
         import torch
 
         from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
@@ -679,7 +703,13 @@ class ModelExecutor:
         self.buckets = capture_sizes(max_num_seqs)
         self.weights = weights if weights is not None else random_weights(s, self.device, self.dtype, seed)
         dev, dt = self.device, self.dtype
-        shape = (s.layers, max_num_seqs, s.kv_heads, max_model_len, s.head_dim)
+        self.max_num_batched_tokens = max_num_batched_tokens or max(max_model_len, 2048)
+        # whole-prompt prefill passes replayed as CUDA graphs, padded to a token bucket (CUDA and
+        # varlen attention only; decided once the attention backend is known, below); padding
+        # tokens write their K/V into one spare slot past the last, which nothing reads
+        want_prefill_graphs = self.use_graph if prefill_graphs is None else prefill_graphs
+        spare = 1 if want_prefill_graphs else 0
+        shape = (s.layers, max_num_seqs + spare, s.kv_heads, max_model_len, s.head_dim)
         cos, sin = rope_tables(s, max_model_len, dev, dt)
         cuda = self.device.type == "cuda"
         self.bufs = _Buffers(
@@ -694,6 +724,24 @@ class ModelExecutor:
         self.prefill_attention_note = ""
         self.prefill_attention = self._choose_prefill_attention()
         self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if cuda else None
+        self.prefill_graphs = bool(want_prefill_graphs and self.use_graph and self.prefill_attention == "varlen")
+        self.prefill_buckets: list[int] = []
+        self.prefill_graph_note = ""
+        self.prefill_graph_of: dict[int, object] = {}  # bucket -> CUDA graph (or, in tests, a callable)
+        if self.prefill_graphs:
+            self._prefill_buffers()
+
+    def _prefill_buffers(self) -> None:
+        """The static buffers prefill graphs read and write (the cache's spare slot is made in __init__)."""
+        import torch
+
+        self.prefill_buckets = prefill_token_buckets(self.max_num_batched_tokens)
+        top, k = self.prefill_buckets[-1], self.max_num_seqs
+        # one int64 row, host (pinned on CUDA) and device: ids | positions | slots (top each) | cu (k + 2) | last (k)
+        self._pf_layout = (top, k)
+        self._pf_host = torch.zeros(3 * top + 2 * k + 2, dtype=torch.long, pin_memory=self.device.type == "cuda")
+        self._pf_dev = torch.zeros(3 * top + 2 * k + 2, dtype=torch.long, device=self.device)
+        self._pf_out = torch.zeros(k, dtype=torch.long, device=self.device)
 
     # -- sizes
     @property
@@ -756,6 +804,14 @@ class ModelExecutor:
         """One packed prefill pass over [(slot, ids, start)]; returns (next token per item, device s)."""
         import torch
 
+        if self.prefill_graph_of and not any(int(start) for _, _, start in items) \
+                and sum(len(ids) for _, ids, _ in items) <= self.prefill_buckets[-1] and len(items) <= self.max_num_seqs:
+            with torch.inference_mode():
+                bucket = self._stage_prefill(items)
+                runner = self.prefill_graph_of[bucket]
+                _, marker = self._timed(getattr(runner, "replay", runner))
+                tokens = self._pf_out[:len(items)].tolist()  # the host sync
+            return tokens, self._seconds(marker)
         seq = self._pack(items)
         with torch.inference_mode():
             out, marker = self._timed(lambda: self._prefill(seq))
@@ -787,6 +843,70 @@ class ModelExecutor:
         last = seq.cu[1:] - 1
         logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
         return logits.argmax(dim=-1)
+
+    def _stage_prefill(self, items) -> int:
+        """Write a whole-prompt prefill's packed inputs, padded to its token bucket, into the static
+        buffer the prefill graphs read (one host-to-device copy); returns the bucket."""
+        import numpy as np
+
+        top, k = self._pf_layout
+        lens = [len(ids) for _, ids, _ in items]
+        total, n = sum(lens), len(items)
+        bucket = bucket_for(total, self.prefill_buckets)
+        h = self._pf_host.numpy()
+        h[:total] = np.concatenate([np.asarray(x, dtype=np.int64) for _, x, _ in items])
+        h[total:bucket] = 0
+        h[top:top + total] = np.concatenate([np.arange(m, dtype=np.int64) for m in lens])
+        h[top + total:top + bucket] = 0
+        h[2 * top:2 * top + total] = np.repeat(np.array([int(slot) for slot, _, _ in items], dtype=np.int64), lens)
+        h[2 * top + total:2 * top + bucket] = self.max_num_seqs  # the spare slot
+        cu = h[3 * top:3 * top + k + 2]
+        cu[0] = 0
+        cu[1:n + 1] = np.cumsum(lens)
+        cu[n + 1:] = bucket  # the padding as one more sequence, then empty ones
+        last = h[3 * top + k + 2:]
+        last[:n] = cu[1:n + 1] - 1
+        last[n:] = 0
+        self._pf_dev.copy_(self._pf_host, non_blocking=True)
+        return bucket
+
+    def _prefill_graph_body(self, bucket: int) -> None:
+        """The whole-prompt prefill of ``bucket`` packed tokens read from the static buffer (what a
+        prefill graph replays): as _prefill, attention one varlen call with max length ``bucket``."""
+        import torch
+        import torch.nn.functional as F
+
+        from calibrate.graph_engine import _mlp, _rms
+
+        s, w, b = self.shapes, self.weights, self.bufs
+        top, k = self._pf_layout
+        row = self._pf_dev
+        ids, positions, slot_of = row[:bucket], row[top:top + bucket], row[2 * top:2 * top + bucket]
+        cu = row[3 * top:3 * top + k + 2].to(torch.int32)
+        last = row[3 * top + k + 2:]
+        group = s.heads // s.kv_heads
+        x = F.embedding(ids, w.embed)
+        cos, sin = b.cos[positions].unsqueeze(1), b.sin[positions].unsqueeze(1)
+        for i, lw in enumerate(w.layers):
+            qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
+            q, kk, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
+            q = _rope(q.view(bucket, s.heads, s.head_dim), cos, sin)
+            kk = _rope(kk.view(bucket, s.kv_heads, s.head_dim), cos, sin)
+            v = v.view(bucket, s.kv_heads, s.head_dim)
+            b.cache_k[i][slot_of, :, positions] = kk
+            b.cache_v[i][slot_of, :, positions] = v
+            if group > 1:
+                kk, v = kk.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            attn = self._varlen_attention(q, kk, v, cu, bucket)
+            x = x + F.linear(attn.reshape(bucket, s.q_dim), lw.wo)
+            x = _mlp(x, lw, s)
+        logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
+        self._pf_out.copy_(logits.argmax(dim=-1))
+
+    def _varlen_attention(self, q, k, v, cu, max_len: int):
+        """Causal attention of the sequences cu delimits (int32 offsets; empty ones allowed), one
+        varlen call (tests on a CPU replace it with a loop)."""
+        return self._varlen(q, k, v, cu, cu, max_len, max_len, **self._varlen_kw)
 
     def _attend(self, q, k, v, seq: "_Packed", layer: int = 0, mode: str | None = None):
         """Causal attention of each packed sequence: q, k, v (N, heads, hd) -> (N, heads, hd).
@@ -957,10 +1077,40 @@ class ModelExecutor:
                 with torch.cuda.graph(graph, pool=pool):
                     decode_slots(self.weights, self.shapes, b, bucket)
                 self.graphs[bucket] = graph
+            if self.prefill_graphs:
+                try:
+                    self._capture_prefill(pool)
+                except Exception as exc:  # noqa: BLE001 - the eager prefill is always there
+                    torch.cuda.synchronize(self.device)
+                    self.prefill_graph_of.clear()
+                    self.prefill_graphs = False
+                    self.prefill_graph_note = f"prefill graphs failed, eager prefill: {type(exc).__name__}: {str(exc)[:200]}"
         torch.cuda.synchronize(self.device)
+
+    def _capture_prefill(self, pool) -> None:
+        """One prefill graph per token bucket, largest first, in the decode graphs' pool."""
+        import torch
+
+        from calibrate.timing import side_stream
+
+        # staged once with one short sequence in the spare slot (padding goes there too):
+        # warm-ups and captures write only into it
+        self._stage_prefill([(self.max_num_seqs, [0] * min(16, self.max_model_len), 0)])
+        for bucket in reversed(self.prefill_buckets):
+            side = side_stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    self._prefill_graph_body(bucket)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                self._prefill_graph_body(bucket)
+            self.prefill_graph_of[bucket] = graph
 
     def close(self) -> None:
         self.graphs.clear()
+        self.prefill_graph_of.clear()
         self.weights = None
         self.bufs = None
 

@@ -25,9 +25,14 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   + ``decode_extra_s_per_layer`` x layers (the loop's decode graph has more kernels per layer
   than the graph engine's the calibration was fitted on: per-slot RoPE matrices, the scatter
   of K/V at per-slot positions, the per-slot mask);
-* a prefill pass is eager, and its kernel launches come from Python: it takes the longer of
-  the GPU's work and the host's launches, blended, ``pnorm(prefill_floor_s_per_layer x layers,
-  StepModel.pass_s(prefill_work(...)), prefill_floor_exponent)``;
+* a prefill pass (terms with ``prefill_graphs``, the shipped H200 ones) is one CUDA-graph
+  replay of the pass padded to the loop's token bucket (``prefill_token_buckets`` of
+  max_num_batched_tokens; ``padded_prefill``): ``pnorm(prefill_floor_s_per_layer x layers,
+  StepModel.work_s(the padded work), prefill_floor_exponent)``, the kernels' own time without
+  the calibration's eager overhead plus the graph's fixed time a layer. Terms without it
+  describe the loop's earlier eager prefill, whose launches came from Python: the longer of
+  the GPU's work and the host's launches, ``pnorm(floor x layers, StepModel.pass_s(prefill_work(...)),
+  exponent)``;
 * a ``chunked`` iteration runs the decode step, then the prefill pass (not fused): the sum;
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,
@@ -65,6 +70,34 @@ def capture_sizes(max_num_seqs: int) -> list[int]:
             sizes.add(k * 3 // 2)
         k *= 2
     return sorted(s for s in sizes if s < max_num_seqs) + [max_num_seqs]
+
+
+def prefill_token_buckets(max_tokens: int) -> list[int]:
+    """The loop's prefill-graph token buckets: 16, 32, ..., 512, then 768, 1024, 1536, 2048, ...
+    (powers of two and 1.5 x powers of two from 512) below ``max_tokens``, and ``max_tokens``. The
+    same list as calibrate.serving_loop.prefill_token_buckets (tests/test_serving_parity.py)."""
+    sizes = set()
+    k = 16
+    while k < max_tokens:
+        sizes.add(k)
+        if k >= 512 and k * 3 // 2 < max_tokens:
+            sizes.add(k * 3 // 2)
+        k *= 2
+    return sorted(sizes) + [max_tokens]
+
+
+def padded_prefill(tokens: float, pairs: float, chunks: float, buckets, rows: float) -> tuple:
+    """(tokens, pairs, logit rows) a prefill graph computes for a pass of ``tokens`` tokens with
+    ``pairs`` causal pairs: the tokens padded to the smallest bucket that holds them, the padding
+    one more causal sequence, logits for ``rows`` rows (max_num_seqs). Without buckets (an eager
+    pass, or more tokens than the largest bucket) the pass as it is."""
+    if not buckets or tokens > buckets[-1]:
+        return tokens, pairs, chunks
+    for size in buckets:
+        if size >= tokens:
+            pad = size - tokens
+            return float(size), pairs + pad * (pad + 1) / 2.0, float(rows)
+    raise AssertionError("unreachable")
 
 
 class FusedCost:
@@ -112,6 +145,8 @@ class LoopTerms(BaseModel):
     host_prefill_s: Term
     host_prefill_s_per_seq: Term
     wake_s: Term
+    prefill_graphs: bool = Field(False, description="whole-prompt prefill passes are CUDA-graph replays padded to "
+                                 "token buckets (prefill_token_buckets of max_num_batched_tokens); else eager")
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
@@ -153,8 +188,13 @@ def load_loop_terms(source=None, *, card: str | None = None, engine: str | None 
 class LoopCost:
     """The serving loop's iteration times (module docstring)."""
 
-    def __init__(self, step: StepModel, terms: LoopTerms, max_model_len: int, max_num_seqs: int):
+    def __init__(self, step: StepModel, terms: LoopTerms, max_model_len: int, max_num_seqs: int,
+                 max_num_batched_tokens: int | None = None):
         self.step, self.terms = step, terms
+        # prefill graphs: buckets up to the iteration's token budget (the loop's default, max(T, 2048))
+        self.prefill_buckets = (prefill_token_buckets(max_num_batched_tokens or max(max_model_len, 2048))
+                                if terms.prefill_graphs else [])
+        self.logit_rows = float(max_num_seqs)
         layers = step.spec.num_hidden_layers
         self.max_model_len = max_model_len
         self.wake_s = terms.wake_s.value
@@ -194,5 +234,9 @@ class LoopCost:
         return np.full(len(kv_read), self.decode_s(slots, decoding, 0.0))
 
     def prefill_device_s(self, tokens: float, pairs: float, chunks: float) -> float:
-        """One eager prefill pass: the GPU's work and the host's launches, blended."""
-        return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)), self.exponent)
+        """One prefill pass: the GPU's work (padded to the token bucket under prefill graphs) and
+        the host's launches, blended."""
+        if not self.prefill_buckets:
+            return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)), self.exponent)
+        return pnorm(self.floor_s, self.step.work_s(prefill_work(*padded_prefill(
+            tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))), self.exponent)

@@ -129,7 +129,7 @@ def build(step, options: ServerOptions, max_num_seqs: int, prompt_tokens, gen_to
     config = ServerConfig(max_num_seqs, pool.num_blocks, pool.block_size, max_model_len, batched, options.schedule)
     if loop:
         terms = load_loop_terms(options.loop_terms, card=step.card.id, engine=engine)
-        cost = LoopCost(step, terms, max_model_len, max_num_seqs)
+        cost = LoopCost(step, terms, max_model_len, max_num_seqs, batched)
     else:
         cost = FusedCost(step)
     return BuiltServer(config, pool, cost)

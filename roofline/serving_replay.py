@@ -10,7 +10,10 @@ the runs it is given, each a physical quantity read off those columns:
   divided by the layers: what the loop's decode graph adds to the graph engine's.
 * ``prefill_floor_s_per_layer``, ``prefill_floor_exponent``: the prefill passes' device_s fitted
   (least squares on the logarithm) as pnorm(floor x layers, step model's prefill, exponent): the
-  eager pass takes the longer of the host's launches and the GPU's work.
+  eager pass takes the longer of the host's launches and the GPU's work. Runs whose prefills are
+  CUDA-graph replays (config ``prefill_graphs``) are priced at their padded token bucket without
+  the step model's eager overhead (``StepModel.work_s``): the floor is then the GPU's own fixed
+  time a layer (small kernels), and ``prefill_graphs`` is set in the terms.
 * ``host_decode_s`` (+ ``host_decode_s_per_seq`` x sequences), ``host_prefill_s`` (+ per
   sequence): a robust straight line through (sequences in the pass, next t_start - t_start -
   device_s) of the iterations followed by another without an idle wait: the host's time per
@@ -29,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from roofline.pass_costs import LoopTerms, Term
+from roofline.pass_costs import LoopTerms, Term, padded_prefill
 from roofline.serving_runs import ServingRun, read_run, run_names, run_paths
 from roofline.step import decode_work, pnorm, prefill_work
 
@@ -64,6 +67,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
         step = _step(run, card, engine, calibration)
         layers = step.spec.num_hidden_layers
         t_len = run.config["max_model_len"]
+        buckets = run.config.get("prefill_token_buckets") or [] if run.config.get("prefill_graphs") else []
         its = run.iterations
         arrivals = sorted(float(r["arrival_s"]) for r in run.requests)
         for i, it in enumerate(its):
@@ -71,8 +75,12 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                 b = float(it["bucket"])
                 extra.append((it["device_s"] - step.pass_s(decode_work(b, b * t_len))) / layers)
             elif it["kind"] == "prefill":
-                pre_model.append(step.pass_s(prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]),
-                                                          float(it["prefill_seqs"]))))
+                work = prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"]))
+                if buckets:  # a graph replay: the padded work, no eager overhead
+                    work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
+                    pre_model.append(step.work_s(work))
+                else:
+                    pre_model.append(step.pass_s(work))
                 pre_device.append(it["device_s"])
                 pre_layers.append(layers)
             if i + 1 < len(its) and its[i + 1]["t_start_s"] - it["t_end_s"] < 1e-3 and it["running"] > 0:
@@ -86,6 +94,10 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                 waited = [a for a in arrivals if idle_from < a <= it["t_start_s"]]
                 if waited:
                     wake.append(it["t_start_s"] - waited[-1])
+    graphs = {bool(run.config.get("prefill_graphs")) for run in runs}
+    buckets_used = True in graphs
+    if len(graphs) > 1:
+        raise ValueError("the runs mix eager and graph prefill passes: fit the loop's terms on runs of one loop")
     model, device, layers = np.array(pre_model), np.array(pre_device), np.array(pre_layers, dtype=float)
 
     def residual(x):
@@ -107,7 +119,10 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                                       "(device_s - the step model's decode step at the bucket reading bucket x "
                                       "max_model_len tokens) / layers"),
         prefill_floor_s_per_layer=term(floor, f"least squares on log device_s of {len(device)} prefill passes, "
-                                       f"pnorm(floor x layers, step model's prefill, exponent); rms {rms:.3f} in log"),
+                                       + ("pnorm(floor x layers, the step model's prefill work at the padded token "
+                                          "bucket without its eager overhead, exponent)" if buckets_used else
+                                          "pnorm(floor x layers, step model's prefill, exponent)")
+                                       + f"; rms {rms:.3f} in log"),
         prefill_floor_exponent=term(exponent, "the same fit"),
         host_decode_s=term(hd0, f"robust line (soft L1) through {nd} decode iterations' next t_start - t_start - "
                            "device_s against their decoding sequences: the intercept"),
@@ -117,7 +132,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
         host_prefill_s_per_seq=term(hp1, "the same line's slope"),
         wake_s=term(statistics.median(wake) if wake else 0.0, f"median over {len(wake)} iterations starting an idle "
                     "server of t_start - the arrival it waited for"),
-        fitted_on=[r.name for r in runs], held_out=list(held_out),
+        prefill_graphs=graphs.pop(), fitted_on=[r.name for r in runs], held_out=list(held_out),
         note="fitted by roofline.serving_replay.fit_loop_terms (benchmarks/fit_serving_loop.py) on the h200 "
              "graph calibration's step model",
     )

