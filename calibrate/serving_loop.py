@@ -117,23 +117,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from roofline.buckets import capture_sizes, prefill_token_buckets  # noqa: F401 - the loop's buckets
 from roofline.errors import RooflineError
 
 POLICIES = ("prefill-first", "chunked")
 DEFAULT_BLOCK_SIZE = 16
-
-
-def capture_sizes(max_num_seqs: int) -> list[int]:
-    """Decode buckets: 1, 2, 4, then powers of two and 1.5x powers of two from 8 (8, 16, 24, 32,
-    48, 64, 96, 128, 192, ...), those below ``max_num_seqs``, and ``max_num_seqs`` itself."""
-    sizes = {1, 2, 4}
-    k = 8
-    while k < max_num_seqs:
-        sizes.add(k)
-        if k >= 16 and k * 3 // 2 < max_num_seqs:
-            sizes.add(k * 3 // 2)
-        k *= 2
-    return sorted(s for s in sizes if s < max_num_seqs) + [max_num_seqs]
 
 
 def bucket_for(n: int, sizes: list[int]) -> int:
@@ -142,20 +130,6 @@ def bucket_for(n: int, sizes: list[int]) -> int:
         if size >= n:
             return size
     raise ValueError(f"{n} sequences exceed the largest bucket {sizes[-1]}")
-
-
-def prefill_token_buckets(max_tokens: int) -> list[int]:
-    """Prefill graphs' token buckets: 16, 32, ..., 512, then 768, 1024, 1536, 2048, ... (powers of
-    two and 1.5 x powers of two from 512), those below ``max_tokens``, and ``max_tokens`` itself.
-    The same list as roofline.pass_costs.prefill_token_buckets (tests/test_serving_parity.py)."""
-    sizes = set()
-    k = 16
-    while k < max_tokens:
-        sizes.add(k)
-        if k >= 512 and k * 3 // 2 < max_tokens:
-            sizes.add(k * 3 // 2)
-        k *= 2
-    return sorted(sizes) + [max_tokens]
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -819,28 +793,35 @@ class ModelExecutor:
         return tokens, self._seconds(marker)
 
     def _prefill(self, seq: "_Packed"):
+        """The eager prefill of a packed pass (whole prompts or chunks after cached tokens)."""
+        return self._forward(seq.ids, seq.positions, seq.slot_of, seq.cu[1:] - 1,
+                             lambda q, k, v, layer: self._attend(q, k, v, seq, layer))
+
+    def _forward(self, ids, positions, slot_of, last, attend):
+        """The decoder over packed tokens: every linear on all of them, RoPE at ``positions``, K/V
+        written into the cache at (``slot_of``, ``positions``), ``attend(q, k, v, layer)`` (K/V
+        heads repeated for GQA), logits of the rows ``last``; returns their argmax."""
         import torch.nn.functional as F
 
         from calibrate.graph_engine import _mlp, _rms
 
         s, w, b = self.shapes, self.weights, self.bufs
-        total, group = seq.ids.shape[0], s.heads // s.kv_heads
-        x = F.embedding(seq.ids, w.embed)  # (N, H)
-        cos, sin = b.cos[seq.positions].unsqueeze(1), b.sin[seq.positions].unsqueeze(1)  # (N, 1, hd)
+        total, group = ids.shape[0], s.heads // s.kv_heads
+        x = F.embedding(ids, w.embed)  # (N, H)
+        cos, sin = b.cos[positions].unsqueeze(1), b.sin[positions].unsqueeze(1)  # (N, 1, hd)
         for i, lw in enumerate(w.layers):
             qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
             q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
             q = _rope(q.view(total, s.heads, s.head_dim), cos, sin)
             k = _rope(k.view(total, s.kv_heads, s.head_dim), cos, sin)
             v = v.view(total, s.kv_heads, s.head_dim)
-            b.cache_k[i][seq.slot_of, :, seq.positions] = k
-            b.cache_v[i][seq.slot_of, :, seq.positions] = v
+            b.cache_k[i][slot_of, :, positions] = k
+            b.cache_v[i][slot_of, :, positions] = v
             if group > 1:  # GQA expanded here, so every attention backend takes it
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            attn = self._attend(q, k, v, seq, i)  # (N, heads, hd)
+            attn = attend(q, k, v, i)  # (N, heads, hd)
             x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo)
             x = _mlp(x, lw, s)
-        last = seq.cu[1:] - 1
         logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
         return logits.argmax(dim=-1)
 
@@ -872,36 +853,15 @@ class ModelExecutor:
 
     def _prefill_graph_body(self, bucket: int) -> None:
         """The whole-prompt prefill of ``bucket`` packed tokens read from the static buffer (what a
-        prefill graph replays): as _prefill, attention one varlen call with max length ``bucket``."""
+        prefill graph replays): ``_forward`` with one varlen attention call of max length ``bucket``."""
         import torch
-        import torch.nn.functional as F
 
-        from calibrate.graph_engine import _mlp, _rms
-
-        s, w, b = self.shapes, self.weights, self.bufs
         top, k = self._pf_layout
         row = self._pf_dev
-        ids, positions, slot_of = row[:bucket], row[top:top + bucket], row[2 * top:2 * top + bucket]
         cu = row[3 * top:3 * top + k + 2].to(torch.int32)
-        last = row[3 * top + k + 2:]
-        group = s.heads // s.kv_heads
-        x = F.embedding(ids, w.embed)
-        cos, sin = b.cos[positions].unsqueeze(1), b.sin[positions].unsqueeze(1)
-        for i, lw in enumerate(w.layers):
-            qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
-            q, kk, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
-            q = _rope(q.view(bucket, s.heads, s.head_dim), cos, sin)
-            kk = _rope(kk.view(bucket, s.kv_heads, s.head_dim), cos, sin)
-            v = v.view(bucket, s.kv_heads, s.head_dim)
-            b.cache_k[i][slot_of, :, positions] = kk
-            b.cache_v[i][slot_of, :, positions] = v
-            if group > 1:
-                kk, v = kk.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            attn = self._varlen_attention(q, kk, v, cu, bucket)
-            x = x + F.linear(attn.reshape(bucket, s.q_dim), lw.wo)
-            x = _mlp(x, lw, s)
-        logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
-        self._pf_out.copy_(logits.argmax(dim=-1))
+        out = self._forward(row[:bucket], row[top:top + bucket], row[2 * top:2 * top + bucket], row[3 * top + k + 2:],
+                            lambda q, kk, v, layer: self._varlen_attention(q, kk, v, cu, bucket))
+        self._pf_out.copy_(out)
 
     def _varlen_attention(self, q, k, v, cu, max_len: int):
         """Causal attention of the sequences cu delimits (int32 offsets; empty ones allowed), one

@@ -52,38 +52,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from roofline.buckets import capture_sizes, prefill_token_buckets  # noqa: F401 - re-exported
 from roofline.errors import RooflineError
 from roofline.step import StepModel, decode_work, pnorm, prefill_work
 
 PASS_COSTS = ("fused", "serving-loop")
-
-
-def capture_sizes(max_num_seqs: int) -> list[int]:
-    """The loop's decode buckets: 1, 2, 4, then 8, 16, 24, 32, 48, 64, 96, ... (powers of two and
-    1.5 x powers of two from 16) below ``max_num_seqs``, and ``max_num_seqs`` itself. The same
-    list as calibrate.serving_loop.capture_sizes (tests/test_serving_parity.py holds them equal)."""
-    sizes = {1, 2, 4}
-    k = 8
-    while k < max_num_seqs:
-        sizes.add(k)
-        if k >= 16 and k * 3 // 2 < max_num_seqs:
-            sizes.add(k * 3 // 2)
-        k *= 2
-    return sorted(s for s in sizes if s < max_num_seqs) + [max_num_seqs]
-
-
-def prefill_token_buckets(max_tokens: int) -> list[int]:
-    """The loop's prefill-graph token buckets: 16, 32, ..., 512, then 768, 1024, 1536, 2048, ...
-    (powers of two and 1.5 x powers of two from 512) below ``max_tokens``, and ``max_tokens``. The
-    same list as calibrate.serving_loop.prefill_token_buckets (tests/test_serving_parity.py)."""
-    sizes = set()
-    k = 16
-    while k < max_tokens:
-        sizes.add(k)
-        if k >= 512 and k * 3 // 2 < max_tokens:
-            sizes.add(k * 3 // 2)
-        k *= 2
-    return sorted(sizes) + [max_tokens]
 
 
 def padded_prefill(tokens: float, pairs: float, chunks: float, buckets, rows: float) -> tuple:

@@ -211,17 +211,20 @@ def test_held_out_runs_within_the_acceptance_bounds(rows, name):
     assert row["same_preemption_behaviour"]
 
 
-#: docs/serving.md's misses among the 21 held-out runs (calls 5 and 6), each with how far off it is
+#: docs/serving.md's misses among the 22 held-out runs (calls 5-7), each with how far off it is
 MISSES = {("qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.13, ("qwen2.5-7b-mixed-r20-n200-s14", "ttft_p50_s"): 0.14,
           ("qwen2.5-1.5b-long-prompt-r20-n200-s11", "ttft_p99_s"): 0.23}
 
 
 def test_every_held_out_run_within_the_bounds_but_the_documented_misses(rows):
     held = [r for r in rows.values() if not r["fitted"]]
-    assert len(held) == 21
+    assert len(held) == 22
     for r in held:
         for key, bound in COMPARED.items():
             if bound is not None:
                 assert abs(r[key]["error"]) <= MISSES.get((r["run"], key), bound), (r["run"], key, r[key])
-        if r["run"] != "qwen2.5-7b-mixed-r20-n200-s14":  # simulated 1 preemption, measured none
+        # a pool one request from full: 1 preemption simulated and none measured, and the reverse
+        if r["run"] not in ("qwen2.5-7b-mixed-r20-n200-s14", "qwen2.5-1.5b-mixed-r40-n200-s21"):
             assert r["same_preemption_behaviour"], r["run"]
+        else:
+            assert max(r["preemptions"]["measured"], r["preemptions"]["simulated"]) == 1, r["run"]
