@@ -487,6 +487,7 @@ def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention,
 @click.option("--max-num-batched-tokens", type=int, help="Most prompt tokens a prefill pass takes.")
 @click.option("--policy", type=click.Choice(["prefill-first", "chunked"]), help="Scheduling: prefill-first (vLLM V0) or chunked prefill (V1).")
 @click.option("--budget-s", type=float, help="Stop admitting requests after this many seconds.")
+@click.option("--eager-prefill", is_flag=True, help="Run prefills eagerly (the loop before prefill CUDA graphs; host-bound).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the run's files.")
 @click.option("--device", default="cuda", show_default=True, help="cuda, or cpu with a tiny model to test the path.")
 @domain_errors
@@ -498,6 +499,8 @@ def serve(**kw):
     """
     from roofline import api
 
+    if kw.pop("eager_prefill"):
+        kw["prefill_graphs"] = False
     result = api.serve(**kw)
     click.echo(f"run written to {result['run_path']}")
 

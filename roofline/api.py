@@ -596,7 +596,9 @@ def serve(
     """Replay a request file through the graph engine's continuous-batching server loop on this
     machine's GPU (calibrate.serving_loop) and record every request's TTFT, TPOT and E2E.
     ``engine_options``: max_num_seqs, max_model_len, block_size, kv_capacity_tokens,
-    gpu_memory_utilization, max_num_batched_tokens, policy. Returns {run_path}."""
+    gpu_memory_utilization, max_num_batched_tokens, policy, prefill_graphs (None: CUDA graphs
+    for whole-prompt prefills where the GPU and torch's varlen attention allow; False: eager).
+    Returns {run_path}."""
     try:
         from calibrate.serving_job import run_serving
     except ImportError as exc:

@@ -190,3 +190,30 @@ def test_choose_server_errors():
 def test_help_has_one_example(cmd):
     out = run(cmd, "--help").output
     assert out.count("Example:") == 1 and f"roofline {cmd} " in out
+
+
+def test_serve_on_the_cpu_records_which_prefill_ran(tmp_path, monkeypatch):
+    """`roofline serve` end to end on the CPU with a tiny model: the run's files, its config saying
+    the prefill ran eagerly (no CUDA graphs on a CPU), and --eager-prefill reaching the executor."""
+    from calibrate import serving_loop
+
+    asked = []
+    init = serving_loop.ModelExecutor.__init__
+
+    def spy(self, *a, **kw):
+        asked.append(kw.get("prefill_graphs"))
+        init(self, *a, **kw)
+
+    monkeypatch.setattr(serving_loop.ModelExecutor, "__init__", spy)
+    stream = tmp_path / "s.csv"
+    stream.write_text("prompt_tokens,gen_tokens,arrival_s\n12,4,0\n7,3,0.001\n20,2,0.002\n", encoding="utf-8")
+    for flag in ([], ["--eager-prefill"]):
+        out = tmp_path / ("eager" if flag else "auto")
+        res = run("serve", "--card", "cpu", "--model", "tiny-qwen2", "--requests", str(stream), "--device", "cpu",
+                  "--max-num-seqs", "2", "--out", str(out), *flag)
+        assert res.exit_code == 0, res.output
+        (run_json,) = out.glob("run-*.json")
+        data = json.loads(run_json.read_text())
+        assert data["config"]["prefill_graphs"] is False and data["config"]["prefill_token_buckets"] == []
+        assert data["summary"]["finished"] == 3
+    assert asked == [None, False]  # auto (graphs where CUDA and varlen allow), then eager as asked
