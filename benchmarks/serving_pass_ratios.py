@@ -1,0 +1,77 @@
+"""How far the serving loop's passes run from their price, run by run: the evidence behind the
+loop's prefill graphs (docs/serving.md, "Why the prefill is a graph").
+
+    .venv/bin/python benchmarks/serving_pass_ratios.py
+
+For each committed folder of serving runs it prices every iteration with loop terms of the same
+loop (the eager-prefill folders with terms fitted on call 2's two fit runs, as shipped before the
+prefill graphs; the graph folder with the shipped terms) and prints, per run, the median and 90th
+percentile of measured device time / price for prefill passes and decode steps; for the graph
+runs, the median per model; and the eager call-4 runs replayed with call 2's terms (TTFT and TPOT
+p50 / p99 errors). No GPU needed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
+SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
+
+
+def ratios(folder: Path, terms) -> list[tuple]:
+    """(run, model, prefill ratios, decode ratios) per run: device_s / the loop's price of it."""
+    from roofline.pass_costs import LoopCost
+    from roofline.serving_replay import _step
+    from roofline.serving_runs import read_run, run_names
+
+    out = []
+    for name in run_names(folder):
+        run = read_run(folder, name)
+        c = run.config
+        cost = LoopCost(_step(run, "h200", "graph"), terms, c["max_model_len"], c["max_num_seqs"],
+                        c["max_num_batched_tokens"])
+        pre, dec = [], []
+        for it in run.iterations:
+            if it["kind"] == "prefill":
+                pre.append(it["device_s"] / cost.prefill_device_s(float(it["prefill_tokens"]),
+                                                                  float(it["prefill_pairs"]), float(it["prefill_seqs"])))
+            elif it["kind"] == "decode":
+                dec.append(it["device_s"] / cost.decode_device_s[int(it["decode_seqs"])])
+        out.append((name, c["model"], np.array(pre), np.array(dec)))
+    return out
+
+
+def main() -> None:
+    from roofline.pass_costs import load_loop_terms
+    from roofline.serving_replay import compare_rows, fit_loop_terms
+    from roofline.serving_runs import read_run
+
+    eager_terms = fit_loop_terms([read_run(SERVING / "h200-graph-eager-x2", n) for n in FIT])
+    graph_terms = load_loop_terms(card="h200", engine="graph")
+    for folder, terms in (("h200-graph-eager-x2", eager_terms), ("h200-graph-eager-call4", eager_terms),
+                          ("h200-graph", graph_terms)):
+        print(f"\n{folder} (prefill {'graphs' if terms.prefill_graphs else 'eager'}): device time / price")
+        print(f"{'run':40} {'prefill p50':>11} {'p90':>6} {'decode p50':>11} {'p90':>6}")
+        rows = ratios(SERVING / folder, terms)
+        for name, _, pre, dec in rows:
+            print(f"{name:40} {np.median(pre):11.2f} {np.quantile(pre, 0.9):6.2f} {np.median(dec):11.3f} "
+                  f"{np.quantile(dec, 0.9):6.3f}")
+        if terms.prefill_graphs:
+            for model in sorted({m for _, m, _, _ in rows}):
+                pre = np.concatenate([p for _, m, p, _ in rows if m == model])
+                print(f"  {model}: prefill median {np.median(pre):.2f} over {len(pre)} passes")
+    print("\nh200-graph-eager-call4 replayed with call 2's terms (simulated / measured - 1):")
+    for r in compare_rows(SERVING / "h200-graph-eager-call4", eager_terms):
+        print(f"  {r['run']:40} " + "  ".join(f"{k.replace('_s', '')} {100 * r[k]['error']:+5.1f}%"
+                                             for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")))
+
+
+if __name__ == "__main__":
+    main()
