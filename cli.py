@@ -184,7 +184,7 @@ OPTIONS = {
     "pass_cost": _opt("--pass-cost", type=click.Choice(["fused", "serving-loop"]), default="fused", show_default=True,
                       help="fused: each iteration is one step-model pass; serving-loop: the graph engine's server loop "
                            "(calibrate/serving_loop.py: bucketed CUDA-graph decode over a static cache of "
-                           "--max-model-len, eager prefill, measured host time)."),
+                           "--max-model-len, prefill as CUDA graphs padded to token buckets, measured host time)."),
     "loop_terms": _opt("--loop-terms", type=click.Path(dir_okay=False),
                        help="The serving loop's measured terms (default: hardware_profiles/serving/CARD-ENGINE-loop.json)."),
     "slo_ttft_s": _opt("--slo-ttft", "slo_ttft_s", type=Duration(),
@@ -221,7 +221,7 @@ FLAGS = {
     "block_size": "--block-size", "engine_reserve_bytes": "--engine-reserve-gib", "pass_cost": "--pass-cost",
     "loop_terms": "--loop-terms", "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
     "max_num_seqs": "--batch", "rates": "--rates", "cards": "--card", "batches_list": "--batch", "tp_list": "--tp",
-    "slo_percentile": "--slo-percentile", "chart": "--chart",
+    "slo_percentile": "--slo-percentile", "chart": "--chart", "names": "--run",
 }
 SCENARIO_OPTIONS = ("card", "model", "prompt_tokens", "gen_tokens", "calibration", "no_calibration", "engine",
                     "kv_cache", "weight_dtype", "kv_dtype", "tp", "routing_skew")
@@ -473,6 +473,26 @@ def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention,
     click.echo(calibrate_view(result))
 
 
+@main.command("compare-serving")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--loop-terms", type=click.Path(dir_okay=False),
+              help="The serving loop's terms (default: the shipped ones of each run's card).")
+@click.option("--run", "names", multiple=True, help="Compare only these runs (repeat; default: every run in FOLDER).")
+@options("fmt")
+@domain_errors
+def compare_serving(folder, loop_terms, names, fmt):
+    """Serving runs (roofline serve) against the simulator: each run's stream replayed with its own
+    configuration (`roofline simulate --pass-cost serving-loop`), throughput, TTFT and TPOT p50 / p99
+    and preemptions side by side, with the acceptance bounds (docs/serving.md).
+
+    Example: roofline compare-serving hardware_profiles/measurements/serving/h200-graph
+    """
+    from roofline.serving_replay import compare_folder
+    from roofline.views import compare_serving_view
+
+    click.echo(compare_serving_view(compare_folder(folder, loop_terms, names), fmt))
+
+
 @main.command()
 @click.option("--card", required=True, help="Card id the run is recorded under (e.g. h200).")
 @click.option("--model", required=True, help="Model to serve (a dense catalog model or config.json).")
@@ -493,7 +513,7 @@ def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention,
 @domain_errors
 def serve(**kw):
     """Replay a request stream through a real continuous-batching server loop on this GPU; record
-    every request's TTFT, TPOT and E2E (compare with `roofline simulate`).
+    every request's TTFT, TPOT and E2E (then `roofline compare-serving` sets the simulator beside it).
 
     Example: roofline serve --card h200 --model qwen2.5-1.5b --requests stream.csv --kv-capacity-tokens 12000 --out runs/serve
     """

@@ -50,18 +50,11 @@ def table(rows) -> str:
 
 
 def summary(rows) -> str:
+    from roofline.serving_replay import summary_lines
+
     held = [r for r in rows if not r["fitted"]]
-    out = []
-    for key, label in (("throughput_tok_s", "throughput (5%)"), ("ttft_p50_s", "TTFT p50 (10%)"),
-                       ("tpot_p50_s", "TPOT p50 (10%)"), ("ttft_p99_s", "TTFT p99 (20%)"),
-                       ("tpot_p99_s", "TPOT p99 (20%)")):
-        ok = sum(1 for r in held if r[key]["within"])
-        worst = max(held, key=lambda r: abs(r[key]["error"]))
-        out.append(f"{label}: {ok} of {len(held)} held-out runs within, worst {_pct(worst[key]['error'])} "
-                   f"({worst['run']})")
-    same = sum(1 for r in held if r["same_preemption_behaviour"])
-    out.append(f"preemption behaviour (none vs some): {same} of {len(held)} held-out runs the same")
-    return "\n".join(f"- {x}" for x in out)
+    return "\n".join(f"- {x.replace(' runs within', ' held-out runs within').replace(' runs the same', ' held-out runs the same')}"
+                     for x in summary_lines(held))
 
 
 def write_docs(body: str, path: Path = ROOT / "docs" / "serving.md") -> None:

@@ -188,6 +188,54 @@ def compare_rows(folder, terms: LoopTerms, names=None, **kw) -> list[dict]:
     return rows
 
 
+#: What summary_lines reports, with the bound it checks (the keys of COMPARED that carry one).
+SUMMARY = (("throughput_tok_s", "throughput (5%)"), ("ttft_p50_s", "TTFT p50 (10%)"), ("tpot_p50_s", "TPOT p50 (10%)"),
+           ("ttft_p99_s", "TTFT p99 (20%)"), ("tpot_p99_s", "TPOT p99 (20%)"))
+
+
+def summary_lines(rows) -> list[str]:
+    """How many of ``rows`` (compare_rows) are within each acceptance bound, and the worst error."""
+    out = []
+    for key, label in SUMMARY:
+        have = [r for r in rows if r[key]["error"] is not None]
+        if not have:
+            continue
+        ok = sum(1 for r in have if r[key]["within"])
+        worst = max(have, key=lambda r: abs(r[key]["error"]))
+        out.append(f"{label}: {ok} of {len(have)} runs within, worst {100 * worst[key]['error']:+.1f}% ({worst['run']})")
+    same = sum(1 for r in rows if r["same_preemption_behaviour"])
+    out.append(f"preemption behaviour (none vs some): {same} of {len(rows)} runs the same")
+    return out
+
+
+def compare_folder(folder, loop_terms=None, names=()) -> dict:
+    """Every complete run in ``folder`` (written by `roofline serve`) replayed with the loop's terms
+    (``loop_terms``: a file, else the shipped ones of each run's card): compare_rows, plus notes
+    where a run's loop differs from the one the terms describe. Errors name the folder."""
+    from roofline.errors import RooflineError
+    from roofline.pass_costs import load_loop_terms
+
+    path = Path(folder)
+    if not path.is_dir():
+        raise RooflineError(f"{folder}: not a folder of serving runs (roofline serve --out writes one)")
+    available = run_names(path)
+    if not available:
+        raise RooflineError(f"{folder}: no complete serving run (run-NAME.json with its requests and iterations CSVs)")
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise RooflineError(f"{folder}: no run named {unknown[0]!r}; the runs are {', '.join(available)}", "names")
+    rows, notes = [], []
+    for name in names or available:
+        run = read_run(path, name)
+        card = str(run.config.get("card"))
+        terms = load_loop_terms(loop_terms, card=card, engine="graph")
+        if bool(run.config.get("prefill_graphs")) != terms.prefill_graphs:
+            notes.append(f"{name}: its prefill ran {'as graphs' if run.config.get('prefill_graphs') else 'eagerly'}, "
+                         f"the terms describe {'graph' if terms.prefill_graphs else 'eager'} prefills")
+        rows += compare_rows(path, terms, names=[name], card=card)
+    return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows)}
+
+
 def shipped_folder() -> Path:
     from roofline.hardware import profiles_dir
 

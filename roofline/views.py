@@ -198,3 +198,30 @@ def calibrate_view(result: dict) -> str:
     if result["calibration"] is not None:
         lines.append(fit_view(result["calibration"], result["calibration_path"], "table"))
     return "\n".join(lines)
+
+
+def compare_serving_view(result: dict, fmt: str) -> str:
+    """roofline compare-serving: each run's measured / simulated summary and the bounds' tally."""
+    if fmt == "json":
+        return report.to_json(result)
+    keys = (("throughput_tok_s", 1.0, 0, "throughput tok/s"), ("ttft_p50_s", 1e3, 1, "TTFT p50 ms"),
+            ("ttft_p99_s", 1e3, 1, "TTFT p99 ms"), ("tpot_p50_s", 1e3, 2, "TPOT p50 ms"),
+            ("tpot_p99_s", 1e3, 2, "TPOT p99 ms"))
+
+    def cell(entry, scale, digits):
+        err = "-" if entry["error"] is None else f"{100 * entry['error']:+.1f}%"
+        mark = " x" if entry["within"] is False else ""
+        return f"{entry['measured'] * scale:,.{digits}f} / {entry['simulated'] * scale:,.{digits}f} ({err}){mark}"
+
+    if fmt == "csv":
+        flat = [{"run": r["run"], **{f"{k}_{side}": r[k][side] for k, *_ in keys for side in ("measured", "simulated", "error")},
+                 "preemptions_measured": r["preemptions"]["measured"],
+                 "preemptions_simulated": r["preemptions"]["simulated"]} for r in result["runs"]]
+        return report.to_csv(flat).rstrip("\n")
+    rows = [[r["run"], *(cell(r[k], scale, digits) for k, scale, digits, _ in keys),
+             f"{r['preemptions']['measured']} / {r['preemptions']['simulated']}"] for r in result["runs"]]
+    lines = [f"{len(rows)} serving run(s) in {result['folder']}, measured / simulated (error); x: outside the "
+             "acceptance bound", report.table(["run", *(h for *_, h in keys), "preemptions"], rows, "lrrrrrr"), ""]
+    lines += result["summary"]
+    lines += [f"note: {n}" for n in result["notes"]]
+    return "\n".join(lines)

@@ -217,3 +217,42 @@ def test_serve_on_the_cpu_records_which_prefill_ran(tmp_path, monkeypatch):
         assert data["config"]["prefill_graphs"] is False and data["config"]["prefill_token_buckets"] == []
         assert data["summary"]["finished"] == 3
     assert asked == [None, False]  # auto (graphs where CUDA and varlen allow), then eager as asked
+
+
+def test_compare_serving_sets_the_simulator_beside_each_run():
+    """roofline compare-serving on two committed runs: the same figures as the replay the docs'
+    table is written from (compare_rows), in a table, JSON and CSV; the bounds' tally."""
+    from roofline.pass_costs import load_loop_terms
+    from roofline.serving_replay import compare_rows
+
+    names = ["qwen2.5-3b-mixed-r30-n300-s17", "qwen2.5-7b-mixed-r20-n200-s14"]
+    args = ["compare-serving", str(shipped_folder()), "--run", names[0], "--run", names[1]]
+    res = run(*args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    want = compare_rows(shipped_folder(), load_loop_terms(card="h200", engine="graph"), names=names)
+    assert [r["run"] for r in data["runs"]] == names
+    for got, ref in zip(data["runs"], want):
+        assert got["ttft_p50_s"]["simulated"] == pytest.approx(ref["ttft_p50_s"]["simulated"], rel=1e-12)
+    # the 7B mixed@20 run: TTFT p50 12.5% slow, outside the 10% bound (docs/serving.md)
+    assert data["runs"][1]["ttft_p50_s"]["within"] is False
+    assert "TTFT p50 (10%): 1 of 2 runs within" in "\n".join(data["summary"])
+    table = run(*args)
+    assert table.exit_code == 0 and "(+12.5%) x" in table.output and "preemption behaviour" in table.output
+    csv_out = run(*args, "--format", "csv")
+    assert csv_out.exit_code == 0
+    assert list(csv.DictReader(io.StringIO(csv_out.output)))[0]["run"] == names[0]
+
+
+def test_compare_serving_says_which_loop_a_run_was(tmp_path):
+    # an eager-prefill run against the graph loop's terms carries a note; bad input is one line
+    res = run("compare-serving", str(shipped_folder().parent / "h200-graph-eager-call4"), "--run",
+              "qwen2.5-7b-mixed-r15-n200-s9")
+    assert res.exit_code == 0, res.output
+    assert "note: qwen2.5-7b-mixed-r15-n200-s9: its prefill ran eagerly" in res.output
+    for args, needle in ((["compare-serving", str(tmp_path)], "no complete serving run"),
+                         (["compare-serving", str(tmp_path / "nope")], "not a folder of serving runs"),
+                         (["compare-serving", str(shipped_folder()), "--run", "x"], "--run:")):
+        bad = run(*args)
+        assert bad.exit_code != 0 and needle in bad.output and "Traceback" not in bad.output
+        assert len(bad.output.strip().splitlines()) == 1
