@@ -201,17 +201,13 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
             until = _quiet_until_prefill_first(s, k, requeue, nxt, total, len(running), S, B, M, free, t)
             if until is not None:
                 m = len(running)
-                steps = _quiet_steps(fh, fin_step, counts, D, B, m, free)
-                if steps >= FAST_MIN:
-                    t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
-                    free -= _need(counts, D, B, m, done)
+                quiet = _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free,
+                                       sum_base, t, until)
+                if quiet is not None:
+                    t, done, free, sum_base = quiet
                     D += done
                     iterations += done
                     tokens_out += m * done
-                    if fh and fh[0][0] < D:  # the stretch's last step finished someone
-                        freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
-                        free += freed
-                        sum_base -= gone
                     continue
         # 1. admit, FIFO without skipping
         adm = []
@@ -325,18 +321,14 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             m = len(running)
             until = _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free - counts[D % B], t)
             if until is not None:
-                steps = _quiet_steps(fh, fin_step, counts, D, B, m, free)
-                if steps >= FAST_MIN:
-                    t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
-                    free -= _need(counts, D, B, m, done)
+                quiet = _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free,
+                                       sum_base, t, until)
+                if quiet is not None:
+                    t, done, free, sum_base = quiet
                     D += done
                     iterations += done
                     decodes += done
                     tokens_out += m * done
-                    if fh and fh[0][0] < D:  # the stretch's last step finished someone
-                        freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
-                        free += freed
-                        sum_base -= gone
                     continue
         budget = M
         chunks = []  # (sequence, tokens, cached before)
@@ -533,6 +525,22 @@ def _need(counts, D, B, m, steps) -> int:
     """Blocks taken by ``steps`` decode steps from step D."""
     cycles, rest = divmod(steps, B)
     return cycles * m + sum(counts[(D + j) % B] for j in range(rest))
+
+
+def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free, sum_base, t, until):
+    """Run a quiet stretch of the ``m`` running sequences from step D, priced in one call, and
+    retire those its last step finished: (time, steps run, free blocks, sum of the running bases)
+    after it; None when fewer than FAST_MIN steps are quiet (the caller goes one step at a time)."""
+    steps = _quiet_steps(fh, fin_step, counts, D, B, m, free)
+    if steps < FAST_MIN:
+        return None
+    t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
+    free -= _need(counts, D, B, m, done)
+    if fh and fh[0][0] < D + done:  # the stretch's last step finished someone
+        freed, gone = _retire(fh, fin_step, finish, base, running, counts, D + done, B, t)
+        free += freed
+        sum_base -= gone
+    return t, done, free, sum_base
 
 
 def _run_quiet(costs, t, until):

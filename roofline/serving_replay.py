@@ -67,7 +67,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
         step = _step(run, card, engine, calibration)
         layers = step.spec.num_hidden_layers
         t_len = run.config["max_model_len"]
-        buckets = run.config.get("prefill_token_buckets") or [] if run.config.get("prefill_graphs") else []
+        buckets = (run.config.get("prefill_token_buckets") or []) if run.config.get("prefill_graphs") else []
         its = run.iterations
         arrivals = sorted(float(r["arrival_s"]) for r in run.requests)
         for i, it in enumerate(its):
@@ -224,11 +224,13 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
     unknown = [n for n in names if n not in available]
     if unknown:
         raise RooflineError(f"{folder}: no run named {unknown[0]!r}; the runs are {', '.join(available)}", "names")
-    rows, notes = [], []
+    rows, notes, terms_of = [], [], {}
     for name in names or available:
         run = read_run(path, name)
         card = str(run.config.get("card"))
-        terms = load_loop_terms(loop_terms, card=card, engine="graph")
+        if card not in terms_of:  # read once per card
+            terms_of[card] = load_loop_terms(loop_terms, card=card, engine="graph")
+        terms = terms_of[card]
         if bool(run.config.get("prefill_graphs")) != terms.prefill_graphs:
             notes.append(f"{name}: its prefill ran {'as graphs' if run.config.get('prefill_graphs') else 'eagerly'}, "
                          f"the terms describe {'graph' if terms.prefill_graphs else 'eager'} prefills")
