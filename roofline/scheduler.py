@@ -243,24 +243,10 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
             if len(running) > max_running:
                 max_running = len(running)
             for h in adm:
-                kh = k[h] + 1
-                k[h] = kh
-                tokens_out += 1
-                if kh == 1:
-                    first[h] = t
-                nn = p[h] + kh - 1
-                if kh == g[h]:
-                    finish[h] = t
-                    free += -(-nn // B)
-                    del running[h]
-                    continue
-                b = nn - D
-                base[h] = b
-                counts[-b % B] += 1
+                freed, b = _prefilled(h, p[h] + k[h], D, B, t, k, g, first, finish, running, base, counts, fin_step, fh)
+                free += freed
                 sum_base += b
-                fs = D + g[h] - kh - 1
-                fin_step[h] = fs
-                heappush(fh, (fs, h))
+            tokens_out += len(adm)
             continue
         # 3. one decode step of every running sequence
         r = D % B
@@ -432,24 +418,32 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
                 continue
             if h == pf:
                 pf, pf_c = -1, 0
-            kh = k[h] + 1
-            k[h] = kh
-            tokens_out += 1
-            if kh == 1:
-                first[h] = t
-            if kh == g[h]:
-                finish[h] = t
-                free += -(-cached // B)
-                del running[h]
-                continue
-            b = cached - D
-            base[h] = b
-            counts[-b % B] += 1
+            freed, b = _prefilled(h, cached, D, B, t, k, g, first, finish, running, base, counts, fin_step, fh)
+            free += freed
             sum_base += b
-            fs = D + g[h] - kh - 1
-            fin_step[h] = fs
-            heappush(fh, (fs, h))
+            tokens_out += 1
     return iterations, prefills, decodes, max_running, tokens_out
+
+
+def _prefilled(h, kv, D, B, t, k, g, first, finish, running, base, counts, fin_step, fh):
+    """Sequence ``h``'s prefill is complete (its KV holds ``kv`` tokens) at time ``t``, before decode
+    step D: its next token comes out; if that was its last it leaves ((blocks freed, 0)), else it
+    joins the decode bookkeeping -- its base, block residue and finishing step ((0, its base))."""
+    kh = k[h] + 1
+    k[h] = kh
+    if kh == 1:
+        first[h] = t
+    if kh == g[h]:
+        finish[h] = t
+        del running[h]
+        return -(-kv // B), 0
+    b = kv - D
+    base[h] = b
+    counts[-b % B] += 1
+    fs = D + g[h] - kh - 1
+    fin_step[h] = fs
+    heappush(fh, (fs, h))
+    return 0, b
 
 
 # ---- quiet stretches: decode steps with nothing to admit, nobody to finish or preempt ---------
