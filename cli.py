@@ -485,7 +485,7 @@ def compare_serving(folder, loop_terms, names, fmt):
     configuration (`roofline simulate --pass-cost serving-loop`), throughput, TTFT and TPOT p50 / p99
     and preemptions side by side, with the acceptance bounds (docs/serving.md).
 
-    Example: roofline compare-serving hardware_profiles/measurements/serving/h200-graph
+    Example: roofline compare-serving hardware_profiles/measurements/serving/h200-graph-probe
     """
     from roofline.serving_replay import compare_folder
     from roofline.views import compare_serving_view

@@ -1,12 +1,15 @@
-"""The serving loop's terms, fitted on some committed H200 runs, and every run replayed beside them.
+"""The serving loop's terms, fitted on two committed H200 runs, and every run replayed beside them.
 
 Fits roofline.pass_costs.LoopTerms on the FIT runs of hardware_profiles/measurements/serving/
-h200-graph/ (roofline.serving_replay.fit_loop_terms), writes them to
-hardware_profiles/serving/h200-graph-loop.json, replays EVERY committed run with them
-(roofline.serving_replay.compare_rows: `roofline simulate --pass-cost serving-loop` on the run's
-own stream and configuration) and writes the table between the replay markers of docs/serving.md.
+h200-graph-probe/ (device call 10: runs that carry the loop's host probe;
+roofline.serving_replay.fit_loop_terms), writes them to hardware_profiles/serving/h200-graph-loop.json,
+replays EVERY committed run with them (roofline.serving_replay.compare_rows: `roofline simulate
+--pass-cost serving-loop` on the run's own stream and configuration, the host terms scaled by the
+run's host probe where it has one) and writes the tables between the replay markers of
+docs/serving.md: the probe folder's held-out runs, then the earlier graph-prefill runs (calls 5-7
+and 9), which carry no host probe and are replayed with the fit machine's host terms.
 
-    .venv/bin/python benchmarks/fit_serving_loop.py            # fit, write the terms and the table
+    .venv/bin/python benchmarks/fit_serving_loop.py            # fit, write the terms and the tables
     .venv/bin/python benchmarks/fit_serving_loop.py --check    # replay with the shipped terms only
 """
 
@@ -22,6 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 #: The runs the terms are fitted on: one run under load per model. Every other run is held out.
 FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
+#: Earlier graph-prefill runs (no host probe): held out, replayed with the fit machine's host terms.
+#: Runs there named like the FIT runs are other measurements of the same streams, not fitted on.
+EARLIER = (("h200-graph-call9", "device call 9, one machine"), ("h200-graph", "device calls 5-7"))
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -86,16 +92,25 @@ def main() -> None:
         write_text_atomic(path, json.dumps(terms.model_dump(), indent=2) + "\n")
         print(f"wrote {path.relative_to(ROOT)}")
     rows = compare_rows(folder, terms)
-    body = "\n".join([
+    parts = [
         "Written by `.venv/bin/python benchmarks/fit_serving_loop.py` (measured / simulated (error); **x**: outside "
         "the acceptance bound).",
+        "",
+        f"**Runs with the host probe** (`measurements/serving/{folder.name}/`, device call 10; the terms' fit runs "
+        "and held-out runs):",
         "",
         table(rows),
         "",
         "Held-out runs only:",
         "",
         summary(rows),
-    ])
+    ]
+    for sub, what in EARLIER:
+        other = folder.parent / sub
+        more = compare_rows(other, terms, fitted=())
+        parts += ["", f"**Earlier runs without a host probe** (`measurements/serving/{sub}/`, {what}; all held out, "
+                  "replayed with the fit machine's host terms):", "", table(more), "", summary(more)]
+    body = "\n".join(parts)
     print(body)
     if not args.check:
         write_docs(body)

@@ -5,10 +5,12 @@ loop's prefill graphs (docs/serving.md, "Why the prefill is a graph").
 
 For each committed folder of serving runs it prices every iteration with loop terms of the same
 loop (the eager-prefill folders with terms fitted on call 2's two fit runs, as shipped before the
-prefill graphs; the graph folder with the shipped terms) and prints, per run, the median and 90th
-percentile of measured device time / price for prefill passes and decode steps; for the graph
-runs, the median per model; and the eager call-4 runs replayed with call 2's terms (TTFT and TPOT
-p50 / p99 errors). No GPU needed.
+prefill graphs; the graph folders twice: with the graph prefill's earlier price -- the step
+model's kernel time at the padded bucket plus a fixed time a layer, refitted on calls 5-7's fit
+runs -- and with the shipped terms, whose linears come from the card's matmul table) and prints,
+per run, the median and 90th percentile of measured device time / price for prefill passes and
+decode steps; for the graph runs, the median per model; and the eager call-4 runs replayed with
+call 2's terms (TTFT and TPOT p50 / p99 errors). No GPU needed.
 """
 
 from __future__ import annotations
@@ -51,13 +53,22 @@ def ratios(folder: Path, terms) -> list[tuple]:
 def main() -> None:
     from roofline.pass_costs import load_loop_terms
     from roofline.serving_replay import compare_rows, fit_loop_terms
-    from roofline.serving_runs import read_run
+    from roofline.serving_runs import read_run, run_names
 
     eager_terms = fit_loop_terms([read_run(SERVING / "h200-graph-eager-x2", n) for n in FIT])
     graph_terms = load_loop_terms(card="h200", engine="graph")
-    for folder, terms in (("h200-graph-eager-x2", eager_terms), ("h200-graph-eager-call4", eager_terms),
-                          ("h200-graph", graph_terms)):
-        print(f"\n{folder} (prefill {'graphs' if terms.prefill_graphs else 'eager'}): device time / price")
+    # the graph prefill's earlier price: the step model's kernel time at the padded bucket plus a
+    # fixed time a layer, refitted as it was shipped (calls 5-7's two fit runs, no matmul table)
+    plain_terms = fit_loop_terms([read_run(SERVING / "h200-graph", n) for n in FIT], gemm_table=None)
+    for folder, terms, how in (("h200-graph-eager-x2", eager_terms, "eager prefill"),
+                               ("h200-graph-eager-call4", eager_terms, "eager prefill"),
+                               ("h200-graph", plain_terms, "graph prefill, priced by the step model"),
+                               ("h200-graph", graph_terms, "graph prefill, priced from the matmul table"),
+                               ("h200-graph-call9", plain_terms, "graph prefill, priced by the step model"),
+                               ("h200-graph-call9", graph_terms, "graph prefill, priced from the matmul table"),
+                               ("h200-graph-probe", plain_terms, "graph prefill, priced by the step model"),
+                               ("h200-graph-probe", graph_terms, "graph prefill, priced from the matmul table")):
+        print(f"\n{folder} ({how}): device time / price")
         print(f"{'run':40} {'prefill p50':>11} {'p90':>6} {'decode p50':>11} {'p90':>6}")
         rows = ratios(SERVING / folder, terms)
         for name, _, pre, dec in rows:
@@ -67,6 +78,17 @@ def main() -> None:
             for model in sorted({m for _, m, _, _ in rows}):
                 pre = np.concatenate([p for _, m, p, _ in rows if m == model])
                 print(f"  {model}: prefill median {np.median(pre):.2f} over {len(pre)} passes")
+    print("\nhost time a decode step (next t_start - t_start - device_s; mean over steps followed by another "
+          "without an idle wait), and the run's host probe (calibrate.serving_loop.host_probe) where it has one:")
+    for folder in ("h200-graph", "h200-graph-call9", "h200-graph-probe"):
+        for name in run_names(SERVING / folder):
+            run = read_run(SERVING / folder, name)
+            its = run.iterations
+            host = [b["t_start_s"] - a["t_start_s"] - a["device_s"] for a, b in zip(its, its[1:])
+                    if a["kind"] == "decode" and b["t_start_s"] - a["t_end_s"] < 1e-3 and a["running"] > 0]
+            probe = run.config.get("host_probe")
+            seen = f"probe {probe['decode_host_s'] * 1e6:4.0f} us" if probe else "no probe"
+            print(f"  {folder:17} {name:40} {np.mean(host) * 1e6:5.0f} us  ({seen})")
     print("\nh200-graph-eager-call4 replayed with call 2's terms (simulated / measured - 1):")
     for r in compare_rows(SERVING / "h200-graph-eager-call4", eager_terms):
         print(f"  {r['run']:40} " + "  ".join(f"{k.replace('_s', '')} {100 * r[k]['error']:+5.1f}%"

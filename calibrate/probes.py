@@ -1,6 +1,7 @@
-"""Probes: evidence for the attention and memory terms of the step model (issue 9).
+"""Probes: evidence for the attention and memory terms of the step model (issue 9) and the
+matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -32,6 +33,16 @@ memory -> ``probe-memory.json``
     without the cuDNN SDPA backend; the prefill under each SDPA backend; hf-eager with and without
     cuDNN. Models qwen2.5-0.5b (head_dim 64) and qwen2.5-1.5b (head_dim 128).
 
+gemm -> ``probe-gemm.json``
+    The card's bf16 matmul, ``torch.nn.functional.linear(x (M, K), W (N, K))`` (the graph engine's
+    and the serving loop's every linear), timed alone over a grid of M (tokens: 1 to 65,536),
+    N and K (128 to 65,536 and 256 to 32,768 on a 1 / 1.5 / 2 ladder); along M each (N, K)
+    stops after the first shape over ``max_flop``, where the rate has long flattened. Calls over
+    enough copies of W to exceed L2 are captured in one CUDA graph (a pass's other layers flush
+    L2 too). Why: a prefill's matmuls at a few hundred to a few thousand tokens run far below
+    the peak a large prefill reaches, and by how much depends on N and K (tiles, waves): the
+    serving loop's prefill price reads this table (roofline.gemm).
+
 The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -55,8 +66,85 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory")
+PROBES = ("attention", "memory", "gemm")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---- gemm ------------------------------------------------------------------------------------
+
+def _ladder(lo: int, hi: int) -> tuple[int, ...]:
+    """lo, 1.5 lo, 2 lo, 3 lo, 4 lo, ... up to hi (lo a power of two)."""
+    out, k = [], lo
+    while k <= hi:
+        out.append(k)
+        if k * 3 // 2 <= hi and k >= 2:
+            out.append(k * 3 // 2)
+        k *= 2
+    return tuple(sorted(set(out)))
+
+
+@dataclass(frozen=True)
+class GemmGrid:
+    ms: tuple[int, ...]
+    ns: tuple[int, ...]
+    ks: tuple[int, ...]
+    max_flop: float  # along M, stop after the first shape over this
+    rotate_bytes: int
+    max_copies: int
+    reps: int
+
+
+FULL_GEMM = GemmGrid(ms=(1, 2, 4, 8) + _ladder(16, 65536), ns=_ladder(128, 65536), ks=_ladder(256, 32768),
+                     max_flop=4e12, rotate_bytes=256 * MiB, max_copies=16, reps=5)
+TINY_GEMM = GemmGrid(ms=(1, 16, 64), ns=(32, 64), ks=(32, 64), max_flop=1e7, rotate_bytes=0, max_copies=2, reps=2)
+
+
+def gemm_probe(device: str, grid: GemmGrid, out_path: Path, deadline: float | None,
+               progress: Callable[[str], None]) -> dict:
+    """Time F.linear over ``grid``; writes ``out_path`` after each (N, K)."""
+    import torch
+    import torch.nn.functional as F
+
+    from calibrate.timing import environment, free_memory, torch_device, utc_now
+
+    dev = torch_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    result: dict = {"probe": "gemm", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "method": ("F.linear(x (M, K), W (N, K)); calls over `copies` copies of W captured in one "
+                               "CUDA graph (a plain loop on the CPU), median of reps replays / copies"),
+                    "points": [], "errors": [], "stopped": None}
+    t0 = time.monotonic()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    with torch.inference_mode():
+        for n in grid.ns:
+            for k in grid.ks:
+                w_bytes = n * k * dtype.itemsize
+                copies = max(1, min(grid.max_copies, math.ceil(grid.rotate_bytes / w_bytes)))
+                ws = [torch.randn(n, k, device=dev, dtype=dtype, generator=gen) for _ in range(copies)]
+                for m in grid.ms:
+                    if deadline is not None and time.monotonic() > deadline:
+                        result["stopped"] = f"budget reached before N {n} K {k} M {m}"
+                        _write(out_path, result)
+                        progress(f"gemm: {result['stopped']}")
+                        return result
+                    flop = 2.0 * m * n * k
+                    try:
+                        x = torch.randn(m, k, device=dev, dtype=dtype, generator=gen)
+                        seconds, info = _time_calls([lambda w=w: F.linear(x, w) for w in ws], dev, grid.reps)
+                        result["points"].append({"m": m, "n": n, "k": k, "seconds": seconds, "flop": flop,
+                                                 "weight_bytes": w_bytes, "copies": info["copies"],
+                                                 "graph": info["graph"]})
+                    except Exception as exc:  # noqa: BLE001 - record and go on
+                        result["errors"].append({"m": m, "n": n, "k": k, "error": _short(exc)})
+                    del x
+                    if flop > grid.max_flop:
+                        break
+                del ws
+                free_memory()
+            _write(out_path, result)
+            progress(f"gemm: N {n} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+    return _finished(result, out_path, t0)
 
 
 # ---- attention ---------------------------------------------------------------------------------
@@ -314,9 +402,7 @@ def attention_probe(device: str, grid: AttentionGrid, out_path: Path, deadline: 
                     free_memory()
                 _write(out_path, result)
             progress(f"attention: {name} done ({time.monotonic() - t0:.1f} s)")
-    result["wall_s"] = round(time.monotonic() - t0, 2)
-    _write(out_path, result)
-    return result
+    return _finished(result, out_path, t0)
 
 
 def _dispatch_point(grid: AttentionGrid, batch: int, context: int) -> bool:
@@ -637,6 +723,13 @@ def memory_probe(device: str, cases: tuple[dict, ...], out_path: Path, deadline:
 
 # ---- driver ------------------------------------------------------------------------------------
 
+def _finished(result: dict, out_path: Path, t0: float) -> dict:
+    """A probe that ran its whole grid: its wall time written with the rest."""
+    result["wall_s"] = round(time.monotonic() - t0, 2)
+    _write(out_path, result)
+    return result
+
+
 def _write(path: Path, data: dict) -> None:
     from roofline.atomic import write_text_atomic
 
@@ -662,12 +755,14 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention") if p in what]:
+    for name in [p for p in ("memory", "attention", "gemm") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
             if name == "attention":
                 attention_probe(device, TINY_ATTENTION if tiny else FULL_ATTENTION, path, deadline, progress)
+            elif name == "gemm":
+                gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
             else:
                 memory_probe(device, TINY_MEMORY_CASES if tiny else FULL_MEMORY_CASES, path, deadline, jobs,
                              case_timeout_s=60.0 if tiny else 150.0, progress=progress)

@@ -181,7 +181,7 @@ class ServingSession:
 
         import torch
 
-        from calibrate.serving_loop import SchedulerConfig, serve
+        from calibrate.serving_loop import SchedulerConfig, host_probe, serve
         from calibrate.timing import reset_peak, utc_now
         from roofline.atomic import write_text_atomic
         from roofline.serving_runs import (ITERATION_COLUMNS, REQUEST_COLUMNS, STREAM_COLUMNS, csv_text,
@@ -197,6 +197,7 @@ class ServingSession:
         config = SchedulerConfig(max_num_seqs=ex.max_num_seqs, max_model_len=ex.max_model_len, num_blocks=num_blocks,
                                  block_size=block_size, policy=policy,
                                  max_num_batched_tokens=max_num_batched_tokens or self.max_num_batched_tokens)
+        probe = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed)  # this machine's host speed, before the clock
         reset_peak(self.device)
         started = utc_now()
         result = serve(requests, ex, config, deadline_s=deadline_s, seed=self.seed, progress=self.progress)
@@ -219,6 +220,7 @@ class ServingSession:
                 "prefill_token_buckets": ex.prefill_buckets if ex.prefill_graph_of else [],
                 "prefill_graph_note": ex.prefill_graph_note,
                 "decode_attention": "masked matmul over every bucket slot's max_model_len positions",
+                "host_probe": probe,
             },
             "summary": summary,
             "stream": stream or {},

@@ -107,6 +107,14 @@ Physical KV and execution
   there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
   the pass also gives its device time.
 
+Host probe
+----------
+The host's share of an iteration (scheduling, packing, the token sync: ~0.1-0.4 ms) is Python on
+the machine's CPU, and its speed differed 2x between the lent H200 machines. Before a run's clock
+starts, ``host_probe`` serves a fixed stream on the same executor and records the median host time
+of its prefill and decode iterations in the run's config (``host_probe``): the simulator scales
+the loop's host terms to the run's machine with it (roofline.pass_costs.scaled_for_host).
+
 Without a GPU the same loop runs on the CPU (no graphs): that is what the tests exercise.
 """
 
@@ -257,12 +265,49 @@ def serve(
     cached tokens; the next token of each item comes back), ``decode(tokens, positions)`` for
     slots 0..n-1, ``mixed(tokens, positions, items)`` (a decode step, then a prefill pass, one
     sync: policy ``chunked``), each returning the tokens and the device seconds;
-    ``move(src, dst, kv_tokens)``; ``buckets`` (the capture sizes); ``vocab``. ``deadline_s``:
+    ``move(src, dst, kv_tokens)``; ``left(n)`` after ``n`` sequences finished and left;
+    ``buckets`` (the capture sizes); ``vocab``. ``deadline_s``:
     no admission from then on (the running sequences still finish; requests never admitted are
     reported unserved).
     """
     config.check(requests)
     return _Server(requests, executor, config, clock, sleep, deadline_s, seed, progress).run()
+
+
+#: The host probe's stream: HOST_PROBE_SEQS requests, all arrived at once, each admitted alone
+#: (the probe's token budget holds one prompt), then decoding together until they all finish.
+HOST_PROBE_SEQS, HOST_PROBE_PROMPT, HOST_PROBE_GEN = 16, 48, 24
+
+
+def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.perf_counter, sleep=time.sleep,
+               seed: int = 0) -> dict:
+    """How fast this machine's host runs the loop, measured before a run's clock starts, on a
+    fixed stream whatever the run's: the median host time (next iteration's start - this one's
+    start - its device time) of the probe's prefill iterations (one sequence each) and of its
+    decode iterations (HOST_PROBE_SEQS sequences, none finishing). The simulator scales the
+    loop's host terms by this run's figures over those of the runs the terms were fitted on
+    (roofline.serving_replay.replay): the host's speed is the machine's, not the stream's --
+    the same loop ran its host work at 0.5x-1.3x the fitted figures on different H200 machines."""
+    import statistics
+
+    seqs = min(HOST_PROBE_SEQS, max_num_seqs)
+    prompt = max(1, min(HOST_PROBE_PROMPT, max_model_len // 2))
+    gen = max(3, min(HOST_PROBE_GEN, prompt, max_model_len - prompt + 1))
+    requests = [Request(i, 0.0, prompt, gen) for i in range(seqs)]
+    config = SchedulerConfig(max_num_seqs=seqs, max_model_len=max_model_len,
+                             num_blocks=seqs * blocks_for(prompt + gen, DEFAULT_BLOCK_SIZE),
+                             max_num_batched_tokens=prompt + gen - 1)  # one prompt an iteration (prompt >= gen)
+    result = serve(requests, executor, config, clock=clock, sleep=sleep, seed=seed)
+    its = result.iterations
+    host = {"prefill": [], "decode": []}
+    for a, b in zip(its, its[1:]):
+        if not a["finished"] and not a["preempted"]:
+            host[a["kind"]].append(b["t_start_s"] - a["t_start_s"] - a["device_s"])
+    if not host["prefill"] or not host["decode"]:
+        raise RuntimeError("the host probe ran no prefill or no decode iteration to measure")
+    return {"prefill_host_s": statistics.median(host["prefill"]), "decode_host_s": statistics.median(host["decode"]),
+            "prefill_iterations": len(host["prefill"]), "decode_iterations": len(host["decode"]),
+            "decode_seqs": seqs, "prompt_tokens": prompt, "gen_tokens": gen}
 
 
 class _Server:
@@ -358,6 +403,8 @@ class _Server:
             for seq in finished:  # highest slot first: a moved sequence is never one that leaves
                 seq.finish_s = t_end
                 self._leave(seq)
+            if finished:
+                self.ex.left(len(finished))
             record.update(t_end_s=t_end, finished=len(finished), running=len(self.running),
                           used_blocks=self.cfg.num_blocks - self.free)
             self.iterations.append(record)
@@ -529,8 +576,9 @@ class CostExecutor:
     """
 
     def __init__(self, clock: VirtualClock, prefill_s, decode_s, max_num_seqs: int, vocab: int = 1000,
-                 mixed_s=None):
+                 mixed_s=None, leave_s: float = 0.0):
         self.clock, self.prefill_s, self.decode_s, self.mixed_s = clock, prefill_s, decode_s, mixed_s
+        self.leave_s = leave_s  # host time each sequence that finishes adds after its pass
         self.buckets = capture_sizes(max_num_seqs)
         self.vocab = vocab
         self.moves: list[tuple[int, int, int]] = []
@@ -564,6 +612,9 @@ class CostExecutor:
                 self.prefill_s(*self._prefill_args(items)) if items else 0.0)
         self.clock.advance(seconds)
         return [(t * 7 + 1) % self.vocab for t in tokens], self._tokens(items), seconds
+
+    def left(self, n: int) -> None:
+        self.clock.advance(self.leave_s * n)
 
     def move(self, src: int, dst: int, kv_tokens: int) -> None:
         self.moves.append((src, dst, kv_tokens))
@@ -988,6 +1039,9 @@ class ModelExecutor:
         if isinstance(marker, float):
             return marker
         return self._events[0].elapsed_time(marker) * 1e-3  # synchronised by the .tolist() before
+
+    def left(self, n: int) -> None:
+        """``n`` sequences finished and left (their host work is real time here: nothing to do)."""
 
     def move(self, src: int, dst: int, kv_tokens: int) -> None:
         """Copy slot ``src``'s valid KV prefix into slot ``dst`` (compaction)."""

@@ -27,18 +27,32 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   of K/V at per-slot positions, the per-slot mask);
 * a prefill pass (terms with ``prefill_graphs``, the shipped H200 ones) is one CUDA-graph
   replay of the pass padded to the loop's token bucket (``prefill_token_buckets`` of
-  max_num_batched_tokens; ``padded_prefill``): ``pnorm(prefill_floor_s_per_layer x layers,
-  StepModel.work_s(the padded work), prefill_floor_exponent)``, the kernels' own time without
-  the calibration's eager overhead plus the graph's fixed time a layer. Terms without it
-  describe the loop's earlier eager prefill, whose launches came from Python: the longer of
-  the GPU's work and the host's launches, ``pnorm(floor x layers, StepModel.pass_s(prefill_work(...)),
-  exponent)``;
+  max_num_batched_tokens; ``padded_prefill``). With ``prefill_gemm_table`` (the shipped terms)
+  it is priced part by part, as the loop's ``_forward`` runs it:
+  ``prefill_floor_s_per_layer`` x layers (the graph's fixed time)
+  + the four linears a layer (``loop_layer_gemms``) at the bucket's tokens and the LM head at
+  max_num_seqs rows, each from the card's measured matmul table (roofline.gemm: a 1,024-token
+  matmul of a 1.5B model's widths runs at ~525 TFLOP/s on the H200, a 7B model's at ~700: one
+  prefill efficiency cannot price both)
+  + the step model's attention (and collectives)
+  + the elementwise kernels' bytes, counted from the loop's code (``loop_elementwise_elements``),
+  over ``prefill_elementwise_bytes_per_s``.
+  Without the table (a layout the loop does not run, or older terms): ``pnorm(floor x layers,
+  StepModel.work_s(the padded work), prefill_floor_exponent)``, the kernels' time without the
+  calibration's eager overhead. Terms without ``prefill_graphs`` describe the loop's earlier
+  eager prefill, whose launches came from Python: ``pnorm(floor x layers,
+  StepModel.pass_s(prefill_work(...)), exponent)``;
 * a ``chunked`` iteration runs the decode step, then the prefill pass (not fused): the sum;
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,
   ``host_prefill_s`` + ``host_prefill_s_per_seq`` x chunks when there is a prefill (a chunked
-  iteration: both per-sequence parts); an idle loop wakes ``wake_s`` after the arrival it slept
-  for.
+  iteration: both per-sequence parts), and ``host_finish_s`` for each sequence that finishes
+  (the loop frees its blocks and copies the last slot's KV into its hole; ``finish_s``, which
+  the scheduler adds after the iteration's tokens are out); an idle loop wakes ``wake_s`` after
+  the arrival it slept for. The host's speed is the machine's: a run that carries the loop's
+  host probe (calibrate.serving_loop.host_probe) is replayed with the host terms scaled by its
+  probe over the fit runs' (``scaled_for_host``); on the lent H200 machines the same loop's host
+  time differed 2x from machine to machine.
 
 The loop's terms are measured, not guessed: roofline.serving_replay fits them to the loop's
 committed iteration logs (which runs, and the held-out errors: docs/serving.md); they are
@@ -77,6 +91,7 @@ class FusedCost:
     """One step-model pass per iteration (module docstring)."""
 
     wake_s = 0.0
+    finish_s = 0.0
 
     def __init__(self, step: StepModel):
         self.step = step
@@ -120,9 +135,80 @@ class LoopTerms(BaseModel):
     wake_s: Term
     prefill_graphs: bool = Field(False, description="whole-prompt prefill passes are CUDA-graph replays padded to "
                                  "token buckets (prefill_token_buckets of max_num_batched_tokens); else eager")
+    host_finish_s: Term | None = Field(None, description="host time a finishing sequence adds to its iteration "
+                                       "(the loop frees its blocks and moves the last slot's KV into its hole)")
+    host_probe: dict[str, float] | None = Field(None, description="the fit runs' host probe (calibrate.serving_loop."
+                                               "host_probe; mean of prefill_host_s, decode_host_s, and its "
+                                               "decode_seqs): a run replayed with its own probe has the host terms "
+                                               "scaled by its figures over these (scaled_for_host)")
+    prefill_gemm_table: str | None = Field(None, description="the card's matmul table (a gemm probe's JSON, relative "
+                                           "to hardware_profiles/) that prices the prefill graphs' linears")
+    prefill_elementwise_bytes_per_s: Term | None = Field(
+        None, description="with prefill_gemm_table: the rate of the prefill graphs' elementwise kernels (norms, "
+        "RoPE, K/V writes and GQA repeats, attention's inputs and output, SwiGLU, residuals), whose bytes are "
+        "counted from the loop's code (loop_elementwise_elements)")
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
+
+
+def loop_layer_gemms(spec) -> list[tuple[int, int]] | None:
+    """(N, K) of the serving loop's four linears a layer (calibrate/serving_loop.py ``_forward``:
+    fused q/k/v, output, fused gate/up, down) for a dense GQA model; None for layouts it does not
+    run (mixture of experts, latent attention, an ungated MLP)."""
+    if spec.moe_layers or spec.attention_kind != "gqa" or not spec.mlp_gated:
+        return None
+    h, hd = spec.hidden_size, spec.head_dim
+    q, kv, inter = spec.num_attention_heads * hd, spec.num_key_value_heads * hd, spec.intermediate_size
+    return [(q + 2 * kv, h), (h, q), (2 * inter, h), (h, inter)]
+
+
+def loop_elementwise_elements(spec) -> float:
+    """Elements a prompt token's elementwise kernels read and write in one layer of the loop's
+    prefill (``_forward``, counted from its code): two RMSNorms (read and write hidden: 4 H); RoPE
+    on q and k as x cos + rotate_half(x) sin (a multiply, a negation of half, a concatenation, a
+    multiply and an add: 10 x (q + kv)); K and V written into the cache (4 kv); with grouped
+    queries K and V repeated to every query head (2 x (kv + q)); attention reading q, k and v and
+    writing its output (2 q + 2 x the repeated K/V width); two residual adds (6 H); SwiGLU,
+    silu(gate) x up (5 I)."""
+    h, hd = spec.hidden_size, spec.head_dim
+    q, kv, inter = spec.num_attention_heads * hd, spec.num_key_value_heads * hd, spec.intermediate_size
+    grouped = spec.num_attention_heads > spec.num_key_value_heads
+    kv_seen = q if grouped else kv
+    return 10.0 * h + 10.0 * (q + kv) + 4.0 * kv + (2.0 * (kv + q) if grouped else 0.0) + 2.0 * q + 2.0 * kv_seen \
+        + 5.0 * inter
+
+
+HOST_DECODE_TERMS = ("host_decode_s", "host_decode_s_per_seq", "host_finish_s")
+HOST_PREFILL_TERMS = ("host_prefill_s", "host_prefill_s_per_seq")
+
+
+def host_ratios(terms: LoopTerms, probe: dict | None) -> tuple[float, float] | None:
+    """(decode, prefill) host speed of a run's machine over the fit runs' (its host probe's medians
+    over the terms' ``host_probe``); None when either is missing or the probes differ in shape."""
+    ref = terms.host_probe
+    if not probe or not ref or probe.get("decode_seqs") != ref.get("decode_seqs"):
+        return None
+    try:
+        return probe["decode_host_s"] / ref["decode_host_s"], probe["prefill_host_s"] / ref["prefill_host_s"]
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
+def scaled_for_host(terms: LoopTerms, probe: dict | None) -> LoopTerms:
+    """``terms`` with the host terms scaled to the machine of a run whose host probe is ``probe``
+    (unchanged where host_ratios is None): host time is the machine's CPU running the loop's Python."""
+    ratios = host_ratios(terms, probe)
+    if ratios is None:
+        return terms
+    update = {}
+    for names, r in ((HOST_DECODE_TERMS, ratios[0]), (HOST_PREFILL_TERMS, ratios[1])):
+        for name in names:
+            t = getattr(terms, name)
+            if t is not None:
+                update[name] = Term(value=t.value * r, source=f"{t.source}; x {r:.3f}, this run's host probe over "
+                                    "the fit runs'")
+    return terms.model_copy(update=update)
 
 
 def loop_terms_path(card: str, engine: str) -> Path:
@@ -171,8 +257,21 @@ class LoopCost:
         layers = step.spec.num_hidden_layers
         self.max_model_len = max_model_len
         self.wake_s = terms.wake_s.value
+        self.finish_s = terms.host_finish_s.value if terms.host_finish_s else 0.0
         self.floor_s = terms.prefill_floor_s_per_layer.value * layers
         self.exponent = terms.prefill_floor_exponent.value
+        self.gemms = None
+        if terms.prefill_graphs and terms.prefill_gemm_table and terms.prefill_elementwise_bytes_per_s:
+            from roofline.gemm import load_gemm_table
+            from roofline.units import dtype_bytes
+
+            shapes = loop_layer_gemms(step.spec)
+            if shapes is not None:  # the loop's dense decoder; other layouts: the step model's matmuls
+                self.gemms = (load_gemm_table(terms.prefill_gemm_table), shapes, layers)
+                self.elementwise_s_per_token = (layers * loop_elementwise_elements(step.spec)
+                                                * dtype_bytes(step.act_dtype)
+                                                / terms.prefill_elementwise_bytes_per_s.value)
+                self._gemm_s: dict = {}
         extra = terms.decode_extra_s_per_layer.value * layers
         sizes = capture_sizes(max_num_seqs)
         bucket = [0] * (max_num_seqs + 1)
@@ -211,5 +310,23 @@ class LoopCost:
         the host's launches, blended."""
         if not self.prefill_buckets:
             return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)), self.exponent)
-        return pnorm(self.floor_s, self.step.work_s(prefill_work(*padded_prefill(
-            tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))), self.exponent)
+        work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
+        if self.gemms is None:
+            return pnorm(self.floor_s, self.step.work_s(work), self.exponent)
+        _, _, _, am, ac, _, co = self.step.pass_parts(work)
+        return (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
+                + pnorm(am, ac, float(self.step.calibration.roofline_exponent))
+                + self.elementwise_s_per_token * work.prefill_tokens + co)
+
+    def linears_s(self, tokens: float, rows: float) -> float:
+        """The loop's linears of a prefill graph of ``tokens`` (padded) tokens with logits for
+        ``rows`` rows, from the card's matmul table (``prefill_gemm_table``)."""
+        key = (tokens, rows)
+        cached = self._gemm_s.get(key)
+        if cached is None:
+            table, shapes, layers = self.gemms
+            spec = self.step.spec
+            cached = (layers * sum(table.seconds(tokens, n, k) for n, k in shapes)
+                      + table.seconds(rows, spec.vocab_size, spec.hidden_size))
+            self._gemm_s[key] = cached
+        return cached

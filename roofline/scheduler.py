@@ -182,6 +182,7 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
     n = len(p)
     S, B, M = cfg.max_num_seqs, cfg.block_size, cfg.max_num_batched_tokens or float("inf")
     decode_s, pass_s, wake = cost.decode_s, cost.pass_s, cost.wake_s
+    fin_cost = getattr(cost, "finish_s", 0.0)  # host time a sequence leaving adds to its iteration
     k = [0] * n  # tokens produced (at its last admission, for a running sequence)
     base = [0] * n  # a decoding sequence's KV = base + D
     fin_step = [-1] * n
@@ -202,7 +203,7 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
             if until is not None:
                 m = len(running)
                 quiet = _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free,
-                                       sum_base, t, until)
+                                       sum_base, t, until, fin_cost)
                 if quiet is not None:
                     t, done, free, sum_base = quiet
                     D += done
@@ -242,10 +243,14 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
                 running[h] = None
             if len(running) > max_running:
                 max_running = len(running)
+            left = 0
             for h in adm:
                 freed, b = _prefilled(h, p[h] + k[h], D, B, t, k, g, first, finish, running, base, counts, fin_step, fh)
-                free += freed
+                if freed:  # it left: its one token was its last
+                    free += freed
+                    left += 1
                 sum_base += b
+            t += fin_cost * left
             tokens_out += len(adm)
             continue
         # 3. one decode step of every running sequence
@@ -275,9 +280,10 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
         tokens_out += m
         D += 1
         if fh and fh[0][0] < D:
-            freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+            freed, gone, left = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
             free += freed
             sum_base -= gone
+            t += fin_cost * left
     return iterations, prefills, iterations - prefills, max_running, tokens_out
 
 
@@ -287,6 +293,7 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
     S, B = cfg.max_num_seqs, cfg.block_size
     M = cfg.max_num_batched_tokens or (1 << 62)
     decode_s, pass_s, wake = cost.decode_s, cost.pass_s, cost.wake_s
+    fin_cost = getattr(cost, "finish_s", 0.0)  # host time a sequence leaving adds to its iteration
     k = [0] * n
     base = [0] * n
     fin_step = [-1] * n
@@ -308,7 +315,7 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             until = _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free - counts[D % B], t)
             if until is not None:
                 quiet = _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free,
-                                       sum_base, t, until)
+                                       sum_base, t, until, fin_cost)
                 if quiet is not None:
                     t, done, free, sum_base = quiet
                     D += done
@@ -403,12 +410,13 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             t += pass_s(slots, n_dec, kv_read, float(tokens), pairs, float(len(chunks)))
         else:
             t += decode_s(slots, n_dec, float(sum_base + n_dec * (D + 1)))
+        left = 0
         if n_dec:
             decodes += 1
             tokens_out += n_dec
             D += 1
             if fh and fh[0][0] < D:
-                freed, gone = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+                freed, gone, left = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
                 free += freed
                 sum_base -= gone
         for h, tt, c in chunks:
@@ -419,9 +427,12 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             if h == pf:
                 pf, pf_c = -1, 0
             freed, b = _prefilled(h, cached, D, B, t, k, g, first, finish, running, base, counts, fin_step, fh)
-            free += freed
+            if freed:  # it left: its one token was its last
+                free += freed
+                left += 1
             sum_base += b
             tokens_out += 1
+        t += fin_cost * left  # the iteration's leavers, after every token of it is out
     return iterations, prefills, decodes, max_running, tokens_out
 
 
@@ -450,8 +461,8 @@ def _prefilled(h, kv, D, B, t, k, g, first, finish, running, base, counts, fin_s
 def _retire(fh, fin_step, finish, base, running, counts, D, B, t):
     """Finish, at time ``t``, every running sequence whose last decode step came before step ``D``
     (heap entries of sequences preempted since are stale and skipped): (KV blocks freed, the sum of
-    their bases). Called only when the heap's head has finished, so a step costs no call."""
-    freed = gone = 0
+    their bases, how many left). Called only when the heap's head has finished, so a step costs no call."""
+    freed = gone = left = 0
     while fh and fh[0][0] < D:
         fs, h = heappop(fh)
         if fin_step[h] != fs:
@@ -463,7 +474,8 @@ def _retire(fh, fin_step, finish, base, running, counts, D, B, t):
         del running[h]
         counts[-b % B] -= 1
         gone += b
-    return freed, gone
+        left += 1
+    return freed, gone, left
 
 
 def _quiet_until_prefill_first(s, k, requeue, nxt, total, m, S, B, M, free, t):
@@ -521,7 +533,8 @@ def _need(counts, D, B, m, steps) -> int:
     return cycles * m + sum(counts[(D + j) % B] for j in range(rest))
 
 
-def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free, sum_base, t, until):
+def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free, sum_base, t, until,
+                   fin_cost):
     """Run a quiet stretch of the ``m`` running sequences from step D, priced in one call, and
     retire those its last step finished: (time, steps run, free blocks, sum of the running bases)
     after it; None when fewer than FAST_MIN steps are quiet (the caller goes one step at a time)."""
@@ -531,9 +544,10 @@ def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D,
     t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
     free -= _need(counts, D, B, m, done)
     if fh and fh[0][0] < D + done:  # the stretch's last step finished someone
-        freed, gone = _retire(fh, fin_step, finish, base, running, counts, D + done, B, t)
+        freed, gone, left = _retire(fh, fin_step, finish, base, running, counts, D + done, B, t)
         free += freed
         sum_base -= gone
+        t += fin_cost * left
     return t, done, free, sum_base
 
 

@@ -8,21 +8,29 @@ the runs it is given, each a physical quantity read off those columns:
 * ``decode_extra_s_per_layer``: median over the decode iterations of (device_s - the step
   model's decode step at the iteration's bucket, reading bucket x max_model_len cached tokens),
   divided by the layers: what the loop's decode graph adds to the graph engine's.
-* ``prefill_floor_s_per_layer``, ``prefill_floor_exponent``: the prefill passes' device_s fitted
-  (least squares on the logarithm) as pnorm(floor x layers, step model's prefill, exponent): the
-  eager pass takes the longer of the host's launches and the GPU's work. Runs whose prefills are
-  CUDA-graph replays (config ``prefill_graphs``) are priced at their padded token bucket without
-  the step model's eager overhead (``StepModel.work_s``): the floor is then the GPU's own fixed
-  time a layer (small kernels), and ``prefill_graphs`` is set in the terms.
+* ``prefill_floor_s_per_layer`` and ``prefill_elementwise_bytes_per_s`` (runs with CUDA-graph
+  prefills, config ``prefill_graphs``, and the card's matmul table): least squares on the
+  logarithm of the prefill passes' device_s as floor x layers + the linears from the table +
+  the step model's attention + the loop's counted elementwise bytes / their rate, at the padded
+  token bucket (roofline.pass_costs.LoopCost). Without the table: ``pnorm(floor x layers, the
+  step model's kernel time, exponent)`` (graph prefills) or ``pnorm(floor x layers, the step
+  model's prefill, exponent)`` (the eager pass takes the longer of the host's launches and the
+  GPU's work), with ``prefill_floor_exponent`` fitted too.
 * ``host_decode_s`` (+ ``host_decode_s_per_seq`` x sequences), ``host_prefill_s`` (+ per
   sequence): a robust straight line through (sequences in the pass, next t_start - t_start -
-  device_s) of the iterations followed by another without an idle wait: the host's time per
-  iteration, which grows with the Python work per sequence.
+  device_s) of the iterations followed by another without an idle wait and in which no sequence
+  finished or was preempted: the host's time per iteration, which grows with the Python work per
+  sequence. ``host_finish_s``: the median, over the decode iterations where sequences finished,
+  of what their host time exceeds the line by, per sequence that finished.
+* When every fit run carries the loop's host probe (config ``host_probe``), each run's host
+  times are first brought to the runs' mean probe, which the terms keep (``host_probe``) so a
+  replay can scale them to another machine.
 * ``wake_s``: median over the iterations that start an idle server of (t_start - the arrival it
   waited for).
 
-``replay`` simulates a run's own stream with its configuration (``pass_cost="serving-loop"``) and
-``compare_rows`` sets the simulated summary beside the measured one.
+``replay`` simulates a run's own stream with its configuration (``pass_cost="serving-loop"``, the
+host terms scaled by the run's host probe where it has one) and ``compare_rows`` sets the
+simulated summary beside the measured one.
 """
 
 from __future__ import annotations
@@ -54,29 +62,71 @@ def _step(run: ServingRun, card: str, engine: str, calibration="auto"):
     return make_scenario(card=card, model=run.config["model"], engine=engine, calibration=calibration).step
 
 
+def gemm_table_path(card: str) -> str | None:
+    """The card's committed matmul table (the gemm probe), relative to hardware_profiles/, if any."""
+    from roofline.hardware import profiles_dir
+
+    rel = f"measurements/{card}-probe-gemm.json"
+    return rel if (profiles_dir() / rel).is_file() else None
+
+
 def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "graph", held_out=(),
-                   calibration="auto") -> LoopTerms:
+                   calibration="auto", gemm_table="auto") -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring); ``held_out`` names the runs kept
-    out, for the record."""
+    out, for the record. ``gemm_table``: the matmul table that prices graph prefills' linears
+    ("auto": the card's committed one; None: the step model's matmul terms)."""
     from scipy.optimize import least_squares
 
+    from roofline.gemm import load_gemm_table
+    from roofline.pass_costs import loop_elementwise_elements, loop_layer_gemms
+    from roofline.units import dtype_bytes
+
     names = ", ".join(r.name for r in runs)
-    extra, host_d, host_p, wake = [], [], [], []
-    pre_model, pre_device, pre_layers = [], [], []
+    extra, host_d, host_p, host_f, wake = [], [], [], [], []
+    pre_model, pre_device, pre_layers, pre_el = [], [], [], []
+    if gemm_table == "auto":
+        gemm_table = gemm_table_path(card)
+    graph_runs = any(run.config.get("prefill_graphs") for run in runs)
+    # the host's speed differs from machine to machine: with every run's host probe, each run's
+    # host times are brought to the runs' mean probe before the lines are fitted
+    probes = [run.config.get("host_probe") for run in runs]
+    ref_probe = None
+    if all(probes) and len({p["decode_seqs"] for p in probes}) == 1:
+        ref_probe = {"decode_host_s": float(np.mean([p["decode_host_s"] for p in probes])),
+                     "prefill_host_s": float(np.mean([p["prefill_host_s"] for p in probes])),
+                     "decode_seqs": probes[0]["decode_seqs"]}
+    table = load_gemm_table(gemm_table) if gemm_table and graph_runs else None
     for run in runs:
         step = _step(run, card, engine, calibration)
         layers = step.spec.num_hidden_layers
+        shapes = loop_layer_gemms(step.spec) if table is not None else None
+        if table is not None and shapes is None:
+            raise ValueError(f"{run.name}: {run.config['model']} is not a dense model: the loop's terms are fitted "
+                             "on runs of its dense decoder")
         t_len = run.config["max_model_len"]
         buckets = (run.config.get("prefill_token_buckets") or []) if run.config.get("prefill_graphs") else []
         its = run.iterations
         arrivals = sorted(float(r["arrival_s"]) for r in run.requests)
+        if ref_probe is not None:
+            rd = ref_probe["decode_host_s"] / run.config["host_probe"]["decode_host_s"]
+            rp = ref_probe["prefill_host_s"] / run.config["host_probe"]["prefill_host_s"]
+        else:
+            rd = rp = 1.0
         for i, it in enumerate(its):
             if it["kind"] == "decode":
                 b = float(it["bucket"])
                 extra.append((it["device_s"] - step.pass_s(decode_work(b, b * t_len))) / layers)
             elif it["kind"] == "prefill":
                 work = prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"]))
-                if buckets:  # a graph replay: the padded work, no eager overhead
+                if buckets and table is not None:  # the linears from the matmul table, the rest the step model's
+                    work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
+                    _, _, _, am, ac, _, co = step.pass_parts(work)
+                    linears = (layers * sum(table.seconds(work.prefill_tokens, n, k) for n, k in shapes)
+                               + table.seconds(work.logit_rows, step.spec.vocab_size, step.spec.hidden_size))
+                    pre_model.append(linears + pnorm(am, ac, float(step.calibration.roofline_exponent)) + co)
+                    pre_el.append(layers * loop_elementwise_elements(step.spec) * dtype_bytes(step.act_dtype)
+                                  * work.prefill_tokens)  # bytes
+                elif buckets:  # a graph replay: the padded work, no eager overhead
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
                     pre_model.append(step.work_s(work))
                 else:
@@ -85,10 +135,13 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                 pre_layers.append(layers)
             if i + 1 < len(its) and its[i + 1]["t_start_s"] - it["t_end_s"] < 1e-3 and it["running"] > 0:
                 host = its[i + 1]["t_start_s"] - it["t_start_s"] - it["device_s"]
-                if it["kind"] == "decode":
-                    host_d.append((it["decode_seqs"], host))
+                if it.get("finished", 0) or it.get("preempted", 0):
+                    if it["kind"] == "decode" and not it.get("preempted", 0):
+                        host_f.append((it["decode_seqs"], it["finished"], host * rd))
+                elif it["kind"] == "decode":
+                    host_d.append((it["decode_seqs"], host * rd))
                 else:
-                    host_p.append((it["prefill_seqs"], host))
+                    host_p.append((it["prefill_seqs"], host * rp))
             if i == 0 or its[i - 1]["running"] == 0:  # an idle server, woken by an arrival while it slept
                 idle_from = its[i - 1]["t_end_s"] if i else 0.0
                 waited = [a for a in arrivals if idle_from < a <= it["t_start_s"]]
@@ -99,16 +152,28 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
     if len(graphs) > 1:
         raise ValueError("the runs mix eager and graph prefill passes: fit the loop's terms on runs of one loop")
     model, device, layers = np.array(pre_model), np.array(pre_device), np.array(pre_layers, dtype=float)
+    el_rate = None
+    if table is not None:  # additive: floor x layers + linears + attention + elementwise bytes / rate
+        el = np.array(pre_el)
 
-    def residual(x):
-        return np.log(pnorm(x[0] * layers, model, x[1])) - np.log(device)
+        def residual(x):  # x[1]: seconds per TB of elementwise traffic
+            return np.log(x[0] * layers + model + x[1] * 1e-12 * el) - np.log(device)
 
-    fit = least_squares(residual, [float(np.median(device / layers)), 4.0], bounds=([0.0, 1.0], [1.0, 400.0]))
-    floor, exponent = (float(v) for v in fit.x)
+        fit = least_squares(residual, [float(np.median(device / layers)) / 4, 0.5], bounds=([0.0, 0.0], [1.0, 100.0]))
+        floor, el_rate, exponent = float(fit.x[0]), 1e12 / float(fit.x[1]), 1.0
+    else:
+        def residual(x):
+            return np.log(pnorm(x[0] * layers, model, x[1])) - np.log(device)
+
+        fit = least_squares(residual, [float(np.median(device / layers)), 4.0], bounds=([0.0, 1.0], [1.0, 400.0]))
+        floor, exponent = (float(v) for v in fit.x)
     rms = float(np.sqrt(np.mean(residual(fit.x) ** 2)))
 
     (hd0, hd1), nd = _robust_line(host_d), len(host_d)
     (hp0, hp1), np_ = _robust_line(host_p), len(host_p)
+    # a finishing sequence leaves its slot (the loop's _leave: blocks freed, the last slot's KV
+    # copied into the hole): host time beyond the decode line, per sequence that finished
+    finish = statistics.median((h - hd0 - hd1 * seqs) / n for seqs, n, h in host_f) if host_f else 0.0
 
     def term(value, how):
         return Term(value=float(value), source=f"{how}; runs {names}")
@@ -119,16 +184,28 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                                       "(device_s - the step model's decode step at the bucket reading bucket x "
                                       "max_model_len tokens) / layers"),
         prefill_floor_s_per_layer=term(floor, f"least squares on log device_s of {len(device)} prefill passes, "
-                                       + ("pnorm(floor x layers, the step model's prefill work at the padded token "
+                                       + ("floor x layers + the linears at the padded token bucket from the matmul "
+                                          "table + the step model's attention and collectives + the loop's "
+                                          "elementwise bytes / their rate (no eager overhead)" if table is not None else
+                                          "pnorm(floor x layers, the step model's prefill work at the padded token "
                                           "bucket without its eager overhead, exponent)" if buckets_used else
                                           "pnorm(floor x layers, step model's prefill, exponent)")
                                        + f"; rms {rms:.3f} in log"),
-        prefill_floor_exponent=term(exponent, "the same fit"),
+        prefill_floor_exponent=term(exponent, "1: the floor adds to the kernels' time (not fitted)"
+                                    if table is not None else "the same fit"),
+        prefill_gemm_table=gemm_table if table is not None else None,
+        host_probe=ref_probe,
+        prefill_elementwise_bytes_per_s=term(el_rate, "the same fit: the loop's elementwise bytes (counted from "
+                                             "its code, roofline.pass_costs.loop_elementwise_elements) over their "
+                                             "time") if el_rate is not None else None,
         host_decode_s=term(hd0, f"robust line (soft L1) through {nd} decode iterations' next t_start - t_start - "
-                           "device_s against their decoding sequences: the intercept"),
+                           "device_s against their decoding sequences (iterations where no sequence finished or was "
+                           "preempted): the intercept"),
         host_decode_s_per_seq=term(hd1, "the same line's slope"),
         host_prefill_s=term(hp0, f"robust line (soft L1) through {np_} prefill iterations' next t_start - t_start - "
-                            "device_s against their sequences: the intercept"),
+                            "device_s against their sequences (none finished): the intercept"),
+        host_finish_s=term(max(finish, 0.0), f"median over {len(host_f)} decode iterations where sequences finished "
+                           "(none preempted) of (host time - the decode line) / sequences finished"),
         host_prefill_s_per_seq=term(hp1, "the same line's slope"),
         wake_s=term(statistics.median(wake) if wake else 0.0, f"median over {len(wake)} iterations starting an idle "
                     "server of t_start - the arrival it waited for"),
@@ -155,7 +232,10 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     continuous server's summary (roofline.api.simulate)."""
     from roofline import api
 
+    from roofline.pass_costs import scaled_for_host
+
     c = run.config
+    terms = scaled_for_host(terms, c.get("host_probe"))
     result = api.simulate(
         card, c["model"], engine=engine, calibration=calibration, batch=c["max_num_seqs"],
         requests=run_paths(folder, run.name)["stream"], static=False,
@@ -167,15 +247,18 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     return result["continuous"]
 
 
-def compare_rows(folder, terms: LoopTerms, names=None, **kw) -> list[dict]:
+def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> list[dict]:
     """One row per run of ``folder`` (or ``names``): measured and simulated summaries, relative
-    errors, whether the run set any term (``fitted``) and whether each bound of COMPARED holds."""
+    errors, whether the run set any term (``fitted``: its name among ``fitted``, by default the
+    terms' ``fitted_on``; pass () for a folder the terms were not fitted on) and whether each bound
+    of COMPARED holds."""
+    fitted = terms.fitted_on if fitted is None else fitted
     rows = []
     for name in names or run_names(folder):
         run = read_run(folder, name)
         sim = replay(run, folder, terms, **kw)
         meas = run.summary
-        row = {"run": name, "fitted": name in terms.fitted_on, "requests": meas["requests"]}
+        row = {"run": name, "fitted": name in fitted, "requests": meas["requests"]}
         for key, bound in COMPARED.items():
             m, s = meas[key], sim[key]
             err = (s - m) / m if m else None
@@ -213,7 +296,7 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
     (``loop_terms``: a file, else the shipped ones of each run's card): compare_rows, plus notes
     where a run's loop differs from the one the terms describe. Errors name the folder."""
     from roofline.errors import RooflineError
-    from roofline.pass_costs import load_loop_terms
+    from roofline.pass_costs import host_ratios, load_loop_terms
 
     path = Path(folder)
     if not path.is_dir():
@@ -234,11 +317,21 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
         if bool(run.config.get("prefill_graphs")) != terms.prefill_graphs:
             notes.append(f"{name}: its prefill ran {'as graphs' if run.config.get('prefill_graphs') else 'eagerly'}, "
                          f"the terms describe {'graph' if terms.prefill_graphs else 'eager'} prefills")
-        rows += compare_rows(path, terms, names=[name], card=card)
+        if terms.host_probe and host_ratios(terms, run.config.get("host_probe")) is None:
+            notes.append(f"{name}: no host probe comparable with the terms' (a run before the loop measured its "
+                         "host): its host terms are not scaled to its machine, whose host speed varied 2x between "
+                         "H200 machines")
+        else:
+            ratios = host_ratios(terms, run.config.get("host_probe"))
+            if ratios is not None and not 0.5 <= ratios[0] <= 2.0:
+                notes.append(f"{name}: its machine ran the host probe at {ratios[0]:.2f}x the fit runs' time")
+        # a run of the terms' own fit is one of the shipped folder's, whatever another folder's runs are named
+        fitted = terms.fitted_on if path.resolve() == shipped_folder().resolve() else ()
+        rows += compare_rows(path, terms, names=[name], card=card, fitted=fitted)
     return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows)}
 
 
 def shipped_folder() -> Path:
     from roofline.hardware import profiles_dir
 
-    return profiles_dir() / "measurements" / "serving" / "h200-graph"
+    return profiles_dir() / "measurements" / "serving" / "h200-graph-probe"

@@ -126,3 +126,49 @@ def test_backend_names_from_profiler_ops():
     assert probes.sdpa_backend_from_ops(["aten::_scaled_dot_product_efficient_attention"]) == "efficient"
     assert probes.sdpa_backend_from_ops(["aten::_scaled_dot_product_attention_math"]) == "math"
     assert probes.sdpa_backend_from_ops(["aten::mm"]) == ""
+
+
+def test_gemm_probe_on_cpu_is_a_table_roofline_reads(tmp_path):
+    # the tiny grid: every (N, K), climbing M until the first shape over max_flop; the file is what
+    # roofline.gemm reads
+    from roofline.gemm import load_gemm_table
+
+    path = tmp_path / "probe-gemm.json"
+    grid = probes.TINY_GEMM
+    data = probes.gemm_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    want = []
+    for n in grid.ns:
+        for k in grid.ks:
+            for m in grid.ms:
+                want.append((m, n, k))
+                if 2.0 * m * n * k > grid.max_flop:
+                    break
+    assert [(p["m"], p["n"], p["k"]) for p in data["points"]] == want and not data["errors"]
+    for p in data["points"]:
+        assert p["flop"] == 2.0 * p["m"] * p["n"] * p["k"] and p["weight_bytes"] == p["n"] * p["k"] * 4  # fp32 on CPU
+        assert p["seconds"] > 0
+    table = load_gemm_table(path)
+    first = data["points"][0]
+    assert table.seconds(first["m"], first["n"], first["k"]) == pytest.approx(first["seconds"], rel=1e-12)
+
+
+def test_gemm_probe_stops_at_the_budget(tmp_path):
+    data = probes.gemm_probe("cpu", probes.TINY_GEMM, tmp_path / "g.json", 0.0, lambda m: None)
+    assert data["points"] == [] and data["stopped"].startswith("budget reached before N 32 K 32 M 1")
+
+
+def test_the_full_gemm_grid_covers_the_catalogs_dense_shapes():
+    # every dense catalog model's loop linears (and their M up to 2,048 prefill tokens) lie inside
+    # the grid's N and K, but for the LM head's vocabulary (N beyond 65,536: time in proportion)
+    from roofline.model_spec import catalog_names, load_model
+    from roofline.pass_costs import loop_layer_gemms
+
+    g = probes.FULL_GEMM
+    assert g.ms[0] == 1 and g.ms[-1] == 65536 and 2048 in g.ms
+    for name in catalog_names():
+        shapes = loop_layer_gemms(load_model(name))
+        if shapes is None:
+            continue
+        for n, k in shapes:
+            assert g.ns[0] <= n <= g.ns[-1] and g.ks[0] <= k <= g.ks[-1], (name, n, k)

@@ -223,6 +223,9 @@ class _Counting:
     def mixed(self, tokens, positions, items):
         return self.ex.mixed(tokens, positions, items)
 
+    def left(self, n):
+        self.ex.left(n)
+
     def move(self, src, dst, kv_tokens):
         self.moves.append((src, dst, kv_tokens))
         if not self.skip:
@@ -576,3 +579,32 @@ def test_the_job_runs_without_pydantic(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert sr.run_names(tmp_path) == ["tiny-llama-short-r0-n3-s1"]
+
+
+def test_the_host_probe_measures_a_fixed_stream_before_the_clock():
+    # HOST_PROBE_SEQS requests (capped by the slots) each prefilled alone, then decoding together:
+    # every prefill iteration is measured, and every decode step but the last (everyone finishes
+    # there) and the one with no successor
+    ex = _executor("tiny-qwen2")
+    probe = sl.host_probe(ex, ex.max_num_seqs, ex.max_model_len)
+    seqs = min(sl.HOST_PROBE_SEQS, ex.max_num_seqs)
+    assert probe["decode_seqs"] == seqs and probe["prefill_iterations"] == seqs
+    assert probe["decode_iterations"] == probe["gen_tokens"] - 2
+    assert probe["prompt_tokens"] >= probe["gen_tokens"]  # so two prompts never share the probe's budget
+    assert 0 < probe["decode_host_s"] < 1.0 and 0 < probe["prefill_host_s"] < 1.0
+
+
+def test_the_host_probe_reads_host_time_off_a_virtual_clock():
+    # on a virtual clock whose every reading costs 1 ms of "host", an iteration's host time is
+    # (clock readings between its start and the next's) x 1 ms: the probe's medians are whole ms
+    class Ticking(sl.VirtualClock):
+        def __call__(self):
+            self.advance(1e-3)
+            return super().__call__()
+
+    clock = Ticking()
+    ex = sl.CostExecutor(clock, lambda lengths, starts: 0.01, lambda n, bucket, ctx: 0.002, 16)
+    probe = sl.host_probe(ex, 16, 256, clock=clock, sleep=clock.sleep)
+    assert probe["decode_seqs"] == 16 and probe["prefill_iterations"] == 16
+    for key in ("decode_host_s", "prefill_host_s"):
+        assert probe[key] == pytest.approx(round(probe[key] / 1e-3) * 1e-3, abs=1e-9) and probe[key] >= 1e-3

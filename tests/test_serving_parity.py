@@ -24,9 +24,11 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 
 
 class Linear:
-    """Costs that depend on everything the loop reports (slots, contexts, tokens, pairs, chunks)."""
+    """Costs that depend on everything the loop reports (slots, contexts, tokens, pairs, chunks),
+    and host time for each sequence that finishes (the loop's ``left``)."""
 
     wake_s = 0.0
+    finish_s = 3e-4
 
     def __init__(self, static: bool):
         self.static = static  # chunked: the decode covers the prefilling slot too; price slots only
@@ -55,7 +57,7 @@ def loop_run(p, g, a, cfg: ServerConfig, cost):
         return cost.decode_s(n, n, float(sum(contexts)))
 
     clock = loop.VirtualClock()
-    ex = loop.CostExecutor(clock, prefill_s, decode_s, cfg.max_num_seqs)
+    ex = loop.CostExecutor(clock, prefill_s, decode_s, cfg.max_num_seqs, leave_s=getattr(cost, "finish_s", 0.0))
     reqs = [loop.Request(i, float(a[i]), int(p[i]), int(g[i])) for i in range(len(p))]
     policy = "prefill-first" if cfg.schedule == "prefill-first" else "chunked"
     config = loop.SchedulerConfig(cfg.max_num_seqs, cfg.max_model_len, cfg.num_blocks, cfg.block_size,
@@ -82,21 +84,50 @@ def test_prefill_token_buckets_are_the_loops():
 
 def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead():
     """LoopCost under prefill graphs: 100 tokens of 2 sequences cost what 128 padded tokens (the
-    padding one more causal sequence of 28, logits for max_num_seqs rows) cost as kernels, plus
-    the floor (exponent 1 in the shipped terms: added), by hand from the step model."""
-    from roofline.step import prefill_work
+    padding one more causal sequence of 28, logits for max_num_seqs rows) cost, by hand: the
+    floor a layer, the loop's four linears a layer and the LM head from the card's matmul table,
+    the step model's attention (no eager overhead), and the loop's elementwise bytes (counted
+    from its code) at the fitted rate."""
+    from roofline.gemm import load_gemm_table
+    from roofline.pass_costs import loop_elementwise_elements
+    from roofline.step import pnorm, prefill_work
 
     terms = load_loop_terms(card="h200", engine="graph")
-    assert terms.prefill_graphs
+    assert terms.prefill_graphs and terms.prefill_gemm_table
     step = make_scenario(card="h200", model="qwen2.5-1.5b", engine="graph").step
     cost = LoopCost(step, terms, max_model_len=1280, max_num_seqs=64, max_num_batched_tokens=2048)
     pairs = 60 * 61 / 2 + 40 * 41 / 2
-    want_work = step.work_s(prefill_work(128.0, pairs + 28 * 29 / 2, 64.0))
+    work = prefill_work(128.0, pairs + 28 * 29 / 2, 64.0)
+    table = load_gemm_table(terms.prefill_gemm_table)
+    # qwen2.5-1.5b: hidden 1536, 12 x 128 query and 2 x 128 KV widths, intermediate 8960, vocab 151936
+    linears = 28 * (table.seconds(128, 2048, 1536) + table.seconds(128, 1536, 1536) + table.seconds(128, 17920, 1536)
+                    + table.seconds(128, 1536, 8960)) + table.seconds(64, 151936, 1536)
+    parts = step.pass_parts(work)
+    attention = pnorm(parts.attention_memory_s, parts.attention_compute_s, step.calibration.roofline_exponent)
+    # 10 H + 10 (q + kv) + 4 kv + 2 (kv + q) + 2 q + 2 q + 5 I elements of 2 bytes a token and layer
+    elements = 10 * 1536 + 10 * 1792 + 4 * 256 + 2 * 1792 + 4 * 1536 + 5 * 8960
+    assert loop_elementwise_elements(step.spec) == elements
+    elementwise = 28 * elements * 2 * 128 / terms.prefill_elementwise_bytes_per_s.value
     floor = terms.prefill_floor_s_per_layer.value * 28
-    e = terms.prefill_floor_exponent.value
-    assert cost.prefill_device_s(100.0, pairs, 2.0) == pytest.approx((floor**e + want_work**e) ** (1 / e), rel=1e-9)
-    # and the kernels' time is below the eager pass's price (which carries the eager overhead)
-    assert want_work < step.pass_s(prefill_work(128.0, pairs + 28 * 29 / 2, 64.0))
+    want = floor + linears + attention + elementwise
+    assert cost.prefill_device_s(100.0, pairs, 2.0) == pytest.approx(want, rel=1e-9)
+    # every padded count prices alike: 100 tokens and 128 tokens of one sequence differ in pairs only
+    assert cost.prefill_device_s(128.0, 128 * 129 / 2, 1.0) == pytest.approx(
+        want - attention + pnorm(*step.pass_parts(prefill_work(128.0, 128 * 129 / 2, 64.0))[3:5],
+                                 step.calibration.roofline_exponent), rel=1e-9)
+
+
+def test_a_model_the_loop_does_not_run_falls_back_to_the_step_models_matmuls():
+    # a mixture of experts: no table shapes for its experts, so the step model's kernel time
+    terms = load_loop_terms(card="h200", engine="graph")
+    step = make_scenario(card="h200", model="qwen3-30b-a3b", engine="graph").step
+    cost = LoopCost(step, terms, max_model_len=1280, max_num_seqs=64, max_num_batched_tokens=2048)
+    assert cost.gemms is None
+    from roofline.step import prefill_work
+
+    floor = terms.prefill_floor_s_per_layer.value * step.spec.num_hidden_layers
+    assert cost.prefill_device_s(128.0, 128 * 129 / 2, 1.0) == pytest.approx(
+        floor + step.work_s(prefill_work(128.0, 128 * 129 / 2, 64.0)), rel=1e-9)
 
 
 streams = st.integers(1, 30).flatmap(lambda n: st.tuples(
@@ -155,12 +186,17 @@ def test_loop_costs_by_hand():
 
 
 def test_a_real_runs_stream_gets_the_loops_decisions():
-    # the 1.5b overloaded run (104 preemptions measured): the loop's own scheduler, fed the
-    # simulator's LoopCost prices, and the simulator agree on every request
+    # the 1.5b overloaded run (80 preemptions measured): the loop's own scheduler, fed the
+    # simulator's LoopCost prices (host terms scaled by the run's host probe, as replay does),
+    # and the simulator agree on every request
+    from roofline.pass_costs import scaled_for_host
+
     run = read_run(FOLDER, "qwen2.5-1.5b-mixed-r80-n400-s1")
     c = run.config
     step = make_scenario(card="h200", model=c["model"], engine="graph").step
-    cost = LoopCost(step, load_loop_terms(card="h200", engine="graph"), c["max_model_len"], c["max_num_seqs"])
+    terms = scaled_for_host(load_loop_terms(card="h200", engine="graph"), c["host_probe"])
+    assert terms.host_decode_s != load_loop_terms(card="h200", engine="graph").host_decode_s  # scaled
+    cost = LoopCost(step, terms, c["max_model_len"], c["max_num_seqs"], c["max_num_batched_tokens"])
     cost.prefill = lambda t, pairs, k: cost.pass_s(0, 0, 0.0, t, pairs, k)
     p = np.array([r["prompt_tokens"] for r in run.requests])
     g = np.array([r["gen_tokens"] for r in run.requests])
@@ -181,16 +217,50 @@ def test_the_shipped_terms_are_the_fit_on_the_fit_runs():
     assert sorted(shipped.held_out) == sorted(n for n in run_names(FOLDER) if n not in FIT)
     again = fit_loop_terms([read_run(FOLDER, n) for n in FIT])
     for name in ("decode_extra_s_per_layer", "prefill_floor_s_per_layer", "prefill_floor_exponent", "host_decode_s",
-                 "host_decode_s_per_seq", "host_prefill_s", "host_prefill_s_per_seq", "wake_s"):
+                 "host_decode_s_per_seq", "host_prefill_s", "host_prefill_s_per_seq", "wake_s", "host_finish_s",
+                 "prefill_elementwise_bytes_per_s"):
         assert getattr(again, name).value == pytest.approx(getattr(shipped, name).value, rel=1e-6), name
+    assert again.host_probe == pytest.approx(shipped.host_probe, rel=1e-9)
     # the figures are physical: a decode graph's extra kernels cost microseconds a layer, a
     # prefill graph's small kernels tens of microseconds a layer (the eager prefill's Python
-    # launches took ~380), the host a fraction of a ms
-    assert shipped.prefill_graphs
+    # launches took ~380), the host a fraction of a ms, a finishing sequence's exit (blocks
+    # freed, a slot's KV copied) tens of microseconds; the elementwise kernels stream below the
+    # card's 4.8 TB/s
+    assert shipped.prefill_graphs and shipped.prefill_gemm_table == "measurements/h200-probe-gemm.json"
     assert 5e-6 < shipped.decode_extra_s_per_layer.value < 5e-5
     assert 1e-5 < shipped.prefill_floor_s_per_layer.value < 2e-4
     assert 1e-5 < shipped.host_decode_s.value < 5e-4 and shipped.host_prefill_s.value < 2e-3
+    assert 1e-5 < shipped.host_finish_s.value < 5e-4
+    assert 0.3e12 < shipped.prefill_elementwise_bytes_per_s.value < 4.8e12
     assert json.loads(loop_terms_path("h200", "graph").read_text())["card"] == "h200"
+
+
+def test_a_runs_host_probe_scales_the_host_terms():
+    # a run measured on a machine whose host probe took twice the fit runs' time replays as the
+    # terms with every host term doubled; without a probe (or of another shape) it is unscaled
+    import dataclasses
+
+    from roofline.pass_costs import scaled_for_host
+
+    terms = load_loop_terms(card="h200", engine="graph")
+    ref = terms.host_probe
+    twice = {"decode_host_s": 2 * ref["decode_host_s"], "prefill_host_s": 3 * ref["prefill_host_s"],
+             "decode_seqs": ref["decode_seqs"]}
+    scaled = scaled_for_host(terms, twice)
+    for name in ("host_decode_s", "host_decode_s_per_seq", "host_finish_s"):
+        assert getattr(scaled, name).value == pytest.approx(2 * getattr(terms, name).value, rel=1e-12)
+    for name in ("host_prefill_s", "host_prefill_s_per_seq"):
+        assert getattr(scaled, name).value == pytest.approx(3 * getattr(terms, name).value, rel=1e-12)
+    assert scaled.decode_extra_s_per_layer == terms.decode_extra_s_per_layer  # the GPU's terms stay
+    assert scaled_for_host(terms, None) is terms
+    assert scaled_for_host(terms, {**twice, "decode_seqs": 4}) is terms
+    # replay applies it: a run replayed with its own probe = the scaled terms without one
+    run = read_run(FOLDER, "qwen2.5-1.5b-short-r60-n400-s3")
+    by_hand = scaled_for_host(terms, run.config["host_probe"])
+    config = {k: v for k, v in run.config.items() if k != "host_probe"}
+    plain = dataclasses.replace(run, run={**run.run, "config": config})
+    assert replay(run, FOLDER, terms) == replay(plain, FOLDER, by_hand)
+    assert replay(plain, FOLDER, terms) != replay(run, FOLDER, terms)
 
 
 @pytest.fixture(scope="module")
@@ -198,11 +268,12 @@ def rows():
     return {r["run"]: r for r in compare_rows(FOLDER, load_loop_terms(card="h200", engine="graph"))}
 
 
-@pytest.mark.parametrize("name", ["qwen2.5-1.5b-mixed-r0-n400-s1", "qwen2.5-1.5b-short-r60-n400-s3",
-                                  "qwen2.5-7b-mixed-r0-n300-s1", "qwen2.5-1.5b-long-gen-r15-n300-s2",
-                                  "qwen2.5-1.5b-mixed-r10-n300-s1", "qwen2.5-7b-long-gen-r6-n200-s2"])
+@pytest.mark.parametrize("name", ["qwen2.5-1.5b-mixed-r60-n300-s8", "qwen2.5-1.5b-mixed-r80-n400-s1",
+                                  "qwen2.5-7b-long-gen-r6-n200-s2", "qwen2.5-1.5b-long-prompt-r20-n200-s11",
+                                  "llama-3.2-3b-mixed-r35-n300-s41", "qwen2.5-3b-mixed-r40-n300-s43"])
 def test_held_out_runs_within_the_acceptance_bounds(rows, name):
-    # held out: none of these set a term (fit on FIT only); bounds: issue 14's acceptance
+    # held out: none of these set a term (fit on FIT only); bounds: issue 14's acceptance. The
+    # first four missed a bound before the host probe and the matmul table (docs/serving.md)
     row = rows[name]
     assert not row["fitted"]
     for key, bound in COMPARED.items():
@@ -211,20 +282,40 @@ def test_held_out_runs_within_the_acceptance_bounds(rows, name):
     assert row["same_preemption_behaviour"]
 
 
-#: docs/serving.md's misses among the 22 held-out runs (calls 5-7), each with how far off it is
-MISSES = {("qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.13, ("qwen2.5-7b-mixed-r20-n200-s14", "ttft_p50_s"): 0.14,
-          ("qwen2.5-1.5b-long-prompt-r20-n200-s11", "ttft_p99_s"): 0.23}
-
-
-def test_every_held_out_run_within_the_bounds_but_the_documented_misses(rows):
+def test_every_held_out_run_with_a_host_probe_within_the_bounds(rows):
     held = [r for r in rows.values() if not r["fitted"]]
-    assert len(held) == 22
+    assert len(held) == 10
     for r in held:
         for key, bound in COMPARED.items():
             if bound is not None:
-                assert abs(r[key]["error"]) <= MISSES.get((r["run"], key), bound), (r["run"], key, r[key])
-        # a pool one request from full: 1 preemption simulated and none measured, and the reverse
-        if r["run"] not in ("qwen2.5-7b-mixed-r20-n200-s14", "qwen2.5-1.5b-mixed-r40-n200-s21"):
+                assert abs(r[key]["error"]) <= bound, (r["run"], key, r[key])
+        assert r["same_preemption_behaviour"], r["run"]
+
+
+#: docs/serving.md's misses among the earlier runs without a host probe (calls 5-7 and 9, all held
+#: out), each with how far off it is: their machines' host speed is unknown to the replay
+EARLIER_MISSES = {
+    ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.08,
+    ("h200-graph", "qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.26,
+    ("h200-graph", "qwen2.5-1.5b-mixed-r80-n400-s1", "ttft_p50_s"): 0.16,
+    ("h200-graph", "qwen2.5-7b-mixed-r25-n300-s1", "ttft_p99_s"): 0.33,
+    ("h200-graph-call9", "qwen2.5-1.5b-mixed-r45-n300-s35", "ttft_p99_s"): 0.24,
+}
+
+
+@pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9"])
+def test_earlier_runs_without_a_host_probe_within_the_bounds_but_the_documented_misses(sub):
+    folder = FOLDER.parent / sub
+    terms = load_loop_terms(card="h200", engine="graph")
+    rows = compare_rows(folder, terms, fitted=())
+    assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6}[sub]
+    for r in rows:
+        assert not r["fitted"]
+        for key, bound in COMPARED.items():
+            if bound is not None:
+                assert abs(r[key]["error"]) <= EARLIER_MISSES.get((sub, r["run"], key), bound), (r["run"], key, r[key])
+        # a pool one request from full: 1 preemption measured, none simulated
+        if (sub, r["run"]) != ("h200-graph", "qwen2.5-1.5b-mixed-r40-n200-s21"):
             assert r["same_preemption_behaviour"], r["run"]
         else:
-            assert max(r["preemptions"]["measured"], r["preemptions"]["simulated"]) == 1, r["run"]
+            assert (r["preemptions"]["measured"], r["preemptions"]["simulated"]) == (1, 0)
