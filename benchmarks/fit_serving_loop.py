@@ -25,9 +25,20 @@ sys.path.insert(0, str(ROOT))
 
 #: The runs the terms are fitted on: one run under load per model. Every other run is held out.
 FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
-#: Earlier graph-prefill runs (no host probe): held out, replayed with the fit machine's host terms.
-#: Runs there named like the FIT runs are other measurements of the same streams, not fitted on.
-EARLIER = (("h200-graph-call9", "device call 9, one machine"), ("h200-graph", "device calls 5-7"))
+#: The other folders of graph-prefill runs, all held out: the later ones with the host probe, the
+#: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
+#: runs are other measurements of the same streams, not fitted on.
+OTHERS = (
+    ("h200-graph-call11", "**Later runs with the host probe** (`measurements/serving/h200-graph-call11/`, device call "
+     "11: the probe measured once; two runs of policy `chunked`, whose chunks after cached tokens run eagerly: "
+     "not modelled)"),
+    ("h200-graph-call12", "**Later runs with the host probe** (`measurements/serving/h200-graph-call12/`, device call "
+     "12: the probe's median of three; some streams of calls 10 and 11 again)"),
+    ("h200-graph-call9", "**Earlier runs without a host probe** (`measurements/serving/h200-graph-call9/`, device "
+     "call 9, one machine; replayed with the fit machine's host terms)"),
+    ("h200-graph", "**Earlier runs without a host probe** (`measurements/serving/h200-graph/`, device calls 5-7; "
+     "replayed with the fit machine's host terms)"),
+)
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -105,11 +116,14 @@ def main() -> None:
         "",
         summary(rows),
     ]
-    for sub, what in EARLIER:
-        other = folder.parent / sub
-        more = compare_rows(other, terms, fitted=())
-        parts += ["", f"**Earlier runs without a host probe** (`measurements/serving/{sub}/`, {what}; all held out, "
-                  "replayed with the fit machine's host terms):", "", table(more), "", summary(more)]
+    probed = [r for r in rows if not r["fitted"]]
+    for sub, what in OTHERS:
+        more = compare_rows(folder.parent / sub, terms, fitted=())
+        parts += ["", f"{what}, all held out:", "", table(more), "", summary(more)]
+        if "with the host probe" in what:
+            probed += [r for r in more if r["policy"] == "prefill-first"]
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-12, {len(probed)} runs):", "",
+              summary(probed)]
     body = "\n".join(parts)
     print(body)
     if not args.check:

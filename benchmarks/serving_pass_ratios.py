@@ -67,7 +67,9 @@ def main() -> None:
                                ("h200-graph-call9", plain_terms, "graph prefill, priced by the step model"),
                                ("h200-graph-call9", graph_terms, "graph prefill, priced from the matmul table"),
                                ("h200-graph-probe", plain_terms, "graph prefill, priced by the step model"),
-                               ("h200-graph-probe", graph_terms, "graph prefill, priced from the matmul table")):
+                               ("h200-graph-probe", graph_terms, "graph prefill, priced from the matmul table"),
+                               ("h200-graph-call11", graph_terms, "graph prefill, priced from the matmul table"),
+                               ("h200-graph-call12", graph_terms, "graph prefill, priced from the matmul table")):
         print(f"\n{folder} ({how}): device time / price")
         print(f"{'run':40} {'prefill p50':>11} {'p90':>6} {'decode p50':>11} {'p90':>6}")
         rows = ratios(SERVING / folder, terms)
@@ -77,10 +79,12 @@ def main() -> None:
         if terms.prefill_graphs:
             for model in sorted({m for _, m, _, _ in rows}):
                 pre = np.concatenate([p for _, m, p, _ in rows if m == model])
-                print(f"  {model}: prefill median {np.median(pre):.2f} over {len(pre)} passes")
+                dec = np.concatenate([d for _, m, _, d in rows if m == model])
+                print(f"  {model}: prefill median {np.median(pre):.2f} over {len(pre)} passes, decode median "
+                      f"{np.median(dec):.3f} over {len(dec)} steps")
     print("\nhost time a decode step (next t_start - t_start - device_s; mean over steps followed by another "
           "without an idle wait), and the run's host probe (calibrate.serving_loop.host_probe) where it has one:")
-    for folder in ("h200-graph", "h200-graph-call9", "h200-graph-probe"):
+    for folder in ("h200-graph", "h200-graph-call9", "h200-graph-probe", "h200-graph-call11", "h200-graph-call12"):
         for name in run_names(SERVING / folder):
             run = read_run(SERVING / folder, name)
             its = run.iterations

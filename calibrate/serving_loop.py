@@ -109,11 +109,12 @@ Physical KV and execution
 
 Host probe
 ----------
-The host's share of an iteration (scheduling, packing, the token sync: ~0.1-0.4 ms) is Python on
-the machine's CPU, and its speed differed 2x between the lent H200 machines. Before a run's clock
-starts, ``host_probe`` serves a fixed stream on the same executor and records the median host time
-of its prefill and decode iterations in the run's config (``host_probe``): the simulator scales
-the loop's host terms to the run's machine with it (roofline.pass_costs.scaled_for_host).
+The host's share of an iteration (scheduling, packing, the token sync: ~0.05-0.4 ms) is Python on
+the machine's CPU, and its speed differed 1.8-3.5x between the lent H200 machines. Before a run's
+clock starts, ``host_probe`` serves a fixed stream on the same executor three times and records the
+median host time of its prefill and decode iterations in the run's config (``host_probe``): the
+simulator scales the loop's host terms to the run's machine with it
+(roofline.pass_costs.scaled_for_host). A machine whose host speed drifts during a run is beyond it.
 
 Without a GPU the same loop runs on the CPU (no graphs): that is what the tests exercise.
 """
@@ -276,18 +277,21 @@ def serve(
 
 #: The host probe's stream: HOST_PROBE_SEQS requests, all arrived at once, each admitted alone
 #: (the probe's token budget holds one prompt), then decoding together until they all finish.
-HOST_PROBE_SEQS, HOST_PROBE_PROMPT, HOST_PROBE_GEN = 16, 48, 24
+HOST_PROBE_SEQS, HOST_PROBE_PROMPT, HOST_PROBE_GEN, HOST_PROBE_REPEATS = 16, 48, 24, 3
 
 
 def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.perf_counter, sleep=time.sleep,
-               seed: int = 0) -> dict:
+               seed: int = 0, repeats: int = HOST_PROBE_REPEATS) -> dict:
     """How fast this machine's host runs the loop, measured before a run's clock starts, on a
     fixed stream whatever the run's: the median host time (next iteration's start - this one's
     start - its device time) of the probe's prefill iterations (one sequence each) and of its
-    decode iterations (HOST_PROBE_SEQS sequences, none finishing). The simulator scales the
-    loop's host terms by this run's figures over those of the runs the terms were fitted on
-    (roofline.serving_replay.replay): the host's speed is the machine's, not the stream's --
-    the same loop ran its host work at 0.5x-1.3x the fitted figures on different H200 machines."""
+    decode iterations (HOST_PROBE_SEQS sequences, none finishing), ``repeats`` times (after a
+    garbage collection each), and the median of the repeats' medians (one repeat disturbed by
+    something else on the machine then does not count). The simulator scales the loop's host
+    terms by this run's figures over those of the runs the terms were fitted on
+    (roofline.pass_costs.scaled_for_host): the host's speed is the machine's, not the stream's --
+    the same loop ran its host work 1.8-3.5x slower on some H200 machines than on others."""
+    import gc
     import statistics
 
     seqs = min(HOST_PROBE_SEQS, max_num_seqs)
@@ -297,17 +301,23 @@ def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.pe
     config = SchedulerConfig(max_num_seqs=seqs, max_model_len=max_model_len,
                              num_blocks=seqs * blocks_for(prompt + gen, DEFAULT_BLOCK_SIZE),
                              max_num_batched_tokens=prompt + gen - 1)  # one prompt an iteration (prompt >= gen)
-    result = serve(requests, executor, config, clock=clock, sleep=sleep, seed=seed)
-    its = result.iterations
-    host = {"prefill": [], "decode": []}
-    for a, b in zip(its, its[1:]):
-        if not a["finished"] and not a["preempted"]:
-            host[a["kind"]].append(b["t_start_s"] - a["t_start_s"] - a["device_s"])
-    if not host["prefill"] or not host["decode"]:
-        raise RuntimeError("the host probe ran no prefill or no decode iteration to measure")
-    return {"prefill_host_s": statistics.median(host["prefill"]), "decode_host_s": statistics.median(host["decode"]),
-            "prefill_iterations": len(host["prefill"]), "decode_iterations": len(host["decode"]),
-            "decode_seqs": seqs, "prompt_tokens": prompt, "gen_tokens": gen}
+    each = []
+    for _ in range(max(1, repeats)):
+        gc.collect()
+        its = serve(requests, executor, config, clock=clock, sleep=sleep, seed=seed).iterations
+        host = {"prefill": [], "decode": []}
+        for a, b in zip(its, its[1:]):
+            if not a["finished"] and not a["preempted"]:
+                host[a["kind"]].append(b["t_start_s"] - a["t_start_s"] - a["device_s"])
+        if not host["prefill"] or not host["decode"]:
+            raise RuntimeError("the host probe ran no prefill or no decode iteration to measure")
+        each.append({"prefill_host_s": statistics.median(host["prefill"]),
+                     "decode_host_s": statistics.median(host["decode"]),
+                     "prefill_iterations": len(host["prefill"]), "decode_iterations": len(host["decode"])})
+    return {"prefill_host_s": statistics.median(e["prefill_host_s"] for e in each),
+            "decode_host_s": statistics.median(e["decode_host_s"] for e in each),
+            "prefill_iterations": each[0]["prefill_iterations"], "decode_iterations": each[0]["decode_iterations"],
+            "decode_seqs": seqs, "prompt_tokens": prompt, "gen_tokens": gen, "repeats": each}
 
 
 class _Server:

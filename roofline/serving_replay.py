@@ -258,7 +258,8 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> lis
         run = read_run(folder, name)
         sim = replay(run, folder, terms, **kw)
         meas = run.summary
-        row = {"run": name, "fitted": name in fitted, "requests": meas["requests"]}
+        row = {"run": name, "fitted": name in fitted, "requests": meas["requests"],
+               "policy": run.config.get("policy", "prefill-first")}
         for key, bound in COMPARED.items():
             m, s = meas[key], sim[key]
             err = (s - m) / m if m else None
@@ -317,6 +318,10 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
         if bool(run.config.get("prefill_graphs")) != terms.prefill_graphs:
             notes.append(f"{name}: its prefill ran {'as graphs' if run.config.get('prefill_graphs') else 'eagerly'}, "
                          f"the terms describe {'graph' if terms.prefill_graphs else 'eager'} prefills")
+        if run.config.get("policy") == "chunked" and terms.prefill_graphs:
+            notes.append(f"{name}: policy chunked: the loop runs chunks after cached tokens eagerly (Python "
+                         "launching every kernel, host-bound); the terms price every prefill as a graph, so this "
+                         "run's prefills are priced too fast (docs/serving.md)")
         if terms.host_probe and host_ratios(terms, run.config.get("host_probe")) is None:
             notes.append(f"{name}: no host probe comparable with the terms' (a run before the loop measured its "
                          "host): its host terms are not scaled to its machine, whose host speed varied 2x between "

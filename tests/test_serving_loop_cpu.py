@@ -608,3 +608,32 @@ def test_the_host_probe_reads_host_time_off_a_virtual_clock():
     assert probe["decode_seqs"] == 16 and probe["prefill_iterations"] == 16
     for key in ("decode_host_s", "prefill_host_s"):
         assert probe[key] == pytest.approx(round(probe[key] / 1e-3) * 1e-3, abs=1e-9) and probe[key] >= 1e-3
+
+
+def test_one_disturbed_repeat_of_the_host_probe_does_not_count(monkeypatch):
+    # three repeats, the second on a machine 10x slower for a moment: the median of the repeats'
+    # medians is the undisturbed figure, and every repeat is on record
+    class Ticking(sl.VirtualClock):
+        tick = 1e-3
+
+        def __call__(self):
+            self.advance(self.tick)
+            return super().__call__()
+
+    clock = Ticking()
+    calls = []
+    real_serve = sl.serve
+
+    def serve(*args, **kw):
+        calls.append(1)
+        clock.tick = 1e-2 if len(calls) == 2 else 1e-3
+        return real_serve(*args, **kw)
+
+    monkeypatch.setattr(sl, "serve", serve)
+    ex = sl.CostExecutor(clock, lambda lengths, starts: 0.01, lambda n, bucket, ctx: 0.002, 16)
+    probe = sl.host_probe(ex, 16, 256, clock=clock, sleep=clock.sleep)
+    assert len(calls) == len(probe["repeats"]) == sl.HOST_PROBE_REPEATS == 3
+    slow, fast = probe["repeats"][1], probe["repeats"][0]
+    assert slow["decode_host_s"] == pytest.approx(10 * fast["decode_host_s"], rel=1e-6)
+    assert probe["decode_host_s"] == pytest.approx(fast["decode_host_s"], rel=1e-9)
+    assert probe["prefill_host_s"] == pytest.approx(fast["prefill_host_s"], rel=1e-9)

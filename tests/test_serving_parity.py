@@ -292,9 +292,17 @@ def test_every_held_out_run_with_a_host_probe_within_the_bounds(rows):
         assert r["same_preemption_behaviour"], r["run"]
 
 
-#: docs/serving.md's misses among the earlier runs without a host probe (calls 5-7 and 9, all held
-#: out), each with how far off it is: their machines' host speed is unknown to the replay
+#: docs/serving.md's misses among the other held-out folders, each with how far off it is. With the
+#: host probe (calls 11, 12): TTFT p99 of runs whose tail is preemptions' recomputes (the same
+#: stream measured twice differed by up to 39% there: benchmarks/serving_repeatability.py), and
+#: qwen2.5-0.5b, whose decode steps the step model prices ~5% slow. Without it (calls 5-7, 9): the
+#: machines' host speed is unknown to the replay
 EARLIER_MISSES = {
+    ("h200-graph-call11", "mistral-7b-v0.3-mixed-r20-n200-s61", "ttft_p99_s"): 0.37,
+    ("h200-graph-call11", "qwen2.5-0.5b-mixed-r60-n400-s60", "ttft_p99_s"): 0.28,
+    ("h200-graph-call12", "qwen2.5-0.5b-mixed-r60-n400-s60", "ttft_p99_s"): 0.32,
+    ("h200-graph-call12", "qwen2.5-1.5b-mixed-r55-n300-s51", "ttft_p99_s"): 0.21,
+    ("h200-graph-call12", "qwen2.5-7b-mixed-r25-n300-s1", "ttft_p99_s"): 0.22,
     ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.08,
     ("h200-graph", "qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.26,
     ("h200-graph", "qwen2.5-1.5b-mixed-r80-n400-s1", "ttft_p50_s"): 0.16,
@@ -303,14 +311,22 @@ EARLIER_MISSES = {
 }
 
 
-@pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9"])
-def test_earlier_runs_without_a_host_probe_within_the_bounds_but_the_documented_misses(sub):
+@pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9", "h200-graph-call11", "h200-graph-call12"])
+def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
     folder = FOLDER.parent / sub
     terms = load_loop_terms(card="h200", engine="graph")
     rows = compare_rows(folder, terms, fitted=())
-    assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6}[sub]
+    assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6, "h200-graph-call11": 12, "h200-graph-call12": 14}[sub]
+    chunked = [r for r in rows if r["policy"] == "chunked"]
+    # policy chunked (call 11's two runs): the loop's chunks after cached tokens run eagerly, the
+    # terms price graphs: far too fast, not modelled (docs/serving.md)
+    assert len(chunked) == (2 if sub == "h200-graph-call11" else 0)
+    for r in chunked:
+        assert r["ttft_p50_s"]["error"] < -0.4
     for r in rows:
         assert not r["fitted"]
+        if r["policy"] == "chunked":
+            continue
         for key, bound in COMPARED.items():
             if bound is not None:
                 assert abs(r[key]["error"]) <= EARLIER_MISSES.get((sub, r["run"], key), bound), (r["run"], key, r[key])
