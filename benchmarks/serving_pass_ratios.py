@@ -93,6 +93,22 @@ def main() -> None:
             probe = run.config.get("host_probe")
             seen = f"probe {probe['decode_host_s'] * 1e6:4.0f} us" if probe else "no probe"
             print(f"  {folder:17} {name:40} {np.mean(host) * 1e6:5.0f} us  ({seen})")
+    print("\nhost time a decode step (median; steps where nobody finished or was preempted) by tertile of the "
+          "step's device time: on some machines the host's share grows with how long it waited for the GPU")
+    for folder in ("h200-graph-probe", "h200-graph-call12"):
+        for name in run_names(SERVING / folder):
+            its = read_run(SERVING / folder, name).iterations
+            host, dev = [], []
+            for a, b in zip(its, its[1:]):
+                if (a["kind"] == "decode" and b["t_start_s"] - a["t_end_s"] < 1e-3 and a["running"] > 0
+                        and not a["finished"] and not a["preempted"]):
+                    host.append(b["t_start_s"] - a["t_start_s"] - a["device_s"])
+                    dev.append(a["device_s"])
+            host, dev = np.array(host), np.array(dev)
+            edges = np.quantile(dev, [0, 1 / 3, 2 / 3, 1])
+            parts = [np.median(host[(dev >= lo) & (dev <= hi)]) * 1e6 for lo, hi in zip(edges, edges[1:])]
+            print(f"  {folder:17} {name:40} device {edges[0] * 1e3:5.2f}-{edges[-1] * 1e3:5.2f} ms: host "
+                  + " / ".join(f"{p:4.0f}" for p in parts) + " us")
     print("\nh200-graph-eager-call4 replayed with call 2's terms (simulated / measured - 1):")
     for r in compare_rows(SERVING / "h200-graph-eager-call4", eager_terms):
         print(f"  {r['run']:40} " + "  ".join(f"{k.replace('_s', '')} {100 * r[k]['error']:+5.1f}%"
