@@ -34,6 +34,10 @@ OTHERS = (
      "not modelled)"),
     ("h200-graph-call12", "**Later runs with the host probe** (`measurements/serving/h200-graph-call12/`, device call "
      "12: the probe's median of three; some streams of calls 10 and 11 again)"),
+    ("h200-graph-call13-sync", "**Later runs with the host probe** (`measurements/serving/h200-graph-call13-sync/`, "
+     "device call 13: three streams of call 12 again, the token sync blocking as in every other run)"),
+    ("h200-graph-call13-spin", "**Later runs with the host probe** (`measurements/serving/h200-graph-call13-spin/`, "
+     "device call 13: the same three streams with the host polling each pass's end, `--spin-wait`)"),
     ("h200-graph-call9", "**Earlier runs without a host probe** (`measurements/serving/h200-graph-call9/`, device "
      "call 9, one machine; replayed with the fit machine's host terms)"),
     ("h200-graph", "**Earlier runs without a host probe** (`measurements/serving/h200-graph/`, device calls 5-7; "
@@ -122,7 +126,7 @@ def main() -> None:
         parts += ["", f"{what}, all held out:", "", table(more), "", summary(more)]
         if "with the host probe" in what:
             probed += [r for r in more if r["policy"] == "prefill-first"]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-12, {len(probed)} runs):", "",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-13, {len(probed)} runs):", "",
               summary(probed)]
     body = "\n".join(parts)
     print(body)

@@ -1,8 +1,8 @@
 """How far two measurements of the same stream are apart: the serving loop's noise floor.
 
 Several streams were served twice on the H200 (same model, configuration, stream and seed; a
-different call, often a different machine): calls 5-7 and call 10, calls 11 and 12, and the
-fit streams in call 12 again. This prints, for every such pair (prefill-first runs), the second
+different call, often a different machine): calls 5-7 and call 10, calls 11 and 12, the fit
+streams in call 12 again, three of call 12's streams in call 13. This prints, for every such pair (prefill-first runs), the second
 measurement against the first: throughput, TTFT and TPOT p50 / p99, and the preemptions. No
 simulator can be closer to one measurement than the measurements are to each other: the spread
 is the floor under the replay's errors (docs/serving.md).
@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
 #: folder -> the calls it holds, in the order they were measured
-FOLDERS = (("h200-graph", "5-7"), ("h200-graph-probe", "10"), ("h200-graph-call11", "11"), ("h200-graph-call12", "12"))
+FOLDERS = (("h200-graph", "5-7"), ("h200-graph-probe", "10"), ("h200-graph-call11", "11"), ("h200-graph-call12", "12"),
+           ("h200-graph-call13-sync", "13"))
 KEYS = ("throughput_tok_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
 
 

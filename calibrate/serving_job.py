@@ -105,7 +105,7 @@ def default_max_model_len(requests) -> int:
 
 # ---- a model built once, several runs --------------------------------------------------------
 SESSION_OPTIONS = ("max_num_seqs", "max_model_len", "max_num_batched_tokens", "dtype", "use_graph", "seed",
-                   "prefill_graphs")
+                   "prefill_graphs", "spin_wait")
 RUN_OPTIONS = ("block_size", "gpu_memory_utilization", "kv_capacity_tokens", "max_num_batched_tokens", "policy")
 
 
@@ -115,7 +115,8 @@ class ServingSession:
 
     def __init__(self, model: str, device: str = "cuda", *, max_num_seqs: int = 64, max_model_len: int = 2048,
                  max_num_batched_tokens: int | None = None, dtype: str = "bfloat16", use_graph: bool | None = None,
-                 seed: int = 0, progress=print_to_stderr, weights=None, prefill_graphs: bool | None = None):
+                 seed: int = 0, progress=print_to_stderr, weights=None, prefill_graphs: bool | None = None,
+                 spin_wait: bool = False):
         import torch
 
         from calibrate.configs import load_model_config
@@ -135,7 +136,7 @@ class ServingSession:
         self.executor = ModelExecutor(load_model_config(model), device=device, max_num_seqs=max_num_seqs,
                                       max_model_len=max_model_len, seed=seed, dtype=dtype, use_graph=use_graph,
                                       weights=weights, max_num_batched_tokens=self.max_num_batched_tokens,
-                                      prefill_graphs=prefill_graphs)
+                                      prefill_graphs=prefill_graphs, spin_wait=spin_wait)
         synchronize(self.device)
         t1 = time.monotonic()
         self.executor.warm_up(self.max_num_batched_tokens)
@@ -221,6 +222,7 @@ class ServingSession:
                 "prefill_graph_note": ex.prefill_graph_note,
                 "decode_attention": "masked matmul over every bucket slot's max_model_len positions",
                 "host_probe": probe,
+                "host_wait": "spin" if getattr(ex, "spin_wait", False) else "sync",
             },
             "summary": summary,
             "stream": stream or {},
@@ -344,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weight-seed", type=int, default=0)
     ap.add_argument("--eager-prefill", action="store_true",
                     help="prefill passes eagerly (the loop before prefill graphs), not as CUDA-graph replays")
+    ap.add_argument("--spin-wait", action="store_true",
+                    help="the host polls each pass's end instead of blocking in the token sync")
     ap.add_argument("--budget-s", type=float, default=None, help="the whole job's wall-clock budget")
     ap.add_argument("--run-limit-s", type=float, default=None, help="each run's admission deadline")
     args = ap.parse_args(argv)
@@ -378,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             session = ServingSession(model, args.device, max_num_seqs=args.max_num_seqs,
                                      max_model_len=args.max_model_len, max_num_batched_tokens=args.max_num_batched_tokens,
-                                     seed=args.weight_seed, prefill_graphs=False if args.eager_prefill else None)
+                                     seed=args.weight_seed, prefill_graphs=False if args.eager_prefill else None,
+                                     spin_wait=args.spin_wait)
         except Exception:  # noqa: BLE001 - one model's failure must not cost the others
             traceback.print_exc()
             failed = True

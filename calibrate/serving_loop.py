@@ -720,10 +720,15 @@ class ModelExecutor:
 
     def __init__(self, config: dict, device: str = "cuda", max_num_seqs: int = 64, max_model_len: int = 2048,
                  seed: int = 0, dtype: str = "bfloat16", use_graph: bool | None = None, weights=None,
-                 max_num_batched_tokens: int | None = None, prefill_graphs: bool | None = None):
+                 max_num_batched_tokens: int | None = None, prefill_graphs: bool | None = None,
+                 spin_wait: bool = False):
         import torch
 
         from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
+
+        # spin_wait: the host polls the pass's end event instead of blocking in the token sync (a
+        # host that blocks may sleep, and on some machines wakes the later the longer it slept)
+        self.spin_wait = spin_wait
 
         self.device = torch.device(device)
         if self.device.type == "cuda":
@@ -811,6 +816,9 @@ class ModelExecutor:
         start.record()
         result = fn()
         end.record()
+        if self.spin_wait:
+            while not end.query():
+                pass
         return result, end
 
     def _pack(self, items) -> "_Packed":

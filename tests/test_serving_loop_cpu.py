@@ -637,3 +637,19 @@ def test_one_disturbed_repeat_of_the_host_probe_does_not_count(monkeypatch):
     assert slow["decode_host_s"] == pytest.approx(10 * fast["decode_host_s"], rel=1e-6)
     assert probe["decode_host_s"] == pytest.approx(fast["decode_host_s"], rel=1e-9)
     assert probe["prefill_host_s"] == pytest.approx(fast["prefill_host_s"], rel=1e-9)
+
+
+def test_spin_wait_reaches_the_executor_and_the_runs_config(tmp_path):
+    # --spin-wait (call 13's experiment): the executor polls the pass's end event (on CUDA; the
+    # CPU has no events) and the run says which wait it used
+    from calibrate import serving_job as sj
+
+    path = tmp_path / "reqs.csv"
+    path.write_text("prompt_tokens,gen_tokens,arrival_s\n12,5,0\n8,3,0.01\n")
+    for spin, want in ((True, "spin"), (False, "sync")):
+        out = tmp_path / want
+        sj.run_serving("cpu-test", "tiny-qwen2", path, out, device="cpu", max_num_seqs=2, spin_wait=spin,
+                       progress=lambda m: None)
+        run = sr.read_run(out, sr.run_names(out)[0])
+        assert run.config["host_wait"] == want
+        assert run.config["host_probe"]["decode_seqs"] == 2

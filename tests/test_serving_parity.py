@@ -303,6 +303,7 @@ EARLIER_MISSES = {
     ("h200-graph-call12", "qwen2.5-0.5b-mixed-r60-n400-s60", "ttft_p99_s"): 0.32,
     ("h200-graph-call12", "qwen2.5-1.5b-mixed-r55-n300-s51", "ttft_p99_s"): 0.21,
     ("h200-graph-call12", "qwen2.5-7b-mixed-r25-n300-s1", "ttft_p99_s"): 0.22,
+    ("h200-graph-call13-sync", "mistral-7b-v0.3-mixed-r20-n200-s61", "ttft_p99_s"): 0.31,
     ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.08,
     ("h200-graph", "qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.26,
     ("h200-graph", "qwen2.5-1.5b-mixed-r80-n400-s1", "ttft_p50_s"): 0.16,
@@ -311,12 +312,14 @@ EARLIER_MISSES = {
 }
 
 
-@pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9", "h200-graph-call11", "h200-graph-call12"])
+@pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9", "h200-graph-call11", "h200-graph-call12",
+                                 "h200-graph-call13-sync", "h200-graph-call13-spin"])
 def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
     folder = FOLDER.parent / sub
     terms = load_loop_terms(card="h200", engine="graph")
     rows = compare_rows(folder, terms, fitted=())
-    assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6, "h200-graph-call11": 12, "h200-graph-call12": 14}[sub]
+    assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6, "h200-graph-call11": 12, "h200-graph-call12": 14,
+                         "h200-graph-call13-sync": 3, "h200-graph-call13-spin": 3}[sub]
     chunked = [r for r in rows if r["policy"] == "chunked"]
     # policy chunked (call 11's two runs): the loop's chunks after cached tokens run eagerly, the
     # terms price graphs: far too fast, not modelled (docs/serving.md)
