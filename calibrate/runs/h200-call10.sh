@@ -9,8 +9,7 @@ source calibrate/runs/common.sh
 W10="$W/call10"; mkdir -p "$W10"
 env_info > "$W10/env.txt" 2>&1
 snap_loop & LOOP=$!
-serve() { local log=$1; shift; timeout 150 python3 -m calibrate.serving_job --out "$W10/serve" --card h200 "$@" \
-  --budget-s 130 > "$W10/$log.log" 2>&1; echo "== $log done at $(elapsed) s"; snap; }
+serve() { serve_into "$W10" "$@"; }
 serve q15 --model qwen2.5-1.5b --max-num-seqs 64 --max-model-len 1280 --kv-capacity-tokens 12000 \
   --runs mixed@40:400:1,mixed@60:300:8,mixed@80:400:1,short@60:400:3
 serve q15b --model qwen2.5-1.5b --max-num-seqs 32 --max-model-len 2048 --kv-capacity-tokens 20000 \

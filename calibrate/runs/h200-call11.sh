@@ -8,8 +8,7 @@ source calibrate/runs/common.sh
 W11="$W/call11"; mkdir -p "$W11"
 env_info > "$W11/env.txt" 2>&1
 snap_loop & LOOP=$!
-serve() { local log=$1; shift; timeout 150 python3 -m calibrate.serving_job --out "$W11/serve" --card h200 "$@" \
-  --budget-s 130 > "$W11/$log.log" 2>&1; echo "== $log done at $(elapsed) s"; snap; }
+serve() { serve_into "$W11" "$@"; }
 P="--max-num-seqs 64 --max-model-len 1280 --kv-capacity-tokens 12000"
 serve q15 --model qwen2.5-1.5b $P --runs mixed@55:300:51,long-gen@20:300:52,short@90:400:53
 serve q7 --model qwen2.5-7b $P --runs mixed@22:250:54,short@35:300:55

@@ -7,8 +7,7 @@ set -u
 source calibrate/runs/common.sh
 W12="$W/call12"; mkdir -p "$W12"
 env_info > "$W12/env.txt" 2>&1
-serve() { local log=$1; shift; timeout 150 python3 -m calibrate.serving_job --out "$W12/serve" --card h200 "$@" \
-  --budget-s 130 > "$W12/$log.log" 2>&1; echo "== $log done at $(elapsed) s"; snap; }
+serve() { serve_into "$W12" "$@"; }
 P="--max-num-seqs 64 --max-model-len 1280 --kv-capacity-tokens 12000"
 serve q15 --model qwen2.5-1.5b $P --runs mixed@40:400:1,mixed@55:300:51,long-gen@20:300:52,short@90:400:53
 serve q7 --model qwen2.5-7b $P --runs mixed@25:300:1,mixed@22:250:54,short@35:300:55
