@@ -222,7 +222,7 @@ class ServingSession:
                 "prefill_graph_note": ex.prefill_graph_note,
                 "decode_attention": "masked matmul over every bucket slot's max_model_len positions",
                 "host_probe": probe,
-                "host_wait": "spin" if getattr(ex, "spin_wait", False) else "sync",
+                "host_wait": "spin" if ex.spin_wait else "sync",
             },
             "summary": summary,
             "stream": stream or {},

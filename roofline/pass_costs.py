@@ -179,6 +179,28 @@ def loop_elementwise_elements(spec) -> float:
         + 5.0 * inter
 
 
+def loop_linears_s(table, spec, shapes, tokens: float, rows: float) -> float:
+    """A prefill graph's linears from the card's matmul table (roofline.gemm.GemmTable): the
+    layer's ``shapes`` (``loop_layer_gemms``) at ``tokens`` (padded) tokens, every layer, and the
+    LM head at ``rows`` rows."""
+    return (spec.num_hidden_layers * sum(table.seconds(tokens, n, k) for n, k in shapes)
+            + table.seconds(rows, spec.vocab_size, spec.hidden_size))
+
+
+def loop_elementwise_bytes_per_token(step: StepModel) -> float:
+    """Bytes a prompt token's elementwise kernels move in the loop's prefill, every layer."""
+    from roofline.units import dtype_bytes
+
+    return step.spec.num_hidden_layers * loop_elementwise_elements(step.spec) * dtype_bytes(step.act_dtype)
+
+
+def attention_and_collectives_s(step: StepModel, work) -> float:
+    """The step model's attention (its memory and compute blended) and collectives for ``work``:
+    a prefill graph's kernels besides its linears and elementwise ones, no eager overhead."""
+    _, _, _, am, ac, _, co = step.pass_parts(work)
+    return pnorm(am, ac, float(step.calibration.roofline_exponent)) + co
+
+
 HOST_DECODE_TERMS = ("host_decode_s", "host_decode_s_per_seq", "host_finish_s")
 HOST_PREFILL_TERMS = ("host_prefill_s", "host_prefill_s_per_seq")
 
@@ -263,13 +285,11 @@ class LoopCost:
         self.gemms = None
         if terms.prefill_graphs and terms.prefill_gemm_table and terms.prefill_elementwise_bytes_per_s:
             from roofline.gemm import load_gemm_table
-            from roofline.units import dtype_bytes
 
             shapes = loop_layer_gemms(step.spec)
             if shapes is not None:  # the loop's dense decoder; other layouts: the step model's matmuls
-                self.gemms = (load_gemm_table(terms.prefill_gemm_table), shapes, layers)
-                self.elementwise_s_per_token = (layers * loop_elementwise_elements(step.spec)
-                                                * dtype_bytes(step.act_dtype)
+                self.gemms = (load_gemm_table(terms.prefill_gemm_table), shapes)
+                self.elementwise_s_per_token = (loop_elementwise_bytes_per_token(step)
                                                 / terms.prefill_elementwise_bytes_per_s.value)
                 self._gemm_s: dict = {}
         extra = terms.decode_extra_s_per_layer.value * layers
@@ -313,10 +333,8 @@ class LoopCost:
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
         if self.gemms is None:
             return pnorm(self.floor_s, self.step.work_s(work), self.exponent)
-        _, _, _, am, ac, _, co = self.step.pass_parts(work)
         return (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
-                + pnorm(am, ac, float(self.step.calibration.roofline_exponent))
-                + self.elementwise_s_per_token * work.prefill_tokens + co)
+                + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens)
 
     def linears_s(self, tokens: float, rows: float) -> float:
         """The loop's linears of a prefill graph of ``tokens`` (padded) tokens with logits for
@@ -324,9 +342,6 @@ class LoopCost:
         key = (tokens, rows)
         cached = self._gemm_s.get(key)
         if cached is None:
-            table, shapes, layers = self.gemms
-            spec = self.step.spec
-            cached = (layers * sum(table.seconds(tokens, n, k) for n, k in shapes)
-                      + table.seconds(rows, spec.vocab_size, spec.hidden_size))
-            self._gemm_s[key] = cached
+            table, shapes = self.gemms
+            cached = self._gemm_s[key] = loop_linears_s(table, self.step.spec, shapes, tokens, rows)
         return cached

@@ -78,8 +78,8 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
-    from roofline.pass_costs import loop_elementwise_elements, loop_layer_gemms
-    from roofline.units import dtype_bytes
+    from roofline.pass_costs import (attention_and_collectives_s, loop_elementwise_bytes_per_token, loop_layer_gemms,
+                                     loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
     extra, host_d, host_p, host_f, wake = [], [], [], [], []
@@ -120,12 +120,9 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                 work = prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"]))
                 if buckets and table is not None:  # the linears from the matmul table, the rest the step model's
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
-                    _, _, _, am, ac, _, co = step.pass_parts(work)
-                    linears = (layers * sum(table.seconds(work.prefill_tokens, n, k) for n, k in shapes)
-                               + table.seconds(work.logit_rows, step.spec.vocab_size, step.spec.hidden_size))
-                    pre_model.append(linears + pnorm(am, ac, float(step.calibration.roofline_exponent)) + co)
-                    pre_el.append(layers * loop_elementwise_elements(step.spec) * dtype_bytes(step.act_dtype)
-                                  * work.prefill_tokens)  # bytes
+                    pre_model.append(loop_linears_s(table, step.spec, shapes, work.prefill_tokens, work.logit_rows)
+                                     + attention_and_collectives_s(step, work))
+                    pre_el.append(loop_elementwise_bytes_per_token(step) * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
                     pre_model.append(step.work_s(work))
@@ -309,6 +306,7 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
     if unknown:
         raise RooflineError(f"{folder}: no run named {unknown[0]!r}; the runs are {', '.join(available)}", "names")
     rows, notes, terms_of = [], [], {}
+    shipped = path.resolve() == shipped_folder().resolve()
     for name in names or available:
         run = read_run(path, name)
         card = str(run.config.get("card"))
@@ -322,17 +320,15 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
             notes.append(f"{name}: policy chunked: the loop runs chunks after cached tokens eagerly (Python "
                          "launching every kernel, host-bound); the terms price every prefill as a graph, so this "
                          "run's prefills are priced too fast (docs/serving.md)")
-        if terms.host_probe and host_ratios(terms, run.config.get("host_probe")) is None:
+        ratios = host_ratios(terms, run.config.get("host_probe"))
+        if terms.host_probe and ratios is None:
             notes.append(f"{name}: no host probe comparable with the terms' (a run before the loop measured its "
                          "host): its host terms are not scaled to its machine, whose host speed varied 2x between "
                          "H200 machines")
-        else:
-            ratios = host_ratios(terms, run.config.get("host_probe"))
-            if ratios is not None and not 0.5 <= ratios[0] <= 2.0:
-                notes.append(f"{name}: its machine ran the host probe at {ratios[0]:.2f}x the fit runs' time")
+        elif ratios is not None and not 0.5 <= ratios[0] <= 2.0:
+            notes.append(f"{name}: its machine ran the host probe at {ratios[0]:.2f}x the fit runs' time")
         # a run of the terms' own fit is one of the shipped folder's, whatever another folder's runs are named
-        fitted = terms.fitted_on if path.resolve() == shipped_folder().resolve() else ()
-        rows += compare_rows(path, terms, names=[name], card=card, fitted=fitted)
+        rows += compare_rows(path, terms, names=[name], card=card, fitted=terms.fitted_on if shipped else ())
     return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows)}
 
 
