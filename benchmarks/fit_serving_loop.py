@@ -29,9 +29,16 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call14", "**Policy chunked with chunk graphs** (`measurements/serving/h200-graph-call14/`, device "
+     "call 14: nine chunked runs on six models at token budgets 256-1,024, and the qwen2.5-1.5b fit stream under "
+     "prefill-first as the machine's control; a chunk after cached tokens priced from the chunk table, measured "
+     "after these runs, by call 15's probe)"),
+    ("h200-graph-call15", "**Policy chunked, measured before its price was settled** (`measurements/serving/"
+     "h200-graph-call15/`, device call 15: six chunked runs on six models, other budgets and rates, not looked at "
+     "until the chunk table's price was written)"),
     ("h200-graph-call11", "**Later runs with the host probe** (`measurements/serving/h200-graph-call11/`, device call "
-     "11: the probe measured once; two runs of policy `chunked`, whose chunks after cached tokens run eagerly: "
-     "not modelled)"),
+     "11: the probe measured once; two runs of policy `chunked` from before the loop had chunk graphs: its chunks "
+     "after cached tokens ran eagerly, host-bound, not modelled)"),
     ("h200-graph-call12", "**Later runs with the host probe** (`measurements/serving/h200-graph-call12/`, device call "
      "12: the probe's median of three; some streams of calls 10 and 11 again)"),
     ("h200-graph-call13-sync", "**Later runs with the host probe** (`measurements/serving/h200-graph-call13-sync/`, "
@@ -43,6 +50,10 @@ OTHERS = (
     ("h200-graph", "**Earlier runs without a host probe** (`measurements/serving/h200-graph/`, device calls 5-7; "
      "replayed with the fit machine's host terms)"),
 )
+#: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
+PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
+          "h200-graph-call14", "h200-graph-call15")
+CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15")
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -121,13 +132,17 @@ def main() -> None:
         summary(rows),
     ]
     probed = [r for r in rows if not r["fitted"]]
+    chunked = []
     for sub, what in OTHERS:
         more = compare_rows(folder.parent / sub, terms, fitted=())
         parts += ["", f"{what}, all held out:", "", table(more), "", summary(more)]
-        if "with the host probe" in what:
+        if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-13, {len(probed)} runs):", "",
-              summary(probed)]
+            chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14, {len(probed)} runs):", "",
+              summary(probed),
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-15, {len(chunked)} runs):",
+              "", summary(chunked)]
     body = "\n".join(parts)
     print(body)
     if not args.check:

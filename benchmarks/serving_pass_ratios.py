@@ -10,7 +10,9 @@ model's kernel time at the padded bucket plus a fixed time a layer, refitted on 
 runs -- and with the shipped terms, whose linears come from the card's matmul table) and prints,
 per run, the median and 90th percentile of measured device time / price for prefill passes and
 decode steps; for the graph runs, the median per model; and the eager call-4 runs replayed with
-call 2's terms (TTFT and TPOT p50 / p99 errors). No GPU needed.
+call 2's terms (TTFT and TPOT p50 / p99 errors); and, for the chunked runs of calls 14-15, the
+mixed iterations whose chunk continues after cached tokens priced with and without the chunk
+table. No GPU needed.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ def ratios(folder: Path, terms) -> list[tuple]:
 
 
 def main() -> None:
-    from roofline.pass_costs import load_loop_terms
-    from roofline.serving_replay import compare_rows, fit_loop_terms
+    from roofline.pass_costs import LoopCost, load_loop_terms
+    from roofline.serving_replay import _step, compare_rows, fit_loop_terms
     from roofline.serving_runs import read_run, run_names
 
     eager_terms = fit_loop_terms([read_run(SERVING / "h200-graph-eager-x2", n) for n in FIT])
@@ -84,7 +86,8 @@ def main() -> None:
                       f"{np.median(dec):.3f} over {len(dec)} steps")
     print("\nhost time a decode step (next t_start - t_start - device_s; mean over steps followed by another "
           "without an idle wait), and the run's host probe (calibrate.serving_loop.host_probe) where it has one:")
-    for folder in ("h200-graph", "h200-graph-call9", "h200-graph-probe", "h200-graph-call11", "h200-graph-call12"):
+    for folder in ("h200-graph", "h200-graph-call9", "h200-graph-probe", "h200-graph-call11", "h200-graph-call12",
+                   "h200-graph-call14", "h200-graph-call15"):
         for name in run_names(SERVING / folder):
             run = read_run(SERVING / folder, name)
             its = run.iterations
@@ -109,6 +112,35 @@ def main() -> None:
             parts = [np.median(host[(dev >= lo) & (dev <= hi)]) * 1e6 for lo, hi in zip(edges, edges[1:])]
             print(f"  {folder:17} {name:40} device {edges[0] * 1e3:5.2f}-{edges[-1] * 1e3:5.2f} ms: host "
                   + " / ".join(f"{p:4.0f}" for p in parts) + " us")
+    print("\nchunk graphs (calls 14-15, policy chunked): mixed iterations with one chunk, device time / price, "
+          "median; a chunk after cached tokens priced with the chunk table (roofline.chunk_table) and without it "
+          "(the copied-out cache's bytes only), and whole-prompt chunks for comparison:")
+    bare = graph_terms.model_copy(update={"chunk_attention_table": None})
+    for folder in ("h200-graph-call14", "h200-graph-call15"):
+        for name in run_names(SERVING / folder):
+            run = read_run(SERVING / folder, name)
+            c = run.config
+            if c["policy"] != "chunked":
+                continue
+            step = _step(run, "h200", "graph")
+            costs = [LoopCost(step, t, c["max_model_len"], c["max_num_seqs"], c["max_num_batched_tokens"])
+                     for t in (graph_terms, bare)]
+            cont, whole = [], []
+            for it in run.iterations:
+                tokens, pairs = float(it["prefill_tokens"]), float(it["prefill_pairs"])
+                if it["kind"] != "mixed" or it["prefill_seqs"] != 1:
+                    continue
+                cached = (pairs - tokens * (tokens + 1) / 2) / tokens  # one chunk: its cached tokens
+                if cached < 0.5:
+                    whole.append(it["device_s"] / (costs[0].prefill_device_s(tokens, pairs, 1.0)
+                                                   + costs[0].decode_device_s[int(it["decode_seqs"])]))
+                    continue
+                slots = int(it["decode_seqs"]) + 1  # the decode graph covers the prefilling slot too
+                cont.append([it["device_s"] / (cost.prefill_device_s(tokens, pairs, 1.0, tokens, cached)
+                                               + cost.decode_device_s[slots]) for cost in costs])
+            ratio = np.median(np.array(cont), axis=0) if cont else (float("nan"), float("nan"))
+            print(f"  {folder:17} {name:40} continued ({len(cont):3}): {ratio[0]:.3f} with the table, "
+                  f"{ratio[1]:.3f} without; whole prompts ({len(whole):3}): {np.median(whole):.3f}")
     print("\nh200-graph-eager-call4 replayed with call 2's terms (simulated / measured - 1):")
     for r in compare_rows(SERVING / "h200-graph-eager-call4", eager_terms):
         print(f"  {r['run']:40} " + "  ".join(f"{k.replace('_s', '')} {100 * r[k]['error']:+5.1f}%"

@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -43,6 +43,17 @@ gemm -> ``probe-gemm.json``
     the peak a large prefill reaches, and by how much depends on N and K (tiles, waves): the
     serving loop's prefill price reads this table (roofline.gemm).
 
+chunk -> ``probe-chunk.json``
+    The serving loop's prefill attention, one layer timed alone: a chunk graph's
+    (``calibrate.serving_loop.chunk_attention``: the chunk's slot's T cache rows copied out and
+    placed before the pass's own K/V, one varlen call with separate query and key offsets) and a
+    prefill graph's (K/V heads repeated, one varlen call) on the same bucket of tokens: a chunk of
+    t tokens after c cached ones, then one whole prompt of the bucket's other tokens, over
+    buckets x t x c at the head shapes of the served models and the loop's cache (64 slots x
+    1,280 rows, as the committed serving runs). Why: a chunk's queries sit in a few thread blocks
+    that walk all c + t keys one block after another, so its time grows with c far beyond its
+    FLOPs; the serving loop's price of a chunk graph reads this table.
+
 The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -66,7 +77,7 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm")
+PROBES = ("attention", "memory", "gemm", "chunk")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -123,10 +134,7 @@ def gemm_probe(device: str, grid: GemmGrid, out_path: Path, deadline: float | No
                 copies = max(1, min(grid.max_copies, math.ceil(grid.rotate_bytes / w_bytes)))
                 ws = [torch.randn(n, k, device=dev, dtype=dtype, generator=gen) for _ in range(copies)]
                 for m in grid.ms:
-                    if deadline is not None and time.monotonic() > deadline:
-                        result["stopped"] = f"budget reached before N {n} K {k} M {m}"
-                        _write(out_path, result)
-                        progress(f"gemm: {result['stopped']}")
+                    if _out_of_budget(deadline, result, out_path, progress, "gemm", f"N {n} K {k} M {m}"):
                         return result
                     flop = 2.0 * m * n * k
                     try:
@@ -144,6 +152,118 @@ def gemm_probe(device: str, grid: GemmGrid, out_path: Path, deadline: float | No
                 free_memory()
             _write(out_path, result)
             progress(f"gemm: N {n} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+    return _finished(result, out_path, t0)
+
+
+# ---- chunk attention (the serving loop's prefill) ----------------------------------------------
+
+@dataclass(frozen=True)
+class ChunkGrid:
+    shapes: tuple[tuple[str, int, int, int], ...]  # (model, q_heads, kv_heads, head_dim)
+    slots: int  # the loop's max_num_seqs (its cache has one spare slot more)
+    rows: int  # the loop's max_model_len T
+    buckets: tuple[int, ...]  # the pass's padded tokens
+    fractions: tuple[float, ...]  # the chunk's share t / bucket (the rest: one whole prompt)
+    cached: tuple[int, ...]  # c, the chunk's cached tokens (kept where c + t <= rows)
+    copies: int  # distinct layer caches the calls cycle through (a pass's other work flushes L2)
+    reps: int
+
+
+FULL_CHUNK = ChunkGrid(
+    shapes=(("qwen2.5-0.5b", 14, 2, 64), ("qwen2.5-1.5b", 12, 2, 128), ("qwen2.5-3b", 16, 2, 128),
+            ("qwen2.5-7b", 28, 4, 128), ("llama-3.2-1b", 32, 8, 64), ("llama-3.2-3b", 24, 8, 128),
+            ("mistral-7b-v0.3", 32, 8, 128)),
+    slots=64, rows=1280, buckets=(64, 128, 256, 512, 1024), fractions=(0.25, 0.5, 1.0),
+    cached=(0, 64, 256, 512, 768, 1024), copies=4, reps=5)
+TINY_CHUNK = ChunkGrid(shapes=(("tiny-qwen2", 4, 2, 16),), slots=2, rows=48, buckets=(16,), fractions=(0.5, 1.0),
+                       cached=(0, 8, 24), copies=2, reps=2)
+
+
+def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | None,
+                progress: Callable[[str], None]) -> dict:
+    """Time one layer's chunk-graph and prefill-graph attention over ``grid``; writes ``out_path``
+    after each head shape. On a CPU the varlen call is calibrate.serving_loop.sdpa_varlen_kv."""
+    import torch
+
+    from calibrate.serving_loop import chunk_attention, sdpa_varlen_kv, varlen_kernel
+    from calibrate.timing import environment, free_memory, torch_device, utc_now
+
+    dev = torch_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    kernel = varlen_kernel() if dev.type == "cuda" else None
+    if kernel is not None:
+        fn, causal, gqa = kernel
+
+        def varlen_kv(q, k, v, cu_q, cu_k, max_q, max_k):
+            return fn(q, k, v, cu_q, cu_k, max_q, max_k, **causal, **gqa)
+
+        def varlen(q, k, v, cu, max_len):
+            return fn(q, k, v, cu, cu, max_len, max_len, **causal)
+    else:
+        varlen_kv = sdpa_varlen_kv
+
+        def varlen(q, k, v, cu, max_len):
+            return sdpa_varlen_kv(q, k, v, cu, cu)
+    result: dict = {"probe": "chunk", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "kernel": "torch.nn.attention.varlen.varlen_attn" if kernel else "sdpa_varlen_kv (SDPA loop)",
+                    "gqa": "native" if kernel else "repeated by the SDPA loop",
+                    "method": ("one layer's attention of a pass of `bucket` tokens: a chunk of t tokens after c "
+                               "cached ones (in slot 0 of a (slots + 1, kv_heads, rows, head_dim) cache), then one "
+                               "whole prompt of bucket - t tokens. chunk_s: chunk_attention (the chunk graph's); "
+                               "prefill_s: K/V repeated per query head and one varlen call over [t, bucket - t] "
+                               "(the prefill graph's, which runs only whole prompts: the same tokens without the "
+                               "cache). Calls over `copies` layer caches captured in one CUDA graph (a plain loop "
+                               "on the CPU), median of reps replays / copies"),
+                    "points": [], "errors": [], "stopped": None}
+    t0 = time.monotonic()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    with torch.inference_mode():
+        for model, heads, kv_heads, hd in grid.shapes:
+            group = heads // kv_heads
+            shape = (grid.slots + 1, kv_heads, grid.rows, hd)
+            caches = [(torch.randn(shape, device=dev, dtype=dtype, generator=gen),
+                       torch.randn(shape, device=dev, dtype=dtype, generator=gen)) for _ in range(grid.copies)]
+            slot = torch.zeros(1, dtype=torch.long, device=dev)
+            for bucket in grid.buckets:
+                q = torch.randn(bucket, heads, hd, device=dev, dtype=dtype, generator=gen)
+                k = torch.randn(bucket, kv_heads, hd, device=dev, dtype=dtype, generator=gen)
+                v = torch.randn(bucket, kv_heads, hd, device=dev, dtype=dtype, generator=gen)
+                for fraction in grid.fractions:
+                    t = max(1, int(round(bucket * fraction)))
+                    rest = bucket - t
+                    cu = torch.tensor([0, t, bucket], device=dev, dtype=torch.int32)
+                    krep, vrep = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+                    for c in grid.cached:
+                        if c + t > grid.rows:
+                            continue
+                        if _out_of_budget(deadline, result, out_path, progress, "chunk",
+                                          f"{model} bucket {bucket} t {t} c {c}"):
+                            return result
+                        # the loop's offsets: the chunk, an empty sequence over the rest of the rows
+                        # and the chunk's own fresh keys, the whole prompt
+                        cu_q = torch.tensor([0, t, t, bucket], device=dev, dtype=torch.int32)
+                        cu_k = torch.tensor([0, c + t, grid.rows + t, grid.rows + bucket], device=dev,
+                                            dtype=torch.int32)
+                        span = grid.rows + bucket
+                        try:
+                            chunk_s, info = _time_calls(
+                                [lambda ck=ck, cv=cv: chunk_attention(varlen_kv, ck, cv, slot, q, k, v, cu_q, cu_k,
+                                                                      bucket, span) for ck, cv in caches], dev, grid.reps)
+                            prefill_s, _ = _time_calls(
+                                [lambda: (k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1),
+                                          varlen(q, krep, vrep, cu, bucket))] * grid.copies, dev, grid.reps)
+                            result["points"].append({
+                                "model": model, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
+                                "bucket": bucket, "chunk_tokens": t, "prompt_tokens": rest, "cached": c,
+                                "chunk_s": chunk_s, "prefill_s": prefill_s, "graph": info["graph"]})
+                        except Exception as exc:  # noqa: BLE001 - record and go on
+                            result["errors"].append({"model": model, "bucket": bucket, "t": t, "c": c,
+                                                     "error": _short(exc)})
+            del caches
+            free_memory()
+            _write(out_path, result)
+            progress(f"chunk: {model} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
     return _finished(result, out_path, t0)
 
 
@@ -393,10 +513,8 @@ def attention_probe(device: str, grid: AttentionGrid, out_path: Path, deadline: 
                     if sizes["kv_bytes"] > grid.max_kv_bytes:
                         result["skipped"].append({**where, "why": "K + V over max_kv_bytes"})
                         continue
-                    if deadline is not None and time.monotonic() > deadline:
-                        result["stopped"] = f"budget reached before {name} batch {batch} T {context}"
-                        _write(out_path, result)
-                        progress(f"attention: {result['stopped']}")
+                    if _out_of_budget(deadline, result, out_path, progress, "attention",
+                                      f"{name} batch {batch} T {context}"):
                         return result
                     _attention_combo(dev, grid, where, sizes, result)
                     free_memory()
@@ -723,6 +841,16 @@ def memory_probe(device: str, cases: tuple[dict, ...], out_path: Path, deadline:
 
 # ---- driver ------------------------------------------------------------------------------------
 
+def _out_of_budget(deadline: float | None, result: dict, out_path: Path, progress, probe: str, where: str) -> bool:
+    """Past ``deadline``: the result says where it stopped, is written, and the caller returns it."""
+    if deadline is None or time.monotonic() <= deadline:
+        return False
+    result["stopped"] = f"budget reached before {where}"
+    _write(out_path, result)
+    progress(f"{probe}: {result['stopped']}")
+    return True
+
+
 def _finished(result: dict, out_path: Path, t0: float) -> dict:
     """A probe that ran its whole grid: its wall time written with the rest."""
     result["wall_s"] = round(time.monotonic() - t0, 2)
@@ -755,7 +883,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention", "gemm") if p in what]:
+    for name in [p for p in ("memory", "attention", "gemm", "chunk") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -763,6 +891,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 attention_probe(device, TINY_ATTENTION if tiny else FULL_ATTENTION, path, deadline, progress)
             elif name == "gemm":
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
+            elif name == "chunk":
+                chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
             else:
                 memory_probe(device, TINY_MEMORY_CASES if tiny else FULL_MEMORY_CASES, path, deadline, jobs,
                              case_timeout_s=60.0 if tiny else 150.0, progress=progress)

@@ -157,7 +157,9 @@ class ServingSession:
             )
         progress(f"{model}: built in {t1 - t0:.1f} s, warm-up {t2 - t1:.1f} s, {len(ex.graphs)} graphs captured "
                  f"in {t3 - t2:.1f} s (buckets {ex.buckets}); weights {ex.weight_bytes / 2**30:.2f} GiB, "
-                 f"static KV {ex.static_kv_bytes / 2**30:.2f} GiB")
+                 f"static KV {ex.static_kv_bytes / 2**30:.2f} GiB; {len(ex.prefill_graph_of)} prefill graphs "
+                 f"{ex.prefill_attention_note or ex.prefill_graph_note}, {len(ex.chunk_graph_of)} chunk graphs "
+                 f"({ex.chunk_gqa} K/V heads) {ex.chunk_graph_note}")
 
     def pool(self, block_size: int, gpu_memory_utilization: float, kv_capacity_tokens: int | None):
         """(num_blocks, source): the override, vLLM's memory sizing on CUDA, or (CPU) the static
@@ -220,6 +222,9 @@ class ServingSession:
                 "prefill_graphs": bool(ex.prefill_graph_of),
                 "prefill_token_buckets": ex.prefill_buckets if ex.prefill_graph_of else [],
                 "prefill_graph_note": ex.prefill_graph_note,
+                "chunk_graphs": bool(ex.chunk_graph_of),
+                "chunk_graph_note": ex.chunk_graph_note,
+                "chunk_graph_kv_heads": ex.chunk_gqa if ex.chunk_graph_of else "",
                 "decode_attention": "masked matmul over every bucket slot's max_model_len positions",
                 "host_probe": probe,
                 "host_wait": "spin" if ex.spin_wait else "sync",

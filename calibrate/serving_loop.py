@@ -102,7 +102,14 @@ Physical KV and execution
   from a device buffer, and logits are computed for max_num_seqs rows. Eager, the pass was bound
   by Python launching ~50 kernels a layer (~0.4 ms a layer on the H200's host), whose speed
   varied by up to 1.6x from run to run and machine to machine; as a graph it is the GPU's work.
-  Chunks after cached tokens (policy ``chunked``) stay eager.
+  Under policy ``chunked`` the same holds for an iteration's prefill (after its decode step):
+  whole prompts replay a prefill graph; a pass whose first sequence is a chunk after c cached
+  tokens (there is at most one: the one cut last time) replays a *chunk graph* of its bucket, the
+  same computation but for attention: one varlen call whose keys are the chunk's slot's T cache
+  rows (copied out by a device index, 2 x T x KV bytes a layer) and then the pass's own, with
+  separate query and key offsets, causal from the bottom right (chunk token j at position c + j
+  sees rows 0..c + j), K/V heads not repeated (``chunk_graphs`` in the run's config; checked
+  against SDPA before the clock, else those chunks run eagerly, as all of them did before).
 * Every iteration ends with a host sync (the tokens come back to the host, as an engine samples
   there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
   the pass also gives its device time.
@@ -682,6 +689,60 @@ def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
     bufs.out[:batch].copy_(logits.argmax(dim=-1))
 
 
+def varlen_kernel():
+    """(torch's varlen_attn, its causal keyword, its GQA keyword) as this torch spells them, or
+    None where it has no varlen attention (raises ImportError where the module is missing)."""
+    import inspect
+
+    from torch.nn.attention.varlen import varlen_attn
+
+    params = inspect.signature(varlen_attn).parameters
+    if "is_causal" in params:  # torch 2.10-2.11
+        causal = {"is_causal": True}
+    elif "window_size" in params:  # later: (-1, 0) is causal
+        causal = {"window_size": (-1, 0)}
+    else:
+        return None
+    return varlen_attn, causal, ({"enable_gqa": True} if "enable_gqa" in params else {})
+
+
+def chunk_attention(varlen_kv, cache_k, cache_v, slot, q, k, v, cu_q, cu_k, max_q: int, max_k: int, group: int = 1):
+    """One layer's attention in a chunk graph (``ModelExecutor._chunk_graph_body``): the chunk's
+    slot's T cache rows of this layer's ``cache_k``/``cache_v`` (slots, kv_heads, T, hd), picked by
+    the device index ``slot`` and copied out, placed before the pass's own K/V, repeated ``group``
+    times per head first where the kernel needs it; then ``varlen_kv(q, keys, values, cu_q, cu_k,
+    max_q, max_k)``."""
+    import torch
+
+    ck = cache_k.index_select(0, slot)[0].transpose(0, 1)  # (T, kv_heads, hd)
+    cv = cache_v.index_select(0, slot)[0].transpose(0, 1)
+    if group > 1:
+        ck, cv = ck.repeat_interleave(group, dim=1), cv.repeat_interleave(group, dim=1)
+    return varlen_kv(q, torch.cat([ck, k]), torch.cat([cv, v]), cu_q, cu_k, max_q, max_k)
+
+
+def sdpa_varlen_kv(q, k, v, cu_q, cu_k, max_q=None, max_k=None):
+    """varlen attention with separate query and key offsets as a loop of SDPA calls: segment i's
+    queries see its keys causally from the bottom right (query r of nq sees keys 0..nk - nq + r),
+    K/V heads repeated for GQA, rows outside every segment left zero. The CPU's stand-in for the
+    flash call the chunk graphs make (tests, the chunk probe on a CPU)."""
+    import torch
+    import torch.nn.functional as F
+
+    group = q.shape[1] // k.shape[1]
+    out = torch.zeros_like(q)
+    qs, ks = [int(x) for x in cu_q], [int(x) for x in cu_k]
+    for a, b, c, d in zip(qs, qs[1:], ks, ks[1:]):
+        if b > a:
+            nq, nk = b - a, d - c
+            keys, queries = torch.arange(nk, device=q.device), torch.arange(nq, device=q.device)
+            mask = keys.unsqueeze(0) <= (nk - nq + queries).unsqueeze(1)
+            qi = q[a:b].transpose(0, 1).unsqueeze(0)
+            ki, vi = (t[c:d].repeat_interleave(group, dim=1).transpose(0, 1).unsqueeze(0) for t in (k, v))
+            out[a:b] = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask)[0].transpose(0, 1)
+    return out
+
+
 @dataclass
 class _Packed:
     """A prefill pass's sequences packed one after another (device tensors, host lists)."""
@@ -721,7 +782,7 @@ class ModelExecutor:
     def __init__(self, config: dict, device: str = "cuda", max_num_seqs: int = 64, max_model_len: int = 2048,
                  seed: int = 0, dtype: str = "bfloat16", use_graph: bool | None = None, weights=None,
                  max_num_batched_tokens: int | None = None, prefill_graphs: bool | None = None,
-                 spin_wait: bool = False):
+                 spin_wait: bool = False, chunk_graphs: bool = True):
         import torch
 
         from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
@@ -768,8 +829,21 @@ class ModelExecutor:
         self.prefill_buckets: list[int] = []
         self.prefill_graph_note = ""
         self.prefill_graph_of: dict[int, object] = {}  # bucket -> CUDA graph (or, in tests, a callable)
+        # chunk graphs: a prefill whose first sequence is a chunk after cached tokens (policy chunked)
+        self.chunk_graph_of: dict[int, object] = {}
+        self.chunk_graph_note = ""
+        self.chunk_graphs = False
+        self.chunk_gqa = "native"  # K/V heads as stored; "repeated": to every query head first
         if self.prefill_graphs:
             self._prefill_buffers()
+            if chunk_graphs:
+                notes = []
+                for self.chunk_gqa in ("native", "repeated"):
+                    notes.append(self._check_chunk_attention())
+                    if not notes[-1]:
+                        break
+                self.chunk_graphs = not notes[-1]
+                self.chunk_graph_note = "; ".join(n for n in notes if n)
 
     def _prefill_buffers(self) -> None:
         """The static buffers prefill graphs read and write (the cache's spare slot is made in __init__)."""
@@ -777,11 +851,23 @@ class ModelExecutor:
 
         self.prefill_buckets = prefill_token_buckets(self.max_num_batched_tokens)
         top, k = self.prefill_buckets[-1], self.max_num_seqs
-        # one int64 row, host (pinned on CUDA) and device: ids | positions | slots (top each) | cu (k + 2) | last (k)
+        # one int64 row, host (pinned on CUDA) and device: ids | positions | slots (top each) | cu (k + 2)
+        # | last (k) | and for a chunk after cached tokens: cu_q (k + 3) | cu_k (k + 3) | its slot (1)
         self._pf_layout = (top, k)
-        self._pf_host = torch.zeros(3 * top + 2 * k + 2, dtype=torch.long, pin_memory=self.device.type == "cuda")
-        self._pf_dev = torch.zeros(3 * top + 2 * k + 2, dtype=torch.long, device=self.device)
+        size = 3 * top + 4 * k + 9
+        self._pf_host = torch.zeros(size, dtype=torch.long, pin_memory=self.device.type == "cuda")
+        self._pf_dev = torch.zeros(size, dtype=torch.long, device=self.device)
         self._pf_out = torch.zeros(k, dtype=torch.long, device=self.device)
+
+    def _pf_fields(self) -> dict:
+        """Where each field of the prefill graphs' static row starts and ends."""
+        top, k = self._pf_layout
+        bounds, at = {}, 0
+        for name, n in (("ids", top), ("positions", top), ("slots", top), ("cu", k + 2), ("last", k),
+                        ("cu_q", k + 3), ("cu_k", k + 3), ("chunk_slot", 1)):
+            bounds[name] = slice(at, at + n)
+            at += n
+        return bounds
 
     # -- sizes
     @property
@@ -847,11 +933,9 @@ class ModelExecutor:
         """One packed prefill pass over [(slot, ids, start)]; returns (next token per item, device s)."""
         import torch
 
-        if self.prefill_graph_of and not any(int(start) for _, _, start in items) \
-                and sum(len(ids) for _, ids, _ in items) <= self.prefill_buckets[-1] and len(items) <= self.max_num_seqs:
+        if self._graph_fits(items):
             with torch.inference_mode():
-                bucket = self._stage_prefill(items)
-                runner = self.prefill_graph_of[bucket]
+                runner = self._stage_graph(items)
                 _, marker = self._timed(getattr(runner, "replay", runner))
                 tokens = self._pf_out[:len(items)].tolist()  # the host sync
             return tokens, self._seconds(marker)
@@ -866,10 +950,11 @@ class ModelExecutor:
         return self._forward(seq.ids, seq.positions, seq.slot_of, seq.cu[1:] - 1,
                              lambda q, k, v, layer: self._attend(q, k, v, seq, layer))
 
-    def _forward(self, ids, positions, slot_of, last, attend):
+    def _forward(self, ids, positions, slot_of, last, attend, expand_gqa: bool = True):
         """The decoder over packed tokens: every linear on all of them, RoPE at ``positions``, K/V
         written into the cache at (``slot_of``, ``positions``), ``attend(q, k, v, layer)`` (K/V
-        heads repeated for GQA), logits of the rows ``last``; returns their argmax."""
+        heads repeated for GQA unless ``expand_gqa`` is False), logits of the rows ``last``;
+        returns their argmax."""
         import torch.nn.functional as F
 
         from calibrate.graph_engine import _mlp, _rms
@@ -886,7 +971,7 @@ class ModelExecutor:
             v = v.view(total, s.kv_heads, s.head_dim)
             b.cache_k[i][slot_of, :, positions] = k
             b.cache_v[i][slot_of, :, positions] = v
-            if group > 1:  # GQA expanded here, so every attention backend takes it
+            if group > 1 and expand_gqa:  # GQA expanded here, so every attention backend takes it
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             attn = attend(q, k, v, i)  # (N, heads, hd)
             x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo)
@@ -894,19 +979,41 @@ class ModelExecutor:
         logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
         return logits.argmax(dim=-1)
 
+    def _graph_fits(self, items) -> bool:
+        """Whether a prefill graph runs ``items``: at most max_num_seqs sequences and the largest
+        bucket's tokens, and either whole prompts or (with chunk graphs) one chunk after cached
+        tokens first, then whole prompts."""
+        if not self.prefill_graph_of or len(items) > self.max_num_seqs \
+                or sum(len(ids) for _, ids, _ in items) > self.prefill_buckets[-1]:
+            return False
+        if any(int(start) for _, _, start in items[1:]):
+            return False
+        return not int(items[0][2]) or bool(self.chunk_graph_of)
+
+    def _stage_graph(self, items):
+        """Stage ``items`` (``_graph_fits``) and return the graph that runs them."""
+        bucket = self._stage_prefill(items)
+        return (self.chunk_graph_of if int(items[0][2]) else self.prefill_graph_of)[bucket]
+
     def _stage_prefill(self, items) -> int:
-        """Write a whole-prompt prefill's packed inputs, padded to its token bucket, into the static
-        buffer the prefill graphs read (one host-to-device copy); returns the bucket."""
+        """Write a prefill's packed inputs, padded to its token bucket, into the static buffer the
+        prefill graphs read (one host-to-device copy); returns the bucket. A first item with
+        ``start`` c > 0 (a chunk of t tokens after c cached ones) also gets the chunk graph's
+        offsets: its queries attend to its slot's cache rows [0, c + t) (cu_k's first sequence, the
+        cache's T rows placed before the pass's own keys), then an empty sequence skips the rest of
+        those T rows and the chunk's own fresh keys, then the whole prompts attend to themselves."""
         import numpy as np
 
         top, k = self._pf_layout
+        f = self._pf_fields()
         lens = [len(ids) for _, ids, _ in items]
+        starts = [int(start) for _, _, start in items]
         total, n = sum(lens), len(items)
         bucket = bucket_for(total, self.prefill_buckets)
         h = self._pf_host.numpy()
         h[:total] = np.concatenate([np.asarray(x, dtype=np.int64) for _, x, _ in items])
         h[total:bucket] = 0
-        h[top:top + total] = np.concatenate([np.arange(m, dtype=np.int64) for m in lens])
+        h[top:top + total] = np.concatenate([np.arange(c, c + m, dtype=np.int64) for c, m in zip(starts, lens)])
         h[top + total:top + bucket] = 0
         h[2 * top:2 * top + total] = np.repeat(np.array([int(slot) for slot, _, _ in items], dtype=np.int64), lens)
         h[2 * top + total:2 * top + bucket] = self.max_num_seqs  # the spare slot
@@ -914,9 +1021,19 @@ class ModelExecutor:
         cu[0] = 0
         cu[1:n + 1] = np.cumsum(lens)
         cu[n + 1:] = bucket  # the padding as one more sequence, then empty ones
-        last = h[3 * top + k + 2:]
+        last = h[f["last"]]
         last[:n] = cu[1:n + 1] - 1
         last[n:] = 0
+        if starts[0]:
+            T, first = self.max_model_len, lens[0]
+            cu_q, cu_k = h[f["cu_q"]], h[f["cu_k"]]
+            cu_q[0] = 0
+            cu_q[1] = first
+            cu_q[2:] = cu[1:]  # the empty sequence, then the whole prompts, the padding, empty ones
+            cu_k[0] = 0
+            cu_k[1] = starts[0] + first
+            cu_k[2:] = cu_q[2:] + T
+            h[f["chunk_slot"]] = int(items[0][0])
         self._pf_dev.copy_(self._pf_host, non_blocking=True)
         return bucket
 
@@ -926,11 +1043,40 @@ class ModelExecutor:
         import torch
 
         top, k = self._pf_layout
-        row = self._pf_dev
-        cu = row[3 * top:3 * top + k + 2].to(torch.int32)
-        out = self._forward(row[:bucket], row[top:top + bucket], row[2 * top:2 * top + bucket], row[3 * top + k + 2:],
+        f, row = self._pf_fields(), self._pf_dev
+        cu = row[f["cu"]].to(torch.int32)
+        out = self._forward(row[:bucket], row[top:top + bucket], row[2 * top:2 * top + bucket], row[f["last"]],
                             lambda q, kk, v, layer: self._varlen_attention(q, kk, v, cu, bucket))
         self._pf_out.copy_(out)
+
+    def _chunk_graph_body(self, bucket: int) -> None:
+        """A prefill whose first sequence is a chunk after cached tokens (what a chunk graph
+        replays): ``_forward`` with K/V heads not repeated and one varlen call whose keys are the
+        chunk's slot's T cache rows (copied out by a device index) followed by the pass's own, with
+        separate query and key offsets (``_stage_prefill``); causal from the bottom right, so the
+        chunk's token j at position c + j sees cache rows 0..c + j."""
+        import torch
+
+        top, k = self._pf_layout
+        f, row, b = self._pf_fields(), self._pf_dev, self.bufs
+        cu_q, cu_k = row[f["cu_q"]].to(torch.int32), row[f["cu_k"]].to(torch.int32)
+        slot = row[f["chunk_slot"]]
+        span = self.max_model_len + bucket
+
+        group = self.shapes.heads // self.shapes.kv_heads if self.chunk_gqa == "repeated" else 1
+
+        def attend(q, kk, v, layer):
+            return chunk_attention(self._varlen_kv, b.cache_k[layer], b.cache_v[layer], slot, q, kk, v, cu_q, cu_k,
+                                   bucket, span, group)
+
+        out = self._forward(row[:bucket], row[top:top + bucket], row[2 * top:2 * top + bucket], row[f["last"]],
+                            attend, expand_gqa=group > 1)
+        self._pf_out.copy_(out)
+
+    def _varlen_kv(self, q, k, v, cu_q, cu_k, max_q: int, max_k: int):
+        """varlen attention with separate query and key offsets, K/V with fewer heads than Q (GQA),
+        causal from the bottom right (tests on a CPU replace it with a loop)."""
+        return self._varlen(q, k, v, cu_q, cu_k, max_q, max_k, **self._varlen_kw, **self._gqa_kw)
 
     def _varlen_attention(self, q, k, v, cu, max_len: int):
         """Causal attention of the sequences cu delimits (int32 offsets; empty ones allowed), one
@@ -971,23 +1117,15 @@ class ModelExecutor:
     def _choose_prefill_attention(self) -> str:
         """``varlen`` on CUDA when torch has it and it agrees with the SDPA loop on a test batch
         (checked once, before the clock); ``sdpa-loop`` otherwise."""
-        import inspect
-
         import torch
 
         if self.device.type != "cuda":
             return "sdpa-loop"
         try:
-            from torch.nn.attention.varlen import varlen_attn
-
-            params = inspect.signature(varlen_attn).parameters
-            if "is_causal" in params:  # torch 2.10-2.11
-                self._varlen_kw = {"is_causal": True}
-            elif "window_size" in params:  # later: (-1, 0) is causal
-                self._varlen_kw = {"window_size": (-1, 0)}
-            else:
+            kernel = varlen_kernel()
+            if kernel is None:
                 return "sdpa-loop"
-            self._varlen = varlen_attn
+            self._varlen, self._varlen_kw, self._gqa_kw = kernel
             s = self.shapes
             lens = [37, 300, 1]
             total = sum(lens)
@@ -1008,6 +1146,51 @@ class ModelExecutor:
         except Exception as exc:  # noqa: BLE001 - any failure: the loop is always there
             self.prefill_attention_note = f"varlen unavailable: {type(exc).__name__}: {str(exc)[:200]}"
             return "sdpa-loop"
+
+    def _check_chunk_attention(self) -> str:
+        """'' when ``_varlen_kv`` as the chunk graphs call it (a chunk of 37 tokens after 50 cached
+        ones, its keys read from a cache of 96 rows, then a whole prompt of 20; K/V heads as
+        ``chunk_gqa`` says) agrees with SDPA (checked once, before the clock); else why not. If
+        neither K/V layout passes, chunks after cached tokens run eagerly."""
+        import torch
+        import torch.nn.functional as F
+
+        s, dev, dt = self.shapes, self.device, self.dtype
+        rows, c, t1, l2 = 96, 50, 37, 20
+        group = s.heads // s.kv_heads
+        try:
+            gen = torch.Generator(device=dev).manual_seed(1)
+
+            def rand(*shape):
+                return torch.randn(*shape, device=dev, dtype=dt, generator=gen)
+
+            q, fresh_k, fresh_v = rand(t1 + l2, s.heads, s.head_dim), rand(t1 + l2, s.kv_heads, s.head_dim), \
+                rand(t1 + l2, s.kv_heads, s.head_dim)
+            cache_k, cache_v = rand(rows, s.kv_heads, s.head_dim), rand(rows, s.kv_heads, s.head_dim)
+            cache_k[c:c + t1], cache_v[c:c + t1] = fresh_k[:t1], fresh_v[:t1]  # the chunk's own K/V, written
+            cu_q = torch.tensor([0, t1, t1, t1 + l2], device=dev, dtype=torch.int32)
+            cu_k = torch.tensor([0, c + t1, rows + t1, rows + t1 + l2], device=dev, dtype=torch.int32)
+            rep = group if self.chunk_gqa == "repeated" else 1
+            with torch.inference_mode():
+                keys, values = (torch.cat([a, b]).repeat_interleave(rep, dim=1)
+                                for a, b in ((cache_k, fresh_k), (cache_v, fresh_v)))
+                got = self._varlen_kv(q, keys, values, cu_q, cu_k, t1 + l2, rows + t1 + l2).float()
+
+                def heads(x):
+                    return x.repeat_interleave(group, dim=1).transpose(0, 1).unsqueeze(0)
+
+                mask = torch.arange(c + t1, device=dev).unsqueeze(0) <= torch.arange(c, c + t1, device=dev).unsqueeze(1)
+                chunk = F.scaled_dot_product_attention(q[:t1].transpose(0, 1).unsqueeze(0), heads(cache_k[:c + t1]),
+                                                       heads(cache_v[:c + t1]), attn_mask=mask)
+                whole = F.scaled_dot_product_attention(q[t1:].transpose(0, 1).unsqueeze(0), heads(fresh_k[t1:]),
+                                                       heads(fresh_v[t1:]), is_causal=True)
+                want = torch.cat([chunk[0], whole[0]], dim=1).transpose(0, 1).float()
+            err = float((got - want).abs().max())
+            if err <= 0.05:
+                return ""
+            return f"chunk attention ({self.chunk_gqa} K/V heads) disagrees with SDPA by {err:.3g}"
+        except Exception as exc:  # noqa: BLE001 - the eager chunk is always there
+            return f"chunk attention ({self.chunk_gqa} K/V heads) unavailable: {type(exc).__name__}: {str(exc)[:200]}"
 
     def _launch_decode(self, tokens, positions) -> None:
         """Queue one decode step of slots 0..n-1, padded to the bucket; tokens go to bufs.out."""
@@ -1040,17 +1223,22 @@ class ModelExecutor:
         any), one host sync: (decode tokens, prefill tokens, device s). Policy ``chunked``."""
         import torch
 
-        seq = self._pack(items) if items else None
-
-        def both():
-            if tokens:
-                self._launch_decode(tokens, positions)
-            return self._prefill(seq) if items else None
-
+        graph = bool(items) and self._graph_fits(items)
+        seq = self._pack(items) if items and not graph else None
         with torch.inference_mode():
+            runner = self._stage_graph(items) if graph else None
+
+            def both():
+                if tokens:
+                    self._launch_decode(tokens, positions)
+                if runner is not None:
+                    getattr(runner, "replay", runner)()
+                    return None
+                return self._prefill(seq) if items else None
+
             out, marker = self._timed(both)
             dec = self.bufs.out[:len(tokens)].tolist() if tokens else []  # the host sync
-            chunk = out.tolist() if items else []
+            chunk = (self._pf_out[:len(items)].tolist() if graph else out.tolist()) if items else []
         return dec, chunk, self._seconds(marker)
 
     def _seconds(self, marker) -> float:
@@ -1115,34 +1303,48 @@ class ModelExecutor:
                 except Exception as exc:  # noqa: BLE001 - the eager prefill is always there
                     torch.cuda.synchronize(self.device)
                     self.prefill_graph_of.clear()
-                    self.prefill_graphs = False
+                    self.chunk_graph_of.clear()
+                    self.prefill_graphs = self.chunk_graphs = False
                     self.prefill_graph_note = f"prefill graphs failed, eager prefill: {type(exc).__name__}: {str(exc)[:200]}"
+            if self.chunk_graphs:
+                try:
+                    self._capture_prefill(pool, chunk=True)
+                except Exception as exc:  # noqa: BLE001 - the eager chunk is always there
+                    torch.cuda.synchronize(self.device)
+                    self.chunk_graph_of.clear()
+                    self.chunk_graphs = False
+                    self.chunk_graph_note = f"chunk graphs failed, eager chunks: {type(exc).__name__}: {str(exc)[:200]}"
         torch.cuda.synchronize(self.device)
 
-    def _capture_prefill(self, pool) -> None:
-        """One prefill graph per token bucket, largest first, in the decode graphs' pool."""
+    def _capture_prefill(self, pool, chunk: bool = False) -> None:
+        """One prefill graph (``chunk``: chunk graph) per token bucket, largest first, in the decode
+        graphs' pool."""
         import torch
 
         from calibrate.timing import side_stream
 
-        # staged once with one short sequence in the spare slot (padding goes there too):
-        # warm-ups and captures write only into it
-        self._stage_prefill([(self.max_num_seqs, [0] * min(16, self.max_model_len), 0)])
+        # staged once with one short sequence in the spare slot (padding goes there too; a chunk
+        # after one cached token): warm-ups and captures write only into it
+        n = min(16, self.max_model_len - 1)
+        self._stage_prefill([(self.max_num_seqs, [0] * n, 1 if chunk else 0)])
+        body, graphs = (self._chunk_graph_body, self.chunk_graph_of) if chunk else \
+            (self._prefill_graph_body, self.prefill_graph_of)
         for bucket in reversed(self.prefill_buckets):
             side = side_stream(self.device)
             side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(side):
                 for _ in range(2):
-                    self._prefill_graph_body(bucket)
+                    body(bucket)
             torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
-                self._prefill_graph_body(bucket)
-            self.prefill_graph_of[bucket] = graph
+                body(bucket)
+            graphs[bucket] = graph
 
     def close(self) -> None:
         self.graphs.clear()
         self.prefill_graph_of.clear()
+        self.chunk_graph_of.clear()
         self.weights = None
         self.bufs = None
 

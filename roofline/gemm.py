@@ -89,26 +89,34 @@ class GemmTable:
         return exp(total) * sn * sk
 
 
-@lru_cache(maxsize=8)
-def _load(path: str) -> GemmTable:
-    from roofline.atomic import read_json
-
-    p = Path(path)
-    data = read_json(p, "the matmul table")
-    points = data.get("points") if isinstance(data, dict) else None
-    if not isinstance(points, list):
-        raise RooflineError(f"{p}: a matmul table is the gemm probe's JSON (a 'points' list)", "gemm_table")
-    try:
-        return GemmTable(points, str(p))
-    except (KeyError, TypeError, ValueError):
-        raise RooflineError(f"{p}: every point needs numbers m, n, k and seconds", "gemm_table") from None
-
-
-def load_gemm_table(path: str | Path) -> GemmTable:
-    """The table in ``path`` (a gemm probe's JSON); relative paths are read under hardware_profiles/."""
+def probe_table(path: str | Path, build, what: str, probe: str, fields: str, field: str):
+    """``build(points, source)`` over the ``points`` of a probe's JSON at ``path`` (relative paths
+    under hardware_profiles/), read once per file, with one-line errors naming ``what`` (e.g.
+    "matmul table"), the ``probe`` that writes it, the point ``fields`` it needs and the
+    ``field`` errors carry."""
     from roofline.hardware import profiles_dir
 
     p = Path(path)
     if not p.is_absolute():
         p = profiles_dir() / p
-    return _load(str(p))
+    return _probe_table(str(p), build, what, probe, fields, field)
+
+
+@lru_cache(maxsize=16)
+def _probe_table(path: str, build, what: str, probe: str, fields: str, field: str):
+    from roofline.atomic import read_json
+
+    p = Path(path)
+    data = read_json(p, f"the {what}")
+    points = data.get("points") if isinstance(data, dict) else None
+    if not isinstance(points, list):
+        raise RooflineError(f"{p}: a {what} is the {probe} probe's JSON (a 'points' list)", field)
+    try:
+        return build(points, str(p))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise RooflineError(f"{p}: every point needs numbers {fields}", field) from None
+
+
+def load_gemm_table(path: str | Path) -> GemmTable:
+    """The table in ``path`` (a gemm probe's JSON); relative paths are read under hardware_profiles/."""
+    return probe_table(path, GemmTable, "matmul table", "gemm", "m, n, k and seconds", "gemm_table")

@@ -6,8 +6,10 @@ tokens), and prefill work of ``prefill_tokens`` tokens in ``chunks`` chunks with
 ``prefill_pairs`` causal (query, key) pairs -- and asks a cost object for its seconds:
 
 * ``decode_s(slots, decoding, kv_read)``: an iteration that only decodes;
-* ``pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks)``: one with a prefill
-  (and decodes when ``decoding`` > 0);
+* ``pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0,
+  cont_cached=0)``: one with a prefill (and decodes when ``decoding`` > 0); when its first chunk
+  continues a prompt after cached tokens (policy chunked), ``cont_tokens`` t and ``cont_cached``
+  c are that chunk's tokens and the tokens cached before it;
 * ``wake_s``: what an idle server takes to start after the next arrival.
 
 ``FusedCost`` (``pass_cost="fused"``, the default): each iteration is ONE forward pass of the
@@ -42,7 +44,12 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   calibration's eager overhead. Terms without ``prefill_graphs`` describe the loop's earlier
   eager prefill, whose launches came from Python: ``pnorm(floor x layers,
   StepModel.pass_s(prefill_work(...)), exponent)``;
-* a ``chunked`` iteration runs the decode step, then the prefill pass (not fused): the sum;
+* a ``chunked`` iteration runs the decode step, then the prefill pass (not fused): the sum. A
+  pass whose first chunk (t tokens) continues a prompt after c cached tokens is the loop's *chunk
+  graph*: the prefill graph's price plus, every layer, its attention's extra time from the card's
+  chunk table (``chunk_attention_table``, roofline.chunk_table: the chunk's queries walk all c + t
+  keys in a few thread blocks, so the time grows with c far beyond the FLOPs). Without the table,
+  only the extra bytes ``loop_chunk_elements`` counts (a floor: they are a small part);
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,
   ``host_prefill_s`` + ``host_prefill_s_per_seq`` x chunks when there is a prefill (a chunked
@@ -69,6 +76,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from roofline.buckets import capture_sizes, prefill_token_buckets  # noqa: F401 - re-exported
 from roofline.errors import RooflineError
 from roofline.step import StepModel, decode_work, pnorm, prefill_work
+from roofline.units import dtype_bytes
 
 PASS_COSTS = ("fused", "serving-loop")
 
@@ -100,7 +108,8 @@ class FusedCost:
         def decode_s(slots, decoding, kv_read):
             return ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
 
-        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks):
+        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0):
+            # a fused pass reads a continued chunk's cached keys from the paged cache: no copy
             return ps((float(decoding), kv_read, prefill_tokens, prefill_pairs, chunks, None, None))
 
         self.decode_s, self.pass_s = decode_s, pass_s
@@ -147,6 +156,9 @@ class LoopTerms(BaseModel):
         None, description="with prefill_gemm_table: the rate of the prefill graphs' elementwise kernels (norms, "
         "RoPE, K/V writes and GQA repeats, attention's inputs and output, SwiGLU, residuals), whose bytes are "
         "counted from the loop's code (loop_elementwise_elements)")
+    chunk_attention_table: str | None = Field(
+        None, description="with prefill_gemm_table: the card's chunk table (a chunk probe's JSON, relative to "
+        "hardware_profiles/) that prices a chunk graph's attention beyond the prefill graph's (roofline.chunk_table)")
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
@@ -179,6 +191,21 @@ def loop_elementwise_elements(spec) -> float:
         + 5.0 * inter
 
 
+def loop_chunk_elements(spec, max_model_len: int) -> tuple[float, float]:
+    """(per token, per pass) elements one layer of the loop's chunk graph (``_chunk_graph_body``)
+    reads and writes beyond ``loop_elementwise_elements`` x tokens: K and V not repeated for
+    grouped queries (- 2 x (kv + q)), attention reading them at the K/V width (2 kv, not 2 x the
+    repeated width), the pass's K and V concatenated after the cache rows (+ 4 kv); the chunk's
+    slot's T = ``max_model_len`` cache rows of K and V copied out by index (read and write: 4 T kv)
+    and concatenated (4 T kv)."""
+    hd = spec.head_dim
+    q, kv = spec.num_attention_heads * hd, spec.num_key_value_heads * hd
+    grouped = spec.num_attention_heads > spec.num_key_value_heads
+    kv_seen = q if grouped else kv
+    per_token = -(2.0 * (kv + q) if grouped else 0.0) - 2.0 * kv_seen + 2.0 * kv + 4.0 * kv
+    return per_token, 8.0 * max_model_len * kv
+
+
 def loop_linears_s(table, spec, shapes, tokens: float, rows: float) -> float:
     """A prefill graph's linears from the card's matmul table (roofline.gemm.GemmTable): the
     layer's ``shapes`` (``loop_layer_gemms``) at ``tokens`` (padded) tokens, every layer, and the
@@ -189,8 +216,6 @@ def loop_linears_s(table, spec, shapes, tokens: float, rows: float) -> float:
 
 def loop_elementwise_bytes_per_token(step: StepModel) -> float:
     """Bytes a prompt token's elementwise kernels move in the loop's prefill, every layer."""
-    from roofline.units import dtype_bytes
-
     return step.spec.num_hidden_layers * loop_elementwise_elements(step.spec) * dtype_bytes(step.act_dtype)
 
 
@@ -283,14 +308,22 @@ class LoopCost:
         self.floor_s = terms.prefill_floor_s_per_layer.value * layers
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
+        self.chunk_table = None
         if terms.prefill_graphs and terms.prefill_gemm_table and terms.prefill_elementwise_bytes_per_s:
             from roofline.gemm import load_gemm_table
 
             shapes = loop_layer_gemms(step.spec)
             if shapes is not None:  # the loop's dense decoder; other layouts: the step model's matmuls
                 self.gemms = (load_gemm_table(terms.prefill_gemm_table), shapes)
-                self.elementwise_s_per_token = (loop_elementwise_bytes_per_token(step)
-                                                / terms.prefill_elementwise_bytes_per_s.value)
+                rate = terms.prefill_elementwise_bytes_per_s.value
+                self.elementwise_s_per_token = loop_elementwise_bytes_per_token(step) / rate
+                per_token, per_pass = loop_chunk_elements(step.spec, max_model_len)
+                scale = layers * dtype_bytes(step.act_dtype) / rate
+                self.chunk_s_per_token, self.chunk_s = per_token * scale, per_pass * scale
+                if terms.chunk_attention_table:
+                    from roofline.chunk_table import load_chunk_table
+
+                    self.chunk_table = load_chunk_table(terms.chunk_attention_table)
                 self._gemm_s: dict = {}
         extra = terms.decode_extra_s_per_layer.value * layers
         sizes = capture_sizes(max_num_seqs)
@@ -311,8 +344,8 @@ class LoopCost:
         def decode_s(slots, decoding, kv_read):
             return dec[slots] + host_d + per_d * decoding
 
-        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks):
-            device = prefill_device(prefill_tokens, prefill_pairs, chunks)
+        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0):
+            device = prefill_device(prefill_tokens, prefill_pairs, chunks, cont_tokens, cont_cached)
             if decoding:
                 device += dec[slots] + per_d * decoding
             return device + host_p + per_p * chunks
@@ -325,16 +358,30 @@ class LoopCost:
 
         return np.full(len(kv_read), self.decode_s(slots, decoding, 0.0))
 
-    def prefill_device_s(self, tokens: float, pairs: float, chunks: float) -> float:
+    def prefill_device_s(self, tokens: float, pairs: float, chunks: float, cont_tokens: float = 0,
+                         cont_cached: float = 0) -> float:
         """One prefill pass: the GPU's work (padded to the token bucket under prefill graphs) and
-        the host's launches, blended."""
+        the host's launches, blended; ``cont_cached`` > 0: a chunk graph (its first chunk of
+        ``cont_tokens`` tokens after ``cont_cached`` cached ones)."""
         if not self.prefill_buckets:
             return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)), self.exponent)
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
         if self.gemms is None:
             return pnorm(self.floor_s, self.step.work_s(work), self.exponent)
-        return (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
-                + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens)
+        seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
+                   + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens)
+        if cont_cached:
+            seconds += self.chunk_extra_s(work.prefill_tokens, cont_tokens, cont_cached)
+        return seconds
+
+    def chunk_extra_s(self, bucket: float, t: float, c: float) -> float:
+        """What a chunk graph of ``bucket`` (padded) tokens whose first chunk is ``t`` tokens after
+        ``c`` cached ones takes beyond the prefill graph of the same bucket."""
+        if self.chunk_table is not None:
+            spec = self.step.spec
+            return spec.num_hidden_layers * self.chunk_table.extra_s(
+                spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim, bucket, t, c)
+        return self.chunk_s + self.chunk_s_per_token * bucket
 
     def linears_s(self, tokens: float, rows: float) -> float:
         """The loop's linears of a prefill graph of ``tokens`` (padded) tokens with logits for

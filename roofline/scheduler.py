@@ -153,7 +153,8 @@ def rejected_mask(prompt, gen, config: ServerConfig) -> np.ndarray:
 def serve_stream(prompt, gen, arrival, config: ServerConfig, cost) -> ServerRun:
     """Serve a stream sorted by arrival (ties in input order) under ``config``; pass times from
     ``cost`` (``decode_s(slots, decoding, kv_read)``, ``pass_s(slots, decoding, kv_read,
-    prefill_tokens, prefill_pairs, chunks)``, ``wake_s``; roofline.pass_costs)."""
+    prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0)``, ``wake_s``;
+    roofline.pass_costs)."""
     prompt = np.asarray(prompt, dtype=np.int64)
     gen = np.asarray(gen, dtype=np.int64)
     arrival = np.asarray(arrival, dtype=float)
@@ -407,7 +408,9 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
                 tokens += tt
                 pairs += tt * c + tt * (tt + 1) / 2.0
             kv_read = float(sum_base + n_dec * (D + 1)) if n_dec else 0.0
-            t += pass_s(slots, n_dec, kv_read, float(tokens), pairs, float(len(chunks)))
+            _, cont_t, cont_c = chunks[0]  # a chunk after cached tokens comes first (c > 0), if any
+            t += pass_s(slots, n_dec, kv_read, float(tokens), pairs, float(len(chunks)),
+                        cont_t if cont_c else 0, cont_c)
         else:
             t += decode_s(slots, n_dec, float(sum_base + n_dec * (D + 1)))
         left = 0

@@ -70,6 +70,14 @@ def gemm_table_path(card: str) -> str | None:
     return rel if (profiles_dir() / rel).is_file() else None
 
 
+def chunk_table_path(card: str) -> str | None:
+    """The card's committed chunk table (the chunk probe), relative to hardware_profiles/, if any."""
+    from roofline.hardware import profiles_dir
+
+    rel = f"measurements/{card}-probe-chunk.json"
+    return rel if (profiles_dir() / rel).is_file() else None
+
+
 def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto") -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring); ``held_out`` names the runs kept
@@ -191,6 +199,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
         prefill_floor_exponent=term(exponent, "1: the floor adds to the kernels' time (not fitted)"
                                     if table is not None else "the same fit"),
         prefill_gemm_table=gemm_table if table is not None else None,
+        chunk_attention_table=chunk_table_path(card) if table is not None else None,
         host_probe=ref_probe,
         prefill_elementwise_bytes_per_s=term(el_rate, "the same fit: the loop's elementwise bytes (counted from "
                                              "its code, roofline.pass_costs.loop_elementwise_elements) over their "
@@ -316,8 +325,8 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
         if bool(run.config.get("prefill_graphs")) != terms.prefill_graphs:
             notes.append(f"{name}: its prefill ran {'as graphs' if run.config.get('prefill_graphs') else 'eagerly'}, "
                          f"the terms describe {'graph' if terms.prefill_graphs else 'eager'} prefills")
-        if run.config.get("policy") == "chunked" and terms.prefill_graphs:
-            notes.append(f"{name}: policy chunked: the loop runs chunks after cached tokens eagerly (Python "
+        if run.config.get("policy") == "chunked" and terms.prefill_graphs and not run.config.get("chunk_graphs"):
+            notes.append(f"{name}: policy chunked on a loop without chunk graphs: it ran chunks eagerly (Python "
                          "launching every kernel, host-bound); the terms price every prefill as a graph, so this "
                          "run's prefills are priced too fast (docs/serving.md)")
         ratios = host_ratios(terms, run.config.get("host_probe"))

@@ -172,3 +172,40 @@ def test_the_full_gemm_grid_covers_the_catalogs_dense_shapes():
             continue
         for n, k in shapes:
             assert g.ns[0] <= n <= g.ns[-1] and g.ks[0] <= k <= g.ks[-1], (name, n, k)
+
+
+def test_chunk_probe_on_cpu_is_a_table_roofline_reads(tmp_path):
+    # the tiny grid: every bucket x chunk share x cached size with c + t within the rows, both the
+    # chunk graph's and the prefill graph's attention timed; the file is what roofline.chunk_table reads
+    from roofline.chunk_table import load_chunk_table
+
+    path = tmp_path / "probe-chunk.json"
+    grid = probes.TINY_CHUNK
+    data = probes.chunk_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    want = [(b, max(1, round(b * f)), c) for b in grid.buckets for f in grid.fractions for c in grid.cached
+            if c + max(1, round(b * f)) <= grid.rows]
+    assert [(p["bucket"], p["chunk_tokens"], p["cached"]) for p in data["points"]] == want and not data["errors"]
+    for p in data["points"]:
+        assert p["chunk_s"] > 0 and p["prefill_s"] > 0 and p["prompt_tokens"] == p["bucket"] - p["chunk_tokens"]
+    table = load_chunk_table(path)
+    first = data["points"][0]
+    assert table.extra_s(4, 2, 16, first["bucket"], first["chunk_tokens"], first["cached"]) == pytest.approx(
+        max(0.0, first["chunk_s"] - first["prefill_s"]), rel=1e-12, abs=1e-15)
+
+
+def test_chunk_probe_stops_at_the_budget(tmp_path):
+    data = probes.chunk_probe("cpu", probes.TINY_CHUNK, tmp_path / "c.json", 0.0, lambda m: None)
+    assert data["points"] == [] and data["stopped"] == "budget reached before tiny-qwen2 bucket 16 t 8 c 0"
+
+
+def test_the_full_chunk_grid_covers_the_served_models_head_shapes():
+    # every model the serving loop served on the H200 has its head shape measured exactly
+    from roofline.model_spec import load_model
+
+    shapes = {(q, kv, hd) for _, q, kv, hd in probes.FULL_CHUNK.shapes}
+    for name in ("qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "llama-3.2-1b", "llama-3.2-3b",
+                 "mistral-7b-v0.3"):
+        spec = load_model(name)
+        assert (spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim) in shapes, name
+    assert probes.FULL_CHUNK.rows == 1280 and probes.FULL_CHUNK.slots == 64  # the committed runs' loop

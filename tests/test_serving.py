@@ -28,7 +28,7 @@ class Flat:
     def decode_s(self, slots, decoding, kv_read):
         return 0.1
 
-    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks):
+    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks, cont_tokens=0, cont_cached=0):
         return 1.0 + (0.1 if decoding else 0.0)
 
 

@@ -256,7 +256,7 @@ def test_compare_serving_says_which_loop_a_run_was(tmp_path):
     chunked = run("compare-serving", str(shipped_folder().parent / "h200-graph-call11"), "--run",
                   "qwen2.5-1.5b-mixed-r30-n300-s59")
     assert chunked.exit_code == 0, chunked.output
-    assert "note: qwen2.5-1.5b-mixed-r30-n300-s59: policy chunked: the loop runs chunks after cached tokens eagerly" \
+    assert "note: qwen2.5-1.5b-mixed-r30-n300-s59: policy chunked on a loop without chunk graphs: it ran chunks eagerly" \
         in chunked.output
     for args, needle in ((["compare-serving", str(tmp_path)], "no complete serving run"),
                          (["compare-serving", str(tmp_path / "nope")], "not a folder of serving runs"),

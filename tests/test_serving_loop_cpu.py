@@ -538,6 +538,84 @@ def test_chunked_tokens_equal_the_graph_engine_alone(name):
         assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
 
 
+def _chunk_graph_executor(name, batched=6, calls=None):
+    """The prefill-graph executor with chunk graphs too (each 'graph' its body called directly);
+    ``calls`` collects ("prefill" | "chunk", bucket) for each replay."""
+    ex = _graph_prefill_executor(name, batched=batched)
+    ex._varlen_kv = sl.sdpa_varlen_kv
+    calls = [] if calls is None else calls
+    ex.prefill_graph_of = {b: (lambda b=b: (calls.append(("prefill", b)), ex._prefill_graph_body(b)))
+                           for b in ex.prefill_buckets}
+    ex.chunk_graph_of = {b: (lambda b=b: (calls.append(("chunk", b)), ex._chunk_graph_body(b)))
+                         for b in ex.prefill_buckets}
+    return ex
+
+
+@pytest.mark.parametrize("name,kv_heads", [("tiny-qwen2", "native"), ("tiny-llama", "native"),
+                                           ("tiny-llama", "repeated")])
+def test_chunk_graph_tokens_equal_the_graph_engine_alone(name, kv_heads):
+    """Policy chunked with every prefill in a graph (chunks after cached tokens in chunk graphs,
+    also in mixed iterations after the decode step): each request's tokens are the plain engine's
+    for it alone, through preemption, recompute and compaction."""
+    calls = []
+    ex = _chunk_graph_executor(name, calls=calls)
+    assert ex.shapes.heads > ex.shapes.kv_heads  # grouped queries: both K/V layouts matter
+    ex.chunk_gqa = kv_heads
+    requests = _reqs(LENGTHS, [0.0] * len(LENGTHS))
+    counting = _Counting(ex)
+    res = sl.serve(requests, counting, _chunked(num_blocks=12, batched=6))
+    assert res.preemptions > 0 and any(kv > 0 for _, _, kv in counting.moves)
+    assert "mixed" in {it["kind"] for it in res.iterations}
+    assert {kind for kind, _ in calls} == {"prefill", "chunk"}  # no eager pass left
+    assert sum(1 for it in res.iterations if it["prefill_seqs"]) == len(calls)
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
+
+
+def test_the_chunk_graph_check_catches_keys_that_skip_the_cache():
+    """If the chunk's keys were only its own tokens (cu_k's first sequence t long, not c + t), its
+    queries would miss the cached tokens: the token check sees it."""
+    ex = _chunk_graph_executor("tiny-llama")
+    stage = ex._stage_prefill
+
+    def wrong(items):
+        bucket = stage(items)
+        if int(items[0][2]):
+            f = ex._pf_fields()
+            ex._pf_dev[f["cu_k"]][1] = len(items[0][1])
+        return bucket
+
+    ex._stage_prefill = wrong
+    requests = _reqs(LENGTHS, [0.0] * len(LENGTHS))
+    res = sl.serve(requests, _Counting(ex), _chunked(num_blocks=1000, batched=6))
+    assert any(rec["tokens"] != _alone(ex, req) for req, rec in zip(requests, res.requests))
+
+
+def test_the_chunk_attention_check_passes_bottom_right_causal_and_refuses_top_left():
+    """The check the loop runs before the clock (on the GPU, of the flash call): the stand-in
+    passes in both K/V layouts; a top-left causal mask (chunk token j seeing only cache rows 0..j)
+    is refused with the disagreement."""
+    import torch.nn.functional as F
+
+    ex = _chunk_graph_executor("tiny-llama")
+    for ex.chunk_gqa in ("native", "repeated"):
+        assert ex._check_chunk_attention() == ""
+
+    def top_left(q, k, v, cu_q, cu_k, max_q, max_k):
+        group = q.shape[1] // k.shape[1]
+        out = torch.zeros_like(q)
+        qs, ks = [int(x) for x in cu_q], [int(x) for x in cu_k]
+        for a, b, c, d in zip(qs, qs[1:], ks, ks[1:]):
+            if b > a:
+                qi = q[a:b].transpose(0, 1).unsqueeze(0)
+                ki, vi = (t[c:d].repeat_interleave(group, dim=1).transpose(0, 1).unsqueeze(0) for t in (k, v))
+                out[a:b] = F.scaled_dot_product_attention(qi, ki, vi, is_causal=True)[0].transpose(0, 1)
+        return out
+
+    ex._varlen_kv = top_left
+    assert ex._check_chunk_attention().startswith("chunk attention (repeated K/V heads) disagrees with SDPA by")
+
+
 def test_the_job_runs_policy_chunked(tmp_path):
     from calibrate import serving_job as sj
 

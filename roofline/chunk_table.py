@@ -1,0 +1,104 @@
+"""A card's measured price of the serving loop's chunk graph: how much longer one layer's
+attention takes when the pass's first sequence is a chunk after cached tokens.
+
+The table is the ``chunk`` probe of calibrate.probes (``probe-chunk.json``): one layer's attention
+of a pass of ``bucket`` tokens, a chunk of t tokens after c cached ones and one whole prompt of
+the rest, timed as the loop's chunk graph runs it (the chunk's slot's cache rows copied out and
+placed before the pass's own keys, one varlen call) and as its prefill graph runs the same tokens
+without the cache, at the served models' head shapes. Why a table: the chunk's queries sit in a
+few thread blocks, each walking all c + t keys one block after another, so the time grows with c
+far beyond the attention's FLOPs (on the H200, ~0.05 us a cached token a layer at qwen2.5-1.5b's
+shape, 0.8 ms a pass at c = 500; the FLOPs say ~0.03 ms), and only once the chunk's walk is the
+longest of the pass (``hardware_profiles/measurements/h200-probe-chunk.json``).
+
+``ChunkTable.extra_s(q_heads, kv_heads, head_dim, bucket, t, c)``: chunk graph minus prefill
+graph, one layer. The nearest measured head shape (same head width first, then the nearest
+K/V heads, then query heads); linear in log bucket and in t / bucket between the grid's points
+(clamped at its ends); linear in c, extended beyond the largest c by the last segment's slope.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from math import log
+from pathlib import Path
+
+from roofline.errors import RooflineError
+
+
+def _bracket(v: float, grid: list, log_scale: bool = False) -> tuple:
+    """(lower, upper, weight of upper) of ``v`` on ``grid``, clamped at the ends."""
+    if v <= grid[0]:
+        return grid[0], grid[0], 0.0
+    if v >= grid[-1]:
+        return grid[-1], grid[-1], 0.0
+    i = bisect_left(grid, v)
+    a, b = grid[i - 1], grid[i]
+    if log_scale:
+        return a, b, (log(v) - log(a)) / (log(b) - log(a))
+    return a, b, (v - a) / (b - a)
+
+
+class ChunkTable:
+    """Measured chunk-graph attention minus prefill-graph attention on one card (module docstring)."""
+
+    def __init__(self, points: list[dict], source: str):
+        if not points:
+            raise RooflineError(f"{source}: the chunk table has no points", "chunk_table")
+        self.source = source
+        # shape -> bucket -> fraction -> [(c, extra seconds)]
+        self._by: dict = {}
+        for p in points:
+            shape = (int(p["q_heads"]), int(p["kv_heads"]), int(p["head_dim"]))
+            bucket, t, c = int(p["bucket"]), int(p["chunk_tokens"]), int(p["cached"])
+            extra = float(p["chunk_s"]) - float(p["prefill_s"])
+            if bucket < 1 or not 1 <= t <= bucket or c < 0:
+                raise RooflineError(f"{source}: a point needs bucket >= chunk_tokens >= 1 and cached >= 0 (got {p})",
+                                    "chunk_table")
+            self._by.setdefault(shape, {}).setdefault(bucket, {}).setdefault(t / bucket, []).append((c, extra))
+        for buckets in self._by.values():
+            for fractions in buckets.values():
+                for f, cs in fractions.items():
+                    cs.sort()
+                    if len(cs) < 2:
+                        raise RooflineError(f"{source}: every (shape, bucket, chunk) needs two cached sizes or more",
+                                            "chunk_table")
+        self.shapes = sorted(self._by)
+
+    def nearest_shape(self, q_heads: int, kv_heads: int, head_dim: int) -> tuple[int, int, int]:
+        """The measured head shape that stands for (q_heads, kv_heads, head_dim)."""
+        return min(self.shapes, key=lambda s: (s[2] != head_dim, abs(log(s[1] / kv_heads)), abs(log(s[0] / q_heads))))
+
+    @staticmethod
+    def _along_c(cs: list, c: float) -> float:
+        if c >= cs[-1][0]:
+            (c0, e0), (c1, e1) = cs[-2], cs[-1]
+            return e1 + (e1 - e0) / (c1 - c0) * (c - c1)
+        i = bisect_left([x for x, _ in cs], c)
+        if i == 0:
+            return cs[0][1]
+        (c0, e0), (c1, e1) = cs[i - 1], cs[i]
+        return e0 + (e1 - e0) * (c - c0) / (c1 - c0)
+
+    def extra_s(self, q_heads: int, kv_heads: int, head_dim: int, bucket: float, t: float, c: float) -> float:
+        """One layer: the chunk graph's attention minus the prefill graph's, seconds (>= 0)."""
+        by = self._by[self.nearest_shape(q_heads, kv_heads, head_dim)]
+        b0, b1, wb = _bracket(bucket, sorted(by), log_scale=True)
+        total = 0.0
+        for b, w in ((b0, 1.0 - wb), (b1, wb)):
+            if w == 0.0:
+                continue
+            fractions = by[b]
+            f0, f1, wf = _bracket(min(t / bucket, 1.0), sorted(fractions))
+            for f, v in ((f0, 1.0 - wf), (f1, wf)):
+                if v:
+                    total += w * v * self._along_c(fractions[f], c)
+        return max(total, 0.0)
+
+
+def load_chunk_table(path: str | Path) -> ChunkTable:
+    """The table in ``path`` (a chunk probe's JSON); relative paths are read under hardware_profiles/."""
+    from roofline.gemm import probe_table
+
+    return probe_table(path, ChunkTable, "chunk table", "chunk", "q_heads, kv_heads, head_dim, bucket, chunk_tokens, "
+                       "cached, chunk_s and prefill_s", "chunk_table")
