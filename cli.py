@@ -384,6 +384,9 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Which statistic of the measured decode steps to fit (median/p10 resist a noisy host).")
 @click.option("--attention-probe", type=click.Path(dir_okay=False),
               help="Attention-probe file (calibrate.probes): the attention kernel timed alone, fitted with the decode terms.")
+@click.option("--layers-probe", type=click.Path(dir_okay=False),
+              help="Layers-probe file (calibrate.probes): the decode step of the fitted models cut to a few layer "
+                   "counts, fitted with the decode terms (it splits the fixed time into the step's own and each layer's).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -54,6 +54,16 @@ chunk -> ``probe-chunk.json``
     that walk all c + t keys one block after another, so its time grows with c far beyond its
     FLOPs; the serving loop's price of a chunk graph reads this table.
 
+layers -> ``probe-layers.json``
+    Where a decode step's time goes, per layer and per step: the graph engine's own decode step
+    (``calibrate.graph_engine.decode_step``, captured in one CUDA graph, as the engine runs it) of
+    each model cut to 2, 4, 8 and 12 layers, at batches 1, 16 and 64 over a 256-token static cache
+    (the calibration's prompt 128 / gen 128). The slope over the layer count is one layer's time,
+    the intercept the step's own (embedding, final norm, LM head, argmax). Head-split variants
+    keep every weight shape and change only how the same widths split into heads (qwen2.5-0.5b
+    and llama-3.2-1b with 128-wide heads, qwen2.5-1.5b with 64-wide ones): what the head width
+    alone costs a layer.
+
 The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -77,7 +87,7 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm", "chunk")
+PROBES = ("attention", "memory", "gemm", "chunk", "layers")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -264,6 +274,97 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
             free_memory()
             _write(out_path, result)
             progress(f"chunk: {model} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+    return _finished(result, out_path, t0)
+
+
+# ---- layers (where a decode step's time goes) --------------------------------------------------
+
+@dataclass(frozen=True)
+class LayersGrid:
+    #: (catalog model, variant label, config overrides): a head-split variant keeps every weight shape
+    models: tuple[tuple[str, str, tuple[tuple[str, int], ...]], ...]
+    layers: tuple[int, ...]
+    batches: tuple[int, ...]
+    context: int  # the static cache's positions (prompt + gen)
+    reps: int
+
+
+FULL_LAYERS = LayersGrid(
+    models=(("qwen2.5-0.5b", "", ()),
+            ("qwen2.5-0.5b", "heads 7/1 x 128", (("num_attention_heads", 7), ("num_key_value_heads", 1),
+                                                 ("head_dim", 128))),
+            ("llama-3.2-1b", "", ()),
+            ("llama-3.2-1b", "heads 16/4 x 128", (("num_attention_heads", 16), ("num_key_value_heads", 4),
+                                                  ("head_dim", 128))),
+            ("qwen2.5-1.5b", "", ()),
+            ("qwen2.5-1.5b", "heads 24/4 x 64", (("num_attention_heads", 24), ("num_key_value_heads", 4),
+                                                 ("head_dim", 64))),
+            ("qwen2.5-3b", "", ()), ("llama-3.2-3b", "", ()), ("qwen2.5-7b", "", ()), ("llama-3.1-8b", "", ())),
+    layers=(2, 4, 8, 12), batches=(1, 16, 64), context=256, reps=30)
+TINY_LAYERS = LayersGrid(models=(("tiny-qwen2", "", ()), ("tiny-qwen2", "heads 2/1 x 32",
+                                                           (("num_attention_heads", 2), ("num_key_value_heads", 1),
+                                                            ("head_dim", 32)))),
+                         layers=(1, 2), batches=(1, 2), context=16, reps=2)
+
+
+def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float | None,
+                 progress: Callable[[str], None]) -> dict:
+    """Time the graph engine's decode step of each model cut to each layer count; writes
+    ``out_path`` after each model."""
+    import numpy as np
+    import torch
+
+    from calibrate.configs import load_model_config
+    from calibrate.graph_engine import GraphEngine
+    from calibrate.timing import Marks, environment, free_memory, synchronize, torch_device, utc_now
+
+    dev = torch_device(device)
+    result: dict = {"probe": "layers", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
+                    "method": ("calibrate.graph_engine.decode_step of the model with num_hidden_layers cut to "
+                               "`layers` (and the overrides), random bf16 weights, a random static cache of "
+                               "`context` positions at position context / 2, captured in one CUDA graph as "
+                               "GraphEngine runs it; median of reps replays (eager on the CPU)"),
+                    "points": [], "errors": [], "stopped": None}
+    t0 = time.monotonic()
+    for name, variant, overrides in grid.models:
+        for layers in grid.layers:
+            config = {**load_model_config(name), **dict(overrides), "num_hidden_layers": layers}
+            for key in ("layer_types", "max_window_layers"):
+                if isinstance(config.get(key), list):
+                    config[key] = config[key][:layers]
+            engine = None
+            try:
+                engine = GraphEngine(config, device=str(dev))
+                s = engine.shapes
+                for batch in grid.batches:
+                    if _out_of_budget(deadline, result, out_path, progress, "layers",
+                                      f"{name} {variant} layers {layers} batch {batch}"):
+                        return result
+                    st = engine.new_state(batch, grid.context)
+                    with torch.inference_mode():
+                        replay = engine._capture(st, grid.context // 2)
+                        st.pos.fill_(grid.context // 2)
+                        replay()
+                        synchronize(dev)
+                        marks = Marks(dev, 2 * grid.reps)
+                        for _ in range(grid.reps):
+                            marks.mark()
+                            replay()
+                            marks.mark()
+                        marks.done()
+                    step_s = float(np.median(marks.pairs()))
+                    result["points"].append({"model": name, "variant": variant, "q_heads": s.heads,
+                                             "kv_heads": s.kv_heads, "head_dim": s.head_dim, "hidden": s.hidden,
+                                             "layers": layers, "batch": batch, "context": grid.context,
+                                             "step_s": step_s, "graph": engine.use_graph})
+                    engine._graph = None
+                    del st
+            except Exception as exc:  # noqa: BLE001 - record and go on
+                result["errors"].append({"model": name, "variant": variant, "layers": layers, "error": _short(exc)})
+            del engine
+            free_memory()
+        _write(out_path, result)
+        progress(f"layers: {name} {variant} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
     return _finished(result, out_path, t0)
 
 
@@ -883,7 +984,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention", "gemm", "chunk") if p in what]:
+    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -893,6 +994,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
             elif name == "chunk":
                 chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
+            elif name == "layers":
+                layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
             else:
                 memory_probe(device, TINY_MEMORY_CASES if tiny else FULL_MEMORY_CASES, path, deadline, jobs,
                              case_timeout_s=60.0 if tiny else 150.0, progress=progress)

@@ -408,13 +408,16 @@ def fit(
     attention_probe=None,
     collectives=None,
     base=None,
+    layers_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
     in-sample, leave-one-model-out and leave-one-context-out errors).
 
     ``attention_probe``: a calibrate.probes attention file, fitted with the decode terms (it pins
-    the attention kernel's costs across head shapes). ``collectives``: a TP harness collectives
+    the attention kernel's costs across head shapes). ``layers_probe``: a calibrate.probes layers
+    file (the engine's decode step of the fitted models cut to a few layer counts), fitted with
+    the decode terms (it splits the fixed time into the step's own and each layer's). ``collectives``: a TP harness collectives
     file (the all-reduce's latency and bandwidth, stored as measured). ``base``: a calibration
     whose terms are kept and only the terms these measurements newly identify are fitted (the
     MoE terms on MoE runs, say); its ``fitted_on`` is carried over."""
@@ -434,6 +437,11 @@ def fit(
         from roofline.probes import attention_points
 
         probe = attention_points(attention_probe)
+    cuts = ()
+    if layers_probe is not None:
+        from roofline.probes import layers_points
+
+        cuts = layers_points(layers_probe)
     link = None
     if collectives is not None:
         from roofline.atomic import read_json
@@ -449,7 +457,7 @@ def fit(
     else:
         cal = fit_calibration(
             rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
-            tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link,
+            tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link, layers_probe=cuts,
         )
     if output is not None:
         save_calibration(cal, output)

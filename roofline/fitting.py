@@ -169,7 +169,7 @@ def _solve(residual, names, starts, loss="linear"):
                          starts, max_nfev=4000, loss=loss, f_scale=0.05)
 
 
-def _unidentifiable(groups, fixed=frozenset()) -> set[str]:
+def _unidentifiable(groups, fixed=frozenset(), layer_cuts: bool = False) -> set[str]:
     """Terms the measurements cannot tell from others, held at their defaults:
     - with one layer count, a fixed step overhead is indistinguishable from a per-layer one;
     - with one model, attention and activation costs scale exactly like the KV traffic and the
@@ -182,7 +182,8 @@ def _unidentifiable(groups, fixed=frozenset()) -> set[str]:
       query head and runs attention as small unfused ops, roofline.local_card.linear_probe_terms);
     - without both single-sequence and batched steps, the extra overhead of a batched one."""
     held = set()
-    if len({g.spec.num_hidden_layers for g in groups}) < 2:
+    # (unless the layers probe cut the models to other layer counts)
+    if len({g.spec.num_hidden_layers for g in groups}) < 2 and not layer_cuts:
         held.add("step_overhead_s")
     if len({g.model for g in groups}) < 2:
         held |= {"activation_traffic_coeff", "prefill_activation_traffic_coeff"}
@@ -230,8 +231,22 @@ def _probe_attention_s(card, cal: Calibration, specs, points):
     return out
 
 
-def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None) -> Calibration:
-    held = _unidentifiable(groups, fixed) | set(fixed)
+def _layer_cuts(groups, layers_probe):
+    """(spec cut to the point's layer count, batch, context, seconds) for the layers probe's points
+    of the models in ``groups`` only (a model held out of a cross-validation fold is held out of
+    the probe too)."""
+    specs = {g.spec.name: g.spec for g in groups}
+    cut: dict = {}
+    for p in layers_probe:
+        if p.model in specs and (p.model, p.layers) not in cut:
+            cut[(p.model, p.layers)] = specs[p.model].with_layers(p.layers)
+    return [(cut[(p.model, p.layers)], p.batch, p.context, p.seconds) for p in layers_probe if p.model in specs]
+
+
+def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None,
+                layers_probe=()) -> Calibration:
+    cuts = _layer_cuts(groups, layers_probe)
+    held = _unidentifiable(groups, fixed, bool(cuts)) | set(fixed)
     names = [n for n in (*DECODE_TERMS, *CONTEXT_TERMS, *MOE_TERMS) if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])
@@ -250,6 +265,10 @@ def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), pr
             out.append(mean_tpot_s(m, g.batch, g.prompt, g.gen, kv_cache) / g.tpot - 1.0)
         if len(probe):
             out.append((probe_floor + _probe_attention_s(card, cal, specs, probe)) / probe_s - 1.0)
+        if cuts:  # whole steps of the fitted models cut to a few layers: the step's own time vs a layer's
+            pred = [mean_tpot_s(StepModel(spec, card, cal), np.array([float(b)]), np.array([ctx / 2.0]),
+                                np.array([ctx / 2.0]), kv_cache)[0] for spec, b, ctx, _ in cuts]
+            out.append(np.array(pred) / np.array([s for *_, s in cuts]) - 1.0)
         return np.concatenate(out)
 
     starts = []
@@ -331,10 +350,11 @@ def _warm(warm, names) -> list[dict]:
     return [{n: getattr(warm, n) for n in names}] if warm is not None else []
 
 
-def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None) -> Calibration:
-    """Decode terms on TPOT (and the attention probe's timings), then the prefill's on TTFT, then
-    memory's on peak memory. ``warm``: a fitted calibration to start from (one start)."""
-    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe, warm)
+def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None,
+             layers_probe=()) -> Calibration:
+    """Decode terms on TPOT (and the attention and layers probes' timings), then the prefill's on
+    TTFT, then memory's on peak memory. ``warm``: a fitted calibration to start from (one start)."""
+    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe, warm, layers_probe)
     return _fit_memory(card, _fit_prefill(card, decode, groups, warm), groups, kv_cache, warm)
 
 
@@ -371,6 +391,7 @@ def fit_calibration(
     collectives: dict | None = None,
     fixed: dict | None = None,
     attention_probe=(),
+    layers_probe=(),
 ) -> Calibration:
     """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample,
     leave-one-model-out and leave-one-context-out errors in ``fit_report``. ``tpot_statistic``
@@ -380,7 +401,11 @@ def fit_calibration(
     (e.g. the attention kernel's by calibrate.probes, roofline.probes.attention_terms), held at
     those values. ``attention_probe``: roofline.probes.AttentionPoint timings of the engine's decode
     attention alone, fitted with the decode terms (they pin the attention family's per-byte,
-    per-score and lane costs across head shapes the models do not span)."""
+    per-score and lane costs across head shapes the models do not span). ``layers_probe``:
+    roofline.probes.LayersPoint timings of the engine's whole decode step of the fitted models cut
+    to a few layer counts (points of other models are ignored; a model or context held out of a
+    cross-validation fold is held out of them too): they split the fixed time into the step's
+    own and each layer's, which models of 28-32 layers alone cannot."""
     groups, engine, kv_cache, chunk = _groups(rows, tpot_statistic)
     collectives = dict(collectives or {})
     link_world = collectives.pop("world", None)
@@ -403,26 +428,30 @@ def fit_calibration(
         **(fixed or {}),
     )
     held_fixed = set(fixed or {})
-    probe = tuple(attention_probe)
-    cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe)
+    probe, cuts = tuple(attention_probe), tuple(layers_probe)
+    cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe, layers_probe=cuts)
     coverage = coverage_of(groups)
     if link_world is not None:
         coverage["link_tp"] = [int(link_world)]
-    report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(_unidentifiable(groups, held_fixed)),
+    held_terms = _unidentifiable(groups, held_fixed, bool(_layer_cuts(groups, cuts)))
+    report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(held_terms),
               "fixed": {k: getattr(cal, k) for k in sorted(held_fixed)}, "coverage": coverage}
     if cross_validate and len({g.spec.name for g in groups}) > 1:
         loo = {}
         for name in sorted({g.spec.name for g in groups}):
             rest = [g for g in groups if g.spec.name != name]
             held = [g for g in groups if g.spec.name == name]
-            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal), held, kv_cache)
+            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal, cuts), held,
+                                kv_cache)
         report["leave_one_model_out"] = loo
     contexts = _contexts(groups)
     if cross_validate and len(contexts) > 1:
         loco = {}
         for ctx in contexts:
             rest, held = _only_context(groups, ctx, keep=False), _only_context(groups, ctx, keep=True)
-            loco[f"{ctx[0]}/{ctx[1]}"] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal),
+            others = tuple(p for p in cuts if p.context != ctx[0] + ctx[1])  # the probe's context held out too
+            loco[f"{ctx[0]}/{ctx[1]}"] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal,
+                                                                others),
                                                  held, kv_cache)
         report["leave_one_context_out"] = loco
     return _with(cal, fit_report=report)

@@ -160,6 +160,17 @@ class ModelSpec(BaseModel):
             raise ValueError("shared_experts and shared_expert_intermediate_size go together")
         return self
 
+    def with_layers(self, layers: int) -> "ModelSpec":
+        """This model with ``layers`` layers (the layers probe's cut models), validated anew: a
+        ``model_copy`` would keep the derived figures already cached on this one (dense_layers...).
+        Per-layer windows repeat their pattern; MoE layers past the cut are dropped."""
+        data = self.model_dump()
+        data["num_hidden_layers"] = layers
+        if self.layer_windows is not None:
+            data["layer_windows"] = tuple(self.layer_windows[i % len(self.layer_windows)] for i in range(layers))
+        data["moe_layer_indices"] = tuple(i for i in self.moe_layer_indices if i < layers)
+        return type(self)(**data)
+
     # ---- layer layout ----
     @cached_property
     def moe_layers(self) -> int:

@@ -1,9 +1,11 @@
-"""The attention probe's measurements (calibrate.probes), read for the fit.
+"""The attention and layers probes' measurements (calibrate.probes), read for the fit.
 
 ``calibrate.probes`` times the graph engine's decode attention alone -- one layer, in a CUDA
 graph, over batches x cached tokens x shapes (query heads, KV heads, head width) -- so the fit
 can see what the attention kernels cost per cached byte, per score element and per sequence
-without the rest of the step in the way (docs/method.md, attention). Stdlib only.
+without the rest of the step in the way (docs/method.md, attention). Its ``layers`` probe times
+the engine's whole decode step of a model cut to a few layer counts, which splits a step's fixed
+time into the step's own and each layer's (models of 28-32 layers alone cannot). Stdlib only.
 """
 
 from __future__ import annotations
@@ -44,4 +46,35 @@ def attention_points(path: str | Path, op: str = "graph_attention") -> list[Atte
             raise RooflineError(f"{path}: a point lacks shape, heads, batch, context or seconds") from None
     if not out:
         raise RooflineError(f"{path}: no {op} points")
+    return out
+
+
+@dataclass(frozen=True)
+class LayersPoint:
+    """The graph engine's whole decode step of ``model`` cut to ``layers`` layers, timed:
+    ``batch`` sequences over a static cache of ``context`` positions (the ``layers`` probe)."""
+
+    model: str
+    layers: int
+    batch: int
+    context: int
+    seconds: float
+
+
+def layers_points(path: str | Path) -> list[LayersPoint]:
+    """The layers probe's timings of catalog models as they are (head-split variants left out)."""
+    data = read_json(Path(path), "layers probe")
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+        raise RooflineError(f"{path}: not a layers probe file (no points)")
+    out = []
+    for p in data["points"]:
+        if not isinstance(p, dict) or p.get("variant"):
+            continue
+        try:
+            out.append(LayersPoint(str(p["model"]), int(p["layers"]), int(p["batch"]), int(p["context"]),
+                                   float(p["step_s"])))
+        except (KeyError, TypeError, ValueError):
+            raise RooflineError(f"{path}: a point lacks model, layers, batch, context or step_s") from None
+    if not out:
+        raise RooflineError(f"{path}: no points of a model as it is")
     return out

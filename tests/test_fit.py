@@ -143,3 +143,74 @@ def test_fit_and_compare_filters(tmp_path):
         x.tpot_s for x in rows if x.model == "qwen2.5-0.5b" and x.batch == row["batch"])) for row in res["rows"])
     bad = CliRunner().invoke(main, ["fit", str(table), "--card", "h200", "--model", "qwen2.5-72b", "-o", str(out)])
     assert bad.exit_code == 1 and "--model: no measurements of qwen2.5-72b" in bad.output
+
+
+def _cut_steps(model, layer_counts, cal=TRUE, batches=(1, 16, 64)):
+    """The layers probe's points for ``model`` cut to ``layer_counts`` layers, priced by ``cal``
+    (a synthetic probe: calibrate.probes --what layers measures these on a GPU)."""
+    import numpy as np
+
+    from roofline.decode import mean_tpot_s
+    from roofline.model_spec import load_model
+    from roofline.probes import LayersPoint
+    from roofline.step import StepModel
+
+    spec, card = load_model(model), load_card("h200")
+    return [LayersPoint(model, n, b, 256, float(mean_tpot_s(StepModel(spec.with_layers(n), card, cal),
+                                                            np.array([float(b)]), np.array([128.0]),
+                                                            np.array([128.0]), cal.kv_cache)[0]))
+            for n in layer_counts for b in batches]
+
+
+def test_the_layers_probe_splits_the_fixed_time_that_one_layer_count_cannot():
+    # qwen2.5-1.5b and qwen2.5-7b both have 28 layers: from their steps alone the step's own
+    # overhead is unidentifiable (held at 0, all of it in the layers); their steps cut to 2-12
+    # layers recover the true split, and a 16-layer model (llama-3.2-1b) is priced right only then
+    truth = TRUE.model_copy(update={"step_overhead_s": 0.004, "layer_overhead_s": 0.0001})
+    rows = synthetic_rows("qwen2.5-1.5b", truth) + synthetic_rows("qwen2.5-7b", truth)
+    card = load_card("h200")
+    alone = fit_calibration(rows, card, cross_validate=False)
+    assert alone.step_overhead_s == 0.0 and "step_overhead_s" in alone.fit_report["held"]
+    cuts = _cut_steps("qwen2.5-1.5b", (2, 4, 8, 12), truth) + _cut_steps("qwen2.5-7b", (2, 4, 8, 12), truth)
+    cuts += _cut_steps("llama-3.2-1b", (2, 4), truth)  # not a fitted model: ignored
+    probed = fit_calibration(rows, card, cross_validate=False, layers_probe=cuts)
+    assert probed.step_overhead_s == pytest.approx(truth.step_overhead_s, rel=0.1)
+    assert probed.layer_overhead_s == pytest.approx(truth.layer_overhead_s, rel=0.1)
+    held = synthetic_rows("llama-3.2-1b", truth)
+    assert compare(probed, held, card)["tpot_mape_fraction"] < 0.01
+    assert compare(alone, held, card)["tpot_mape_fraction"] > 0.05
+
+
+def test_a_held_out_model_is_held_out_of_the_layers_probe_too():
+    # leave-one-model-out: the fold without qwen2.5-7b sees none of its cut steps (made here
+    # with a wildly wrong step overhead: a fold that used them would be far off)
+    truth = TRUE.model_copy(update={"step_overhead_s": 0.004, "layer_overhead_s": 0.0001})
+    wrong = truth.model_copy(update={"step_overhead_s": 0.05})
+    rows = synthetic_rows("qwen2.5-1.5b", truth) + synthetic_rows("qwen2.5-7b", truth)
+    cuts = _cut_steps("qwen2.5-1.5b", (2, 4, 8, 12), truth) + _cut_steps("qwen2.5-7b", (2, 4, 8, 12), wrong)
+    cal = fit_calibration(rows, load_card("h200"), layers_probe=cuts)
+    assert cal.fit_report["leave_one_model_out"]["qwen2.5-1.5b"]["tpot_mape_fraction"] > 0.1  # 7b's cuts only
+    assert cal.fit_report["leave_one_model_out"]["qwen2.5-7b"]["tpot_mape_fraction"] < 0.01  # 1.5b's only
+
+
+def test_fit_takes_a_layers_probe_file_on_the_command_line(tmp_path):
+    # one model, one layer count: the step's own overhead is held at 0 from the table alone; with
+    # a layers-probe file of that model's cut steps (here the shipped calibration's prices of them)
+    # it is fitted. A bad file is a one-line error.
+    table = "hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv"
+    shipped = load_calibration("hardware_profiles/calibrations/rtx3060-hf-eager.json")
+    truth = shipped.model_copy(update={"step_overhead_s": 0.003})
+    probe = tmp_path / "probe-layers.json"
+    points = [{"model": p.model, "variant": "", "layers": p.layers, "batch": p.batch, "context": p.context,
+               "step_s": p.seconds} for p in _cut_steps("qwen2.5-1.5b", (2, 4, 8), truth, batches=(1, 8))]
+    probe.write_text(json.dumps({"probe": "layers", "points": points}))
+    out = tmp_path / "cal.json"
+    r = CliRunner().invoke(main, ["fit", table, "--card", "rtx3060", "-o", str(out), "--layers-probe", str(probe)])
+    assert r.exit_code == 0, r.output
+    cal = load_calibration(out)
+    assert cal.step_overhead_s > 0.001 and "step_overhead_s" not in cal.fit_report["held"]
+    plain = load_calibration("hardware_profiles/calibrations/rtx3060-hf-eager.json")
+    assert plain.step_overhead_s == 0.0
+    probe.write_text("{}")
+    r = CliRunner().invoke(main, ["fit", table, "--card", "rtx3060", "-o", str(out), "--layers-probe", str(probe)])
+    assert r.exit_code != 0 and "not a layers probe file" in r.output and "Traceback" not in r.output

@@ -155,3 +155,19 @@ def test_spec_rejects_extra_fields():
         ModelSpec(name="x", model_type="llama", hidden_size=8, intermediate_size=8, num_hidden_layers=1,
                   num_attention_heads=2, num_key_value_heads=2, head_dim=4, vocab_size=8,
                   tie_word_embeddings=False, qkv_bias=False, surprise=1)
+
+
+def test_with_layers_recomputes_what_a_copy_would_keep():
+    # a model_copy keeps the derived figures cached on the original (dense_layers, ...): the
+    # layers probe's cut models are validated anew
+    from roofline.model_spec import load_model
+
+    spec = load_model("qwen2.5-1.5b")
+    assert spec.dense_layers == 28  # cached now
+    assert spec.model_copy(update={"num_hidden_layers": 4}).dense_layers == 28  # the trap
+    cut = spec.with_layers(4)
+    assert (cut.num_hidden_layers, cut.dense_layers, cut.hidden_size) == (4, 4, spec.hidden_size)
+    moe = load_model("qwen3-30b-a3b").with_layers(3)
+    assert moe.moe_layers == 3 and moe.dense_layers == 0
+    windows = load_model("gemma-2-9b")
+    assert windows.with_layers(5).layer_windows == tuple(windows.layer_windows[i % 2] for i in range(5))

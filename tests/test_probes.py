@@ -209,3 +209,50 @@ def test_the_full_chunk_grid_covers_the_served_models_head_shapes():
         spec = load_model(name)
         assert (spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim) in shapes, name
     assert probes.FULL_CHUNK.rows == 1280 and probes.FULL_CHUNK.slots == 64  # the committed runs' loop
+
+
+def test_layers_probe_on_cpu_is_what_the_fit_reads(tmp_path):
+    # the tiny grid: each model (and head-split variant) at each layer count and batch; the fit's
+    # reader keeps the models as they are and leaves the variants out
+    from roofline.probes import layers_points
+
+    path = tmp_path / "probe-layers.json"
+    grid = probes.TINY_LAYERS
+    data = probes.layers_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    assert not data["errors"]
+    assert [(p["variant"], p["layers"], p["batch"]) for p in data["points"]] == [
+        (v, n, b) for _, v, _ in grid.models for n in grid.layers for b in grid.batches]
+    variant = [p for p in data["points"] if p["variant"]]
+    assert {(p["q_heads"], p["kv_heads"], p["head_dim"]) for p in variant} == {(2, 1, 32)}
+    assert all(p["step_s"] > 0 for p in data["points"])
+    points = layers_points(path)
+    assert [(p.layers, p.batch) for p in points] == [(n, b) for n in grid.layers for b in grid.batches]
+    assert all(p.model == "tiny-qwen2" and p.context == grid.context for p in points)
+
+
+def test_layers_points_refuse_a_file_that_is_not_a_layers_probe(tmp_path):
+    from roofline.errors import RooflineError
+    from roofline.probes import layers_points
+
+    bad = tmp_path / "bad.json"
+    for text, needle in (('{"points": 3}', "not a layers probe file"),
+                         ('{"points": [{"model": "m", "variant": "x"}]}', "no points of a model as it is"),
+                         ('{"points": [{"model": "m", "variant": "", "layers": "two"}]}', "lacks model, layers")):
+        bad.write_text(text)
+        with pytest.raises(RooflineError, match=needle):
+            layers_points(bad)
+
+
+def test_the_full_layers_grid_cuts_the_fitted_models_below_their_depth():
+    # the fit needs the fitted models cut to several layer counts, all below the shallowest of them
+    names = {m for m, v, _ in probes.FULL_LAYERS.models if not v}
+    assert {"qwen2.5-1.5b", "qwen2.5-7b", "llama-3.1-8b"} <= names
+    assert len(probes.FULL_LAYERS.layers) >= 3 and max(probes.FULL_LAYERS.layers) < 28
+    for m, v, overrides in probes.FULL_LAYERS.models:
+        if v:  # a head-split variant keeps the query and K/V widths
+            from roofline.model_spec import load_model
+
+            spec, o = load_model(m), dict(overrides)
+            assert o["num_attention_heads"] * o["head_dim"] == spec.num_attention_heads * spec.head_dim
+            assert o["num_key_value_heads"] * o["head_dim"] == spec.num_key_value_heads * spec.head_dim
