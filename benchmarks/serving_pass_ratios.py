@@ -87,14 +87,16 @@ def main() -> None:
     print("\nhost time a decode step (next t_start - t_start - device_s; mean over steps followed by another "
           "without an idle wait), and the run's host probe (calibrate.serving_loop.host_probe) where it has one:")
     for folder in ("h200-graph", "h200-graph-call9", "h200-graph-probe", "h200-graph-call11", "h200-graph-call12",
-                   "h200-graph-call14", "h200-graph-call15"):
+                   "h200-graph-call14", "h200-graph-call15", "h200-graph-call17"):
         for name in run_names(SERVING / folder):
             run = read_run(SERVING / folder, name)
             its = run.iterations
             host = [b["t_start_s"] - a["t_start_s"] - a["device_s"] for a, b in zip(its, its[1:])
                     if a["kind"] == "decode" and b["t_start_s"] - a["t_end_s"] < 1e-3 and a["running"] > 0]
-            probe = run.config.get("host_probe")
+            probe, after = run.config.get("host_probe"), run.config.get("host_probe_after")
             seen = f"probe {probe['decode_host_s'] * 1e6:4.0f} us" if probe else "no probe"
+            if after:
+                seen += f", after the run {after['decode_host_s'] * 1e6:4.0f} us"
             print(f"  {folder:17} {name:40} {np.mean(host) * 1e6:5.0f} us  ({seen})")
     print("\nhost time a decode step (median; steps where nobody finished or was preempted) by tertile of the "
           "step's device time: on some machines the host's share grows with how long it waited for the GPU")

@@ -209,6 +209,7 @@ class ServingSession:
         memory = dict(self.memory)
         if self.device.type == "cuda":
             memory["run_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(self.device)
+        probe_after = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed)  # the host again, after
         run = {
             "name": name,
             "config": {
@@ -227,6 +228,7 @@ class ServingSession:
                 "chunk_graph_kv_heads": ex.chunk_gqa if ex.chunk_graph_of else "",
                 "decode_attention": "masked matmul over every bucket slot's max_model_len positions",
                 "host_probe": probe,
+                "host_probe_after": probe_after,
                 "host_wait": "spin" if ex.spin_wait else "sync",
             },
             "summary": summary,

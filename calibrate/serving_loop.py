@@ -121,7 +121,9 @@ the machine's CPU, and its speed differed 1.8-3.5x between the lent H200 machine
 clock starts, ``host_probe`` serves a fixed stream on the same executor three times and records the
 median host time of its prefill and decode iterations in the run's config (``host_probe``): the
 simulator scales the loop's host terms to the run's machine with it
-(roofline.pass_costs.scaled_for_host). A machine whose host speed drifts during a run is beyond it.
+(roofline.pass_costs.scaled_for_host). The same probe runs again after the run's clock stops
+(``host_probe_after``); replay takes the geometric mean of the two (roofline.pass_costs.run_host_probe),
+so a host whose speed drifts during the run, or a slow moment one probe caught, counts half.
 
 Without a GPU the same loop runs on the CPU (no graphs): that is what the tests exercise.
 """

@@ -58,7 +58,8 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   the scheduler adds after the iteration's tokens are out); an idle loop wakes ``wake_s`` after
   the arrival it slept for. The host's speed is the machine's: a run that carries the loop's
   host probe (calibrate.serving_loop.host_probe) is replayed with the host terms scaled by its
-  probe over the fit runs' (``scaled_for_host``); on the lent H200 machines the same loop's host
+  probe over the fit runs' (``scaled_for_host``; with probes before and after the run, their
+  geometric mean: ``run_host_probe``); on the lent H200 machines the same loop's host
   time differed 2x from machine to machine.
 
 The loop's terms are measured, not guessed: roofline.serving_replay fits them to the loop's
@@ -228,6 +229,21 @@ def attention_and_collectives_s(step: StepModel, work) -> float:
 
 HOST_DECODE_TERMS = ("host_decode_s", "host_decode_s_per_seq", "host_finish_s")
 HOST_PREFILL_TERMS = ("host_prefill_s", "host_prefill_s_per_seq")
+
+
+def run_host_probe(config: dict) -> dict | None:
+    """A run's host probe as replay uses it: the one taken before its clock, or, where the run also
+    carries one taken after (``host_probe_after``, of the same shape), their geometric mean -- a
+    host whose speed drifts during the run, or one slow moment caught by one probe, then counts
+    half."""
+    before, after = config.get("host_probe"), config.get("host_probe_after")
+    if not before or not after or before.get("decode_seqs") != after.get("decode_seqs"):
+        return before
+    try:
+        return {**before, **{k: (before[k] * after[k]) ** 0.5 for k in ("decode_host_s", "prefill_host_s")},
+                "combined": "geometric mean of the probes before and after the run"}
+    except (KeyError, TypeError):
+        return before
 
 
 def host_ratios(terms: LoopTerms, probe: dict | None) -> tuple[float, float] | None:

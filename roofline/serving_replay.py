@@ -238,10 +238,10 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     continuous server's summary (roofline.api.simulate)."""
     from roofline import api
 
-    from roofline.pass_costs import scaled_for_host
+    from roofline.pass_costs import run_host_probe, scaled_for_host
 
     c = run.config
-    terms = scaled_for_host(terms, c.get("host_probe"))
+    terms = scaled_for_host(terms, run_host_probe(c))
     result = api.simulate(
         card, c["model"], engine=engine, calibration=calibration, batch=c["max_num_seqs"],
         requests=run_paths(folder, run.name)["stream"], static=False,
@@ -303,7 +303,7 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
     (``loop_terms``: a file, else the shipped ones of each run's card): compare_rows, plus notes
     where a run's loop differs from the one the terms describe. Errors name the folder."""
     from roofline.errors import RooflineError
-    from roofline.pass_costs import host_ratios, load_loop_terms
+    from roofline.pass_costs import host_ratios, load_loop_terms, run_host_probe
 
     path = Path(folder)
     if not path.is_dir():
@@ -329,7 +329,7 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
             notes.append(f"{name}: policy chunked on a loop without chunk graphs: it ran chunks eagerly (Python "
                          "launching every kernel, host-bound); the terms price every prefill as a graph, so this "
                          "run's prefills are priced too fast (docs/serving.md)")
-        ratios = host_ratios(terms, run.config.get("host_probe"))
+        ratios = host_ratios(terms, run_host_probe(run.config))
         if terms.host_probe and ratios is None:
             notes.append(f"{name}: no host probe comparable with the terms' (a run before the loop measured its "
                          "host): its host terms are not scaled to its machine, whose host speed varied 2x between "

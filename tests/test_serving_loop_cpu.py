@@ -731,3 +731,6 @@ def test_spin_wait_reaches_the_executor_and_the_runs_config(tmp_path):
         run = sr.read_run(out, sr.run_names(out)[0])
         assert run.config["host_wait"] == want
         assert run.config["host_probe"]["decode_seqs"] == 2
+        # the same probe again after the run's clock stopped
+        assert run.config["host_probe_after"]["decode_seqs"] == 2
+        assert run.config["host_probe_after"]["decode_host_s"] > 0

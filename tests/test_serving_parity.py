@@ -3,6 +3,7 @@ virtual clock, and the committed H200 runs replayed (issue 14)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -241,7 +242,6 @@ def test_the_shipped_terms_are_the_fit_on_the_fit_runs():
 def test_a_runs_host_probe_scales_the_host_terms():
     # a run measured on a machine whose host probe took twice the fit runs' time replays as the
     # terms with every host term doubled; without a probe (or of another shape) it is unscaled
-    import dataclasses
 
     from roofline.pass_costs import scaled_for_host
 
@@ -307,6 +307,7 @@ EARLIER_MISSES = {
     ("h200-graph-call11", "qwen2.5-0.5b-mixed-r60-n400-s60", "ttft_p99_s"): 0.24,
     ("h200-graph-call12", "qwen2.5-0.5b-mixed-r60-n400-s60", "ttft_p99_s"): 0.27,
     ("h200-graph-call12", "qwen2.5-7b-mixed-r25-n300-s1", "ttft_p99_s"): 0.23,
+    ("h200-graph-call17", "llama-3.2-3b-mixed-r32-n300-s92", "ttft_p99_s"): 0.39,
     ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.08,
     ("h200-graph", "qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.27,
     ("h200-graph", "qwen2.5-1.5b-mixed-r80-n400-s1", "ttft_p50_s"): 0.15,
@@ -316,16 +317,17 @@ EARLIER_MISSES = {
 
 @pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9", "h200-graph-call11", "h200-graph-call12",
                                  "h200-graph-call13-sync", "h200-graph-call13-spin", "h200-graph-call14",
-                                 "h200-graph-call15"])
+                                 "h200-graph-call15", "h200-graph-call17"])
 def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
     folder = FOLDER.parent / sub
     terms = load_loop_terms(card="h200", engine="graph")
     rows = compare_rows(folder, terms, fitted=())
     assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6, "h200-graph-call11": 12, "h200-graph-call12": 14,
                          "h200-graph-call13-sync": 3, "h200-graph-call13-spin": 3, "h200-graph-call14": 10,
-                         "h200-graph-call15": 6}[sub]
+                         "h200-graph-call15": 6, "h200-graph-call17": 7}[sub]
     chunked = [r for r in rows if r["policy"] == "chunked"]
-    assert len(chunked) == {"h200-graph-call11": 2, "h200-graph-call14": 9, "h200-graph-call15": 6}.get(sub, 0)
+    assert len(chunked) == {"h200-graph-call11": 2, "h200-graph-call14": 9, "h200-graph-call15": 6,
+                            "h200-graph-call17": 2}.get(sub, 0)
     eager_chunks = sub == "h200-graph-call11"
     # call 11's chunked runs: the loop (before its chunk graphs) ran chunks after cached tokens
     # eagerly, the terms price graphs: far too fast, not modelled (docs/serving.md)
@@ -338,11 +340,13 @@ def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
         for key, bound in COMPARED.items():
             if bound is not None:
                 assert abs(r[key]["error"]) <= EARLIER_MISSES.get((sub, r["run"], key), bound), (r["run"], key, r[key])
-        # a pool one request from full: 1 preemption measured, none simulated
-        if (sub, r["run"]) != ("h200-graph", "qwen2.5-1.5b-mixed-r40-n200-s21"):
+        # pools one request from full: 1 preemption measured and none simulated, or the other way
+        borderline = {("h200-graph", "qwen2.5-1.5b-mixed-r40-n200-s21"): (1, 0),
+                      ("h200-graph-call17", "mistral-7b-v0.3-mixed-r18-n200-s94"): (0, 1)}
+        if (sub, r["run"]) not in borderline:
             assert r["same_preemption_behaviour"], r["run"]
         else:
-            assert (r["preemptions"]["measured"], r["preemptions"]["simulated"]) == (1, 0)
+            assert (r["preemptions"]["measured"], r["preemptions"]["simulated"]) == borderline[(sub, r["run"])]
 
 
 def test_the_chunk_table_prices_a_chunk_after_cached_tokens():
@@ -379,3 +383,23 @@ def test_the_chunk_table_prices_a_chunk_after_cached_tokens():
     assert len(with_table) > 500
     assert 1.07 < np.median(without) < 1.15
     assert 0.97 < np.median(with_table) < 1.05
+
+
+def test_a_probe_after_the_run_counts_half():
+    # roofline.pass_costs.run_host_probe: before only -> itself; with a probe after of the same
+    # shape -> the geometric mean; another shape after -> the one before; replay uses it
+    from roofline.pass_costs import run_host_probe
+
+    before = {"decode_host_s": 1e-4, "prefill_host_s": 2e-4, "decode_seqs": 16}
+    assert run_host_probe({"host_probe": before}) is before
+    assert run_host_probe({}) is None
+    both = run_host_probe({"host_probe": before, "host_probe_after": {**before, "decode_host_s": 4e-4,
+                                                                       "prefill_host_s": 2e-4}})
+    assert both["decode_host_s"] == pytest.approx(2e-4, rel=1e-12) and both["prefill_host_s"] == pytest.approx(2e-4)
+    assert run_host_probe({"host_probe": before, "host_probe_after": {**before, "decode_seqs": 4}}) is before
+    run = read_run(FOLDER, "qwen2.5-1.5b-short-r60-n400-s3")
+    terms = load_loop_terms(card="h200", engine="graph")
+    slow = dataclasses.replace(run, run={**run.run, "config": {**run.config, "host_probe_after": {
+        **run.config["host_probe"], "decode_host_s": 9 * run.config["host_probe"]["decode_host_s"],
+        "prefill_host_s": 9 * run.config["host_probe"]["prefill_host_s"]}}})
+    assert replay(slow, FOLDER, terms)["tpot_p50_s"] > replay(run, FOLDER, terms)["tpot_p50_s"]
