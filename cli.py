@@ -387,6 +387,9 @@ TPOT_STATISTIC = ("mean", "median", "p10")
 @click.option("--layers-probe", type=click.Path(dir_okay=False),
               help="Layers-probe file (calibrate.probes): the decode step of the fitted models cut to a few layer "
                    "counts, fitted with the decode terms (it splits the fixed time into the step's own and each layer's).")
+@click.option("--prefill-attention-probe", type=click.Path(dir_okay=False),
+              help="Prefill-attention-probe file (calibrate.probes): the engine's prefill attention FLOP rate by head "
+                   "width, stored as measured; a prompt's attention is priced at it.")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

@@ -296,6 +296,13 @@ def main() -> None:
         "weights' bytes where the fitted 1.5-8B models' take 51-57 us; the calibration has one fixed time a layer "
         "(50.2 us). `predict` flags the size as an extrapolation. mistral-7b-v0.1's windowed prefill at 16k is not "
         "modelled (the engine's windowed prefill runs full attention with a mask), which shows as TTFT only.\n",
+        "\n**A prompt's attention at its head width's rate.** The prefill-attention probe (device call 18, "
+        "`h200-probe-prefill-attention.json`) times the engine's prefill attention alone: on prompts of 4,096 tokens "
+        "and more 128-wide heads run at a median 588 TFLOP/s, 64-wide ones at 453; the calibration stores both as "
+        "measured (`prefill_attention_flop_per_s`) and prices a prompt's pairs at the model's rate, where it had "
+        "priced them at the prefill matmuls' ~650. The two held-out models with 64-wide heads had come out fast at "
+        "long prompts: qwen2.5-0.5b's TTFT at prompt 4,096 (batch 16 and up) from 11.8% to 7.2% MAPE, "
+        "llama-3.2-1b's from 5.1% to 1.7% ([method.md](method.md), section 9).\n",
         "\n## Prompt 128 / gen 128 on models the fit never saw\n\n",
         "The v0.1 measurements (`h200-graph.csv`, `h200-graph-qwen2.5-32b.csv`; the harness then leaked cuBLAS "
         "workspaces, so their peak memory is up to 1 GiB high: TPOT is what they check):\n\n",

@@ -7,7 +7,8 @@ Each calibration is fitted only on what its issue allows and says so in ``fitted
   batches 1-1024 until out of memory) of qwen2.5-1.5b, qwen2.5-7b and llama-3.1-8b, with the
   attention probe's timings of the engine's decode attention alone (calibrate.probes), the layers
   probe's whole decode steps of the same three models cut to 2-12 layers (the step's own fixed
-  time against each layer's) and the TP2 link as measured (the collectives file); then the mixture-of-experts terms on ONE MoE model,
+  time against each layer's), the prefill-attention probe's FLOP rate by head width (stored as
+  measured: a prompt's attention is priced at it) and the TP2 link as measured (the collectives file); then the mixture-of-experts terms on ONE MoE model,
   qwen3-30b-a3b, the dense terms held (issue 11). The graph engine's facts come from its profile
   (hardware_profiles/engines/graph.json).
 * h200-hf-eager.json: hf-eager (cuDNN attention off) on the same three models over prompts
@@ -44,10 +45,10 @@ def main() -> None:
     dense = api.fit(
         [M / "h200-graph-grid.csv"], card="h200", ceilings=ceilings, models=GRID_MODELS,
         attention_probe=M / "h200-probe-attention.json", collectives=M / "h200-collectives-tp2.json",
-        layers_probe=M / "h200-probe-layers.json",
+        layers_probe=M / "h200-probe-layers.json", prefill_attention_probe=M / "h200-probe-prefill-attention.json",
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe; layers probe (the "
-              "same three models' decode step cut to 2-12 layers); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]

@@ -64,6 +64,15 @@ layers -> ``probe-layers.json``
     and llama-3.2-1b with 128-wide heads, qwen2.5-1.5b with 64-wide ones): what the head width
     alone costs a layer.
 
+prefill-attention -> ``probe-prefill-attention.json``
+    The graph engine's prefill attention alone (``calibrate.graph_engine._prefill_attention``: one
+    causal SDPA call with grouped K/V heads, whatever backend torch picks by default -- cuDNN on the
+    H200 with torch 2.11 -- as the engine's prefill runs it), at the served and held-out models'
+    head shapes, prompts of 512 to 16,384 tokens, 32,768 tokens a call, in a CUDA graph over copies
+    of Q, K, V. Why: the step model priced a prompt's attention pairs at the prefill matmuls' FLOP
+    rate, and attention with 64-wide heads runs well below 128-wide ones' rate: the small models'
+    long prompts came out fast.
+
 The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -87,7 +96,7 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm", "chunk", "layers")
+PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -274,6 +283,73 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
             free_memory()
             _write(out_path, result)
             progress(f"chunk: {model} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+    return _finished(result, out_path, t0)
+
+
+# ---- prefill attention -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PrefillAttentionGrid:
+    shapes: tuple[tuple[str, int, int, int], ...]  # (model, q_heads, kv_heads, head_dim)
+    prompts: tuple[int, ...]
+    tokens: int  # batch x prompt of one call
+    copies: int
+    reps: int
+
+
+FULL_PREFILL_ATTENTION = PrefillAttentionGrid(
+    shapes=(("qwen2.5-0.5b", 14, 2, 64), ("llama-3.2-1b", 32, 8, 64), ("qwen2.5-1.5b", 12, 2, 128),
+            ("qwen2.5-3b", 16, 2, 128), ("qwen2.5-7b", 28, 4, 128), ("llama-3.2-3b", 24, 8, 128),
+            ("llama-3.1-8b", 32, 8, 128), ("qwen2.5-14b", 40, 8, 128)),
+    prompts=(512, 1024, 2048, 4096, 8192, 16384), tokens=32768, copies=4, reps=5)
+TINY_PREFILL_ATTENTION = PrefillAttentionGrid(shapes=(("tiny-qwen2", 4, 2, 16),), prompts=(8, 16), tokens=32,
+                                              copies=2, reps=2)
+
+
+def prefill_attention_probe(device: str, grid: PrefillAttentionGrid, out_path: Path, deadline: float | None,
+                            progress: Callable[[str], None]) -> dict:
+    """Time the graph engine's prefill attention over ``grid``; writes ``out_path`` after each shape."""
+    import torch
+
+    from calibrate.graph_engine import _prefill_attention
+    from calibrate.timing import environment, free_memory, torch_device, utc_now
+
+    dev = torch_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    result: dict = {"probe": "prefill-attention", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
+                    "dtype": str(dtype).removeprefix("torch."),
+                    "method": ("calibrate.graph_engine._prefill_attention(q (B, H, P, d), k, v (B, kv, P, d)): causal "
+                               "SDPA, grouped K/V, the default backend; B = tokens / P; calls over `copies` copies of "
+                               "Q, K, V captured in one CUDA graph (a plain loop on the CPU), median of reps replays / "
+                               "copies. flop: 4 x B x H x d x P (P + 1) / 2 (the causal pairs' two matmuls)"),
+                    "points": [], "errors": [], "stopped": None}
+    t0 = time.monotonic()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    with torch.inference_mode():
+        for model, heads, kv_heads, hd in grid.shapes:
+            for prompt in grid.prompts:
+                if _out_of_budget(deadline, result, out_path, progress, "prefill-attention", f"{model} P {prompt}"):
+                    return result
+                batch = max(1, grid.tokens // prompt)
+                try:
+                    qkv = [(torch.randn(batch, heads, prompt, hd, device=dev, dtype=dtype, generator=gen),
+                            torch.randn(batch, kv_heads, prompt, hd, device=dev, dtype=dtype, generator=gen),
+                            torch.randn(batch, kv_heads, prompt, hd, device=dev, dtype=dtype, generator=gen))
+                           for _ in range(grid.copies)]
+                    seconds, info = _time_calls([lambda q=q, k=k, v=v: _prefill_attention(q, k, v, None, 0)
+                                                 for q, k, v in qkv], dev, grid.reps)
+                    ops = profiled_op_names(lambda: _prefill_attention(*qkv[0], None, 0), dev, dev.type == "cuda")
+                    flop = 4.0 * batch * heads * hd * prompt * (prompt + 1) / 2.0
+                    result["points"].append({"model": model, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
+                                             "prompt_tokens": prompt, "batch": batch, "seconds": seconds,
+                                             "flop": flop, "flop_per_s": flop / seconds,
+                                             "backend": sdpa_backend_from_ops(ops), "graph": info["graph"]})
+                    del qkv
+                except Exception as exc:  # noqa: BLE001 - record and go on
+                    result["errors"].append({"model": model, "prompt_tokens": prompt, "error": _short(exc)})
+                free_memory()
+            _write(out_path, result)
+            progress(f"prefill-attention: {model} done ({time.monotonic() - t0:.1f} s)")
     return _finished(result, out_path, t0)
 
 
@@ -984,7 +1060,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers") if p in what]:
+    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -996,6 +1072,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
+            elif name == "prefill-attention":
+                prefill_attention_probe(device, TINY_PREFILL_ATTENTION if tiny else FULL_PREFILL_ATTENTION, path,
+                                        deadline, progress)
             else:
                 memory_probe(device, TINY_MEMORY_CASES if tiny else FULL_MEMORY_CASES, path, deadline, jobs,
                              case_timeout_s=60.0 if tiny else 150.0, progress=progress)

@@ -409,6 +409,7 @@ def fit(
     collectives=None,
     base=None,
     layers_probe=None,
+    prefill_attention_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -417,7 +418,9 @@ def fit(
     ``attention_probe``: a calibrate.probes attention file, fitted with the decode terms (it pins
     the attention kernel's costs across head shapes). ``layers_probe``: a calibrate.probes layers
     file (the engine's decode step of the fitted models cut to a few layer counts), fitted with
-    the decode terms (it splits the fixed time into the step's own and each layer's). ``collectives``: a TP harness collectives
+    the decode terms (it splits the fixed time into the step's own and each layer's).
+    ``prefill_attention_probe``: a calibrate.probes prefill-attention file: the engine's prefill
+    attention FLOP rate by head width, stored as measured (``prefill_attention_flop_per_s``). ``collectives``: a TP harness collectives
     file (the all-reduce's latency and bandwidth, stored as measured). ``base``: a calibration
     whose terms are kept and only the terms these measurements newly identify are fitted (the
     MoE terms on MoE runs, say); its ``fitted_on`` is carried over."""
@@ -442,6 +445,11 @@ def fit(
         from roofline.probes import layers_points
 
         cuts = layers_points(layers_probe)
+    fixed = {}
+    if prefill_attention_probe is not None:
+        from roofline.probes import prefill_attention_rates
+
+        fixed["prefill_attention_flop_per_s"] = prefill_attention_rates(prefill_attention_probe)
     link = None
     if collectives is not None:
         from roofline.atomic import read_json
@@ -458,6 +466,7 @@ def fit(
         cal = fit_calibration(
             rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
             tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link, layers_probe=cuts,
+            fixed=fixed or None,
         )
     if output is not None:
         save_calibration(cal, output)

@@ -160,6 +160,11 @@ class Calibration(BaseModel):
         "engine concatenates the sink column to the scores, then slices the probabilities: two more passes)")
     prefill_chunk_tokens: int | None = Field(
         None, gt=0, description="the engine prefills at most this many tokens per forward (whole sequences); None: all at once")
+    prefill_attention_flop_per_s: dict[str, float] | None = Field(
+        None, description="the engine's prefill attention FLOP rate by head width ({head_dim: FLOP/s}), measured "
+        "alone by the prefill-attention probe (calibrate.probes; median over prompts of 4,096 tokens and more): a "
+        "prompt's attention pairs are priced at the rate of the model's head width (log-interpolated, clamped) "
+        "instead of the prefill matmuls'; None: at the matmuls' rate")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)

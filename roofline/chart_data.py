@@ -159,6 +159,7 @@ def model_entry(spec: ModelSpec) -> dict:
         "sinks": spec.attention_sinks,
         "num_hidden_layers": spec.num_hidden_layers,
         "hidden_size": spec.hidden_size,
+        "head_dim": spec.head_dim,  # roofline.step.head_dim_rate: the prefill attention's measured rate
         "vocab_size": spec.vocab_size,
         "widest_intermediate": spec.widest_intermediate,
         "linear_flop_per_token": spec.linear_flop_per_token,

@@ -78,3 +78,29 @@ def layers_points(path: str | Path) -> list[LayersPoint]:
     if not out:
         raise RooflineError(f"{path}: no points of a model as it is")
     return out
+
+
+def prefill_attention_rates(path: str | Path, min_prompt_tokens: int = 4096) -> dict[str, float]:
+    """{head_dim: FLOP/s}: the prefill-attention probe's median rate per head width over its prompts
+    of ``min_prompt_tokens`` and more (all of its prompts where none is that long): the rate a
+    long prompt's attention runs at, which is where attention matters in a prefill."""
+    import statistics
+
+    data = read_json(Path(path), "prefill-attention probe")
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+        raise RooflineError(f"{path}: not a prefill-attention probe file (no points)")
+    by: dict[int, list] = {}
+    try:
+        for p in data["points"]:
+            by.setdefault(int(p["head_dim"]), []).append((int(p["prompt_tokens"]), float(p["flop_per_s"])))
+    except (KeyError, TypeError, ValueError):
+        raise RooflineError(f"{path}: a point lacks head_dim, prompt_tokens or flop_per_s") from None
+    if not by:
+        raise RooflineError(f"{path}: no points")
+    out = {}
+    for hd, pts in sorted(by.items()):
+        long = [r for n, r in pts if n >= min_prompt_tokens] or [r for _, r in pts]
+        if min(long) <= 0:
+            raise RooflineError(f"{path}: a FLOP rate must be positive")
+        out[str(hd)] = statistics.median(long)
+    return out

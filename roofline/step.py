@@ -33,7 +33,7 @@ the same code: only ``pnorm``, ``experts_touched`` and the overhead's choice bra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import exp, log1p
+from math import exp, log, log1p
 from typing import NamedTuple
 
 import numpy as np
@@ -217,6 +217,10 @@ class StepModel:
         s_per_decode_flop = 1.0 / (cal.compute_efficiency * self.peak_flop_per_s)
         s_per_attention_flop = 1.0 / (cal.attention_efficiency * self.peak_flop_per_s)
         s_per_prefill_flop = 1.0 / (cal.prefill_compute_efficiency * self.peak_flop_per_s)
+        # a prompt's attention pairs: at the engine's measured prefill-attention rate for this head
+        # width where the calibration has one, else at the prefill matmuls' rate
+        rate = head_dim_rate(cal.prefill_attention_flop_per_s, spec.head_dim)
+        s_per_prefill_pair_flop = s_per_prefill_flop if rate is None else 1.0 / rate
         score_s = cal.attention_score_bytes * s_per_byte
         prefill_score_s = cal.prefill_score_bytes * s_per_byte
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
@@ -244,14 +248,14 @@ class StepModel:
             full_read * s_per_byte,                                               # 6 per KV token moved, full layers
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
             full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers
-            full_flop * s_per_prefill_flop,                                       # 9 per prefill pair, full layers
+            full_flop * s_per_prefill_pair_flop,                                  # 9 per prefill pair, full layers
             self.act_bytes_per_token * s_per_byte,                                # 10 per decode token
             self.prefill_act_bytes_per_token * s_per_byte,                        # 11 per prompt token
             float(cal.roofline_exponent),                                         # 12 p
             float(cal.overhead_exponent),                                         # 13 q
             win_read * s_per_byte,                                                # 14 per KV token moved, windowed
             win_flop * s_per_attention_flop,                                      # 15 per decode pair, windowed
-            win_flop * s_per_prefill_flop,                                        # 16 per prefill pair, windowed
+            win_flop * s_per_prefill_pair_flop,                                   # 16 per prefill pair, windowed
             full_scores * score_s,                                                # 17 score traffic per pair, full
             win_scores * score_s,                                                 # 18 score traffic per pair, windowed
             cal.attention_sequence_overhead_s * spec.num_hidden_layers,           # 19 per decoding sequence
@@ -473,6 +477,23 @@ def activation_width_bytes(spec: ModelSpec, act_dtype: str = "bf16") -> float:
     """Bytes of one token's activations across every layer's elementwise kernels, per unit of the
     calibration's activation-traffic coefficient: Σ layers (hidden + active intermediate) x act bytes."""
     return float(spec.activation_width_per_token) * dtype_bytes(act_dtype)
+
+
+def head_dim_rate(rates: dict | None, head_dim: float) -> float | None:
+    """The FLOP rate of ``rates`` ({head_dim: FLOP/s}) at ``head_dim``: linear in log head width
+    between the measured ones, the nearest one's beyond them; None without rates."""
+    if not rates:
+        return None
+    pts = sorted((float(k), float(v)) for k, v in rates.items())
+    if head_dim <= pts[0][0]:
+        return pts[0][1]
+    if head_dim >= pts[-1][0]:
+        return pts[-1][1]
+    for (h0, r0), (h1, r1) in zip(pts, pts[1:]):
+        if h0 <= head_dim <= h1:
+            f = log(head_dim / h0) / log(h1 / h0)
+            return r0 + f * (r1 - r0)
+    return pts[-1][1]
 
 
 def bound_index(overhead_s, memory_s, compute_s):

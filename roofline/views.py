@@ -139,7 +139,14 @@ def fit_view(cal, output, fmt) -> str:
         return report.to_csv([terms]).rstrip("\n")
     where = f"wrote {output}" if output is not None else "fitted"
     lines = [f"{where} ({cal.card}/{cal.engine}, {cal.kv_cache} cache, fitted on {', '.join(cal.fitted_on)})"]
-    lines.append(report.table(["term", "value"], [[k, "-" if v is None else f"{v:.4g}"] for k, v in terms.items()], "lr"))
+    def shown(v) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, dict):  # e.g. a measured rate by head width: "64: 4.527e+14, 128: 5.879e+14"
+            return ", ".join(f"{k}: {x:.4g}" for k, x in v.items())
+        return f"{v:.4g}"
+
+    lines.append(report.table(["term", "value"], [[k, shown(v)] for k, v in terms.items()], "lr"))
     rep = cal.fit_report
     err_rows = [["in-sample", *_mapes(rep["in_sample"])]]
     for model, e in rep.get("leave_one_model_out", {}).items():

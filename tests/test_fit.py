@@ -214,3 +214,26 @@ def test_fit_takes_a_layers_probe_file_on_the_command_line(tmp_path):
     probe.write_text("{}")
     r = CliRunner().invoke(main, ["fit", table, "--card", "rtx3060", "-o", str(out), "--layers-probe", str(probe)])
     assert r.exit_code != 0 and "not a layers probe file" in r.output and "Traceback" not in r.output
+
+
+def test_a_prompts_attention_is_priced_at_the_measured_rate_of_its_head_width():
+    # roofline.step.head_dim_rate: exact at a measured width, linear in log width between, clamped
+    # beyond; StepModel prices a prefill's pairs at it (the rest of the pass unchanged)
+    import math
+
+    from roofline.model_spec import load_model
+    from roofline.step import StepModel, head_dim_rate, prefill_work
+
+    rates = {"64": 3.0e14, "128": 6.0e14}
+    assert head_dim_rate(None, 64) is None and head_dim_rate({}, 64) is None
+    assert head_dim_rate(rates, 64) == 3.0e14 and head_dim_rate(rates, 32) == 3.0e14 and head_dim_rate(rates, 256) == 6.0e14
+    assert head_dim_rate(rates, 64 * math.sqrt(2)) == pytest.approx(4.5e14)
+    card = load_card("h200")
+    for name, rate in (("qwen2.5-0.5b", 3.0e14), ("qwen2.5-7b", 6.0e14)):
+        spec = load_model(name)
+        plain, measured = (StepModel(spec, card, TRUE.model_copy(update={"prefill_attention_flop_per_s": r}))
+                           for r in (None, rates))
+        work = prefill_work(4096.0, 4096.0 * 4097 / 2, 1.0)
+        pairs_flop = 4096.0 * 4097 / 2 * plain._c[9] / (1.0 / (TRUE.prefill_compute_efficiency * plain.peak_flop_per_s))
+        assert measured.pass_parts(work).attention_compute_s == pytest.approx(pairs_flop / rate, rel=1e-9)
+        assert measured.pass_parts(work).matmul_compute_s == plain.pass_parts(work).matmul_compute_s

@@ -51,6 +51,9 @@ SYNTHETIC = dict(
     expert_gemm_min_rows=64.0, allreduce_latency_s=1.2e-5, allgather_latency_s=2e-5,
     allreduce_bandwidth_bytes_per_s=2.5e11, mla_latent_passes=1.9, sink_score_bytes=8.0, prefill_chunk_tokens=8192,
     prefill_score_bytes=12.0,
+    # a measured prefill-attention rate by head width (roofline.step.head_dim_rate: interpolated in
+    # log head width between 64 and 128, clamped beyond)
+    prefill_attention_flop_per_s={"64": 3.0e14, "128": 5.0e14},
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and

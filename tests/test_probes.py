@@ -256,3 +256,41 @@ def test_the_full_layers_grid_cuts_the_fitted_models_below_their_depth():
             spec, o = load_model(m), dict(overrides)
             assert o["num_attention_heads"] * o["head_dim"] == spec.num_attention_heads * spec.head_dim
             assert o["num_key_value_heads"] * o["head_dim"] == spec.num_key_value_heads * spec.head_dim
+
+
+def test_prefill_attention_probe_on_cpu_gives_the_rates_the_fit_stores(tmp_path):
+    # the tiny grid: each shape at each prompt, B = tokens / P; the reader's rate per head width is
+    # the median over the long prompts (all of them when none reaches min_prompt_tokens)
+    import statistics
+
+    from roofline.probes import prefill_attention_rates
+
+    path = tmp_path / "probe-prefill-attention.json"
+    grid = probes.TINY_PREFILL_ATTENTION
+    data = probes.prefill_attention_probe("cpu", grid, path, None, lambda m: None)
+    assert not data["errors"] and [(p["prompt_tokens"], p["batch"]) for p in data["points"]] == [(8, 4), (16, 2)]
+    for p in data["points"]:
+        assert p["flop"] == 4.0 * p["batch"] * 4 * 16 * p["prompt_tokens"] * (p["prompt_tokens"] + 1) / 2
+        assert p["flop_per_s"] == pytest.approx(p["flop"] / p["seconds"])
+    rates = prefill_attention_rates(path, min_prompt_tokens=16)
+    assert rates == {"16": pytest.approx(data["points"][1]["flop_per_s"])}
+    assert prefill_attention_rates(path, min_prompt_tokens=10**6) == {
+        "16": pytest.approx(statistics.median(p["flop_per_s"] for p in data["points"]))}
+
+
+def test_the_shipped_prefill_attention_rates_and_bad_files(tmp_path):
+    # hardware_profiles/measurements/h200-probe-prefill-attention.json (device call 18, cuDNN SDPA):
+    # 64-wide heads run at ~0.77x the rate of 128-wide ones on long prompts
+    from roofline.errors import RooflineError
+    from roofline.probes import prefill_attention_rates
+
+    rates = prefill_attention_rates("hardware_profiles/measurements/h200-probe-prefill-attention.json")
+    assert set(rates) == {"64", "128"}
+    assert rates["64"] == pytest.approx(4.53e14, rel=0.02) and rates["128"] == pytest.approx(5.88e14, rel=0.02)
+    bad = tmp_path / "bad.json"
+    for text, needle in (('{"points": 1}', "not a prefill-attention probe file"), ('{"points": []}', "no points"),
+                         ('{"points": [{"head_dim": 64}]}', "lacks head_dim"),
+                         ('{"points": [{"head_dim": 64, "prompt_tokens": 8, "flop_per_s": 0}]}', "must be positive")):
+        bad.write_text(text)
+        with pytest.raises(RooflineError, match=needle):
+            prefill_attention_rates(bad)

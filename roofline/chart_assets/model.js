@@ -128,6 +128,23 @@ var RooflineModel = (function () {
       return TABLES[key];
     }
 
+    // roofline.step.head_dim_rate: linear in log head width between the measured ones, clamped
+    function headDimRate(rates, headDim) {
+      if (!rates) return null;
+      var pts = Object.keys(rates).map(function (k) { return [Number(k), Number(rates[k])]; });
+      if (!pts.length) return null;
+      pts.sort(function (a, b) { return a[0] - b[0]; });
+      if (headDim <= pts[0][0]) return pts[0][1];
+      if (headDim >= pts[pts.length - 1][0]) return pts[pts.length - 1][1];
+      for (var i = 1; i < pts.length; i++) {
+        if (headDim <= pts[i][0]) {
+          var f = Math.log(headDim / pts[i - 1][0]) / Math.log(pts[i][0] / pts[i - 1][0]);
+          return pts[i - 1][1] + f * (pts[i][1] - pts[i - 1][1]);
+        }
+      }
+      return pts[pts.length - 1][1];
+    }
+
     // roofline.scenario.make_scenario + roofline.step.StepModel (its derived scalars and _c)
     function scenario(s) {
       var card = CARDS[s.card], model = MODELS[s.model];
@@ -202,6 +219,9 @@ var RooflineModel = (function () {
       var sPerDecodeFlop = 1.0 / (cal.compute_efficiency * m.peak);
       var sPerAttentionFlop = 1.0 / (cal.attention_efficiency * m.peak);
       var sPerPrefillFlop = 1.0 / (cal.prefill_compute_efficiency * m.peak);
+      // roofline.step.head_dim_rate: a prompt's attention pairs at the engine's measured rate for this head width
+      var pairRate = headDimRate(cal.prefill_attention_flop_per_s, model.head_dim);
+      var sPerPrefillPairFlop = pairRate === null ? sPerPrefillFlop : 1.0 / pairRate;
       var scoreS = cal.attention_score_bytes * sPerByte;
       var prefillScoreS = (cal.prefill_score_bytes || 0.0) * sPerByte;
       var expertRowFlop = moe ? model.expert_row_flop / tp : 0.0;
@@ -227,14 +247,14 @@ var RooflineModel = (function () {
         fullRead * sPerByte,                                                // 6 per KV token moved, full layers
         cal.kv_traffic_factor,                                              // 7 KV moved per KV read
         fullFlop * sPerAttentionFlop,                                       // 8 per decode pair, full layers
-        fullFlop * sPerPrefillFlop,                                         // 9 per prefill pair, full layers
+        fullFlop * sPerPrefillPairFlop,                                     // 9 per prefill pair, full layers
         m.actBpt * sPerByte,                                                // 10 per decode token
         m.preActBpt * sPerByte,                                             // 11 per prompt token
         cal.roofline_exponent,                                              // 12 p
         cal.overhead_exponent,                                              // 13 q
         winRead * sPerByte,                                                 // 14 per KV token moved, windowed
         winFlop * sPerAttentionFlop,                                        // 15 per decode pair, windowed
-        winFlop * sPerPrefillFlop,                                          // 16 per prefill pair, windowed
+        winFlop * sPerPrefillPairFlop,                                      // 16 per prefill pair, windowed
         fullScores * scoreS,                                                // 17 score traffic per pair, full
         winScores * scoreS,                                                 // 18 score traffic per pair, windowed
         cal.attention_sequence_overhead_s * model.num_hidden_layers,        // 19 per decoding sequence
