@@ -106,10 +106,11 @@ Physical KV and execution
   whole prompts replay a prefill graph; a pass whose first sequence is a chunk after c cached
   tokens (there is at most one: the one cut last time) replays a *chunk graph* of its bucket, the
   same computation but for attention: one varlen call whose keys are the chunk's slot's T cache
-  rows (copied out by a device index, 2 x T x KV bytes a layer) and then the pass's own, with
-  separate query and key offsets, causal from the bottom right (chunk token j at position c + j
-  sees rows 0..c + j), K/V heads not repeated (``chunk_graphs`` in the run's config; checked
-  against SDPA before the clock, else those chunks run eagerly, as all of them did before).
+  rows (copied out by a device index and concatenated: ~8 x T x KV width elements a layer) and
+  then the pass's own, with separate query and key offsets, causal from the bottom right (chunk
+  token j at position c + j sees rows 0..c + j), K/V heads not repeated (``chunk_graphs`` in the
+  run's config; checked against SDPA before the clock, else those chunks run eagerly, as all of
+  them did before). The simulator prices it from the card's chunk table (roofline.chunk_table).
 * Every iteration ends with a host sync (the tokens come back to the host, as an engine samples
   there); its start and end are ``time.perf_counter`` readings. On CUDA a pair of events around
   the pass also gives its device time.
