@@ -135,15 +135,13 @@ def gemm_probe(device: str, grid: GemmGrid, out_path: Path, deadline: float | No
     import torch
     import torch.nn.functional as F
 
-    from calibrate.timing import environment, free_memory, torch_device, utc_now
+    from calibrate.timing import free_memory, torch_device
 
     dev = torch_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    result: dict = {"probe": "gemm", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "method": ("F.linear(x (M, K), W (N, K)); calls over `copies` copies of W captured in one "
-                               "CUDA graph (a plain loop on the CPU), median of reps replays / copies"),
-                    "points": [], "errors": [], "stopped": None}
+    result = _new_result("gemm", dev, grid, "F.linear(x (M, K), W (N, K)); calls over `copies` copies of W captured "
+                         "in one CUDA graph (a plain loop on the CPU), median of reps replays / copies",
+                         dtype=str(dtype).removeprefix("torch."))
     t0 = time.monotonic()
     gen = torch.Generator(device=dev).manual_seed(0)
     with torch.inference_mode():
@@ -205,7 +203,7 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
     import torch
 
     from calibrate.serving_loop import chunk_attention, sdpa_varlen_kv, varlen_kernel
-    from calibrate.timing import environment, free_memory, torch_device, utc_now
+    from calibrate.timing import free_memory, torch_device
 
     dev = torch_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
@@ -223,18 +221,16 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
 
         def varlen(q, k, v, cu, max_len):
             return sdpa_varlen_kv(q, k, v, cu, cu)
-    result: dict = {"probe": "chunk", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "kernel": "torch.nn.attention.varlen.varlen_attn" if kernel else "sdpa_varlen_kv (SDPA loop)",
-                    "gqa": "native" if kernel else "repeated by the SDPA loop",
-                    "method": ("one layer's attention of a pass of `bucket` tokens: a chunk of t tokens after c "
+    result = _new_result("chunk", dev, grid, ("one layer's attention of a pass of `bucket` tokens: a chunk of t tokens after c "
                                "cached ones (in slot 0 of a (slots + 1, kv_heads, rows, head_dim) cache), then one "
                                "whole prompt of bucket - t tokens. chunk_s: chunk_attention (the chunk graph's); "
                                "prefill_s: K/V repeated per query head and one varlen call over [t, bucket - t] "
                                "(the prefill graph's, which runs only whole prompts: the same tokens without the "
                                "cache). Calls over `copies` layer caches captured in one CUDA graph (a plain loop "
                                "on the CPU), median of reps replays / copies"),
-                    "points": [], "errors": [], "stopped": None}
+                         dtype=str(dtype).removeprefix("torch."),
+                         kernel="torch.nn.attention.varlen.varlen_attn" if kernel else "sdpa_varlen_kv (SDPA loop)",
+                         gqa="native" if kernel else "repeated by the SDPA loop")
     t0 = time.monotonic()
     gen = torch.Generator(device=dev).manual_seed(0)
     with torch.inference_mode():
@@ -312,17 +308,15 @@ def prefill_attention_probe(device: str, grid: PrefillAttentionGrid, out_path: P
     import torch
 
     from calibrate.graph_engine import _prefill_attention
-    from calibrate.timing import environment, free_memory, torch_device, utc_now
+    from calibrate.timing import free_memory, torch_device
 
     dev = torch_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    result: dict = {"probe": "prefill-attention", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
-                    "dtype": str(dtype).removeprefix("torch."),
-                    "method": ("calibrate.graph_engine._prefill_attention(q (B, H, P, d), k, v (B, kv, P, d)): causal "
+    result = _new_result("prefill-attention", dev, grid, ("calibrate.graph_engine._prefill_attention(q (B, H, P, d), k, v (B, kv, P, d)): causal "
                                "SDPA, grouped K/V, the default backend; B = tokens / P; calls over `copies` copies of "
                                "Q, K, V captured in one CUDA graph (a plain loop on the CPU), median of reps replays / "
                                "copies. flop: 4 x B x H x d x P (P + 1) / 2 (the causal pairs' two matmuls)"),
-                    "points": [], "errors": [], "stopped": None}
+                         dtype=str(dtype).removeprefix("torch."))
     t0 = time.monotonic()
     gen = torch.Generator(device=dev).manual_seed(0)
     with torch.inference_mode():
@@ -392,15 +386,14 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
 
     from calibrate.configs import load_model_config
     from calibrate.graph_engine import GraphEngine
-    from calibrate.timing import Marks, environment, free_memory, synchronize, torch_device, utc_now
+    from calibrate.timing import Marks, free_memory, synchronize, torch_device
 
     dev = torch_device(device)
-    result: dict = {"probe": "layers", "timestamp": utc_now(), **environment(dev), "grid": asdict(grid),
-                    "method": ("calibrate.graph_engine.decode_step of the model with num_hidden_layers cut to "
-                               "`layers` (and the overrides), random bf16 weights, a random static cache of "
-                               "`context` positions at position context / 2, captured in one CUDA graph as "
-                               "GraphEngine runs it; median of reps replays (eager on the CPU)"),
-                    "points": [], "errors": [], "stopped": None}
+    result = _new_result("layers", dev, grid,
+                         "calibrate.graph_engine.decode_step of the model with num_hidden_layers cut to `layers` "
+                         "(and the overrides), random bf16 weights, a random static cache of `context` positions "
+                         "at position context / 2, captured in one CUDA graph as GraphEngine runs it; median of "
+                         "reps replays (eager on the CPU)")
     t0 = time.monotonic()
     for name, variant, overrides in grid.models:
         for layers in grid.layers:
@@ -1017,6 +1010,15 @@ def memory_probe(device: str, cases: tuple[dict, ...], out_path: Path, deadline:
 
 
 # ---- driver ------------------------------------------------------------------------------------
+
+def _new_result(probe: str, dev, grid, method: str, **extra) -> dict:
+    """A probe's result as it starts: what ran where (environment, grid, timestamp), how it was
+    timed, ``extra`` fields, and empty points, errors and stop."""
+    from calibrate.timing import environment, utc_now
+
+    return {"probe": probe, "timestamp": utc_now(), **environment(dev), "grid": asdict(grid), **extra,
+            "method": method, "points": [], "errors": [], "stopped": None}
+
 
 def _out_of_budget(deadline: float | None, result: dict, out_path: Path, progress, probe: str, where: str) -> bool:
     """Past ``deadline``: the result says where it stopped, is written, and the caller returns it."""

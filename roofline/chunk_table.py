@@ -64,17 +64,25 @@ class ChunkTable:
                         raise RooflineError(f"{source}: every (shape, bucket, chunk) needs two cached sizes or more",
                                             "chunk_table")
         self.shapes = sorted(self._by)
+        # the grids' sorted keys, and the measured cached sizes of each line, read once here
+        self._buckets = {shape: sorted(by) for shape, by in self._by.items()}
+        self._fractions = {(shape, b): sorted(fr) for shape, by in self._by.items() for b, fr in by.items()}
+        self._near: dict = {}
 
     def nearest_shape(self, q_heads: int, kv_heads: int, head_dim: int) -> tuple[int, int, int]:
         """The measured head shape that stands for (q_heads, kv_heads, head_dim)."""
-        return min(self.shapes, key=lambda s: (s[2] != head_dim, abs(log(s[1] / kv_heads)), abs(log(s[0] / q_heads))))
+        key = (q_heads, kv_heads, head_dim)
+        if key not in self._near:
+            self._near[key] = min(self.shapes, key=lambda s: (s[2] != head_dim, abs(log(s[1] / kv_heads)),
+                                                              abs(log(s[0] / q_heads))))
+        return self._near[key]
 
     @staticmethod
     def _along_c(cs: list, c: float) -> float:
         if c >= cs[-1][0]:
             (c0, e0), (c1, e1) = cs[-2], cs[-1]
             return e1 + (e1 - e0) / (c1 - c0) * (c - c1)
-        i = bisect_left([x for x, _ in cs], c)
+        i = bisect_left(cs, (c,))
         if i == 0:
             return cs[0][1]
         (c0, e0), (c1, e1) = cs[i - 1], cs[i]
@@ -82,14 +90,15 @@ class ChunkTable:
 
     def extra_s(self, q_heads: int, kv_heads: int, head_dim: int, bucket: float, t: float, c: float) -> float:
         """One layer: the chunk graph's attention minus the prefill graph's, seconds (>= 0)."""
-        by = self._by[self.nearest_shape(q_heads, kv_heads, head_dim)]
-        b0, b1, wb = _bracket(bucket, sorted(by), log_scale=True)
+        shape = self.nearest_shape(q_heads, kv_heads, head_dim)
+        by = self._by[shape]
+        b0, b1, wb = _bracket(bucket, self._buckets[shape], log_scale=True)
         total = 0.0
         for b, w in ((b0, 1.0 - wb), (b1, wb)):
             if w == 0.0:
                 continue
             fractions = by[b]
-            f0, f1, wf = _bracket(min(t / bucket, 1.0), sorted(fractions))
+            f0, f1, wf = _bracket(min(t / bucket, 1.0), self._fractions[(shape, b)])
             for f, v in ((f0, 1.0 - wf), (f1, wf)):
                 if v:
                     total += w * v * self._along_c(fractions[f], c)
