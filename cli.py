@@ -394,6 +394,9 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),
               help="Keep this calibration's terms; fit only what these measurements newly identify (e.g. MoE terms).")
+@click.option("--moe-probe", type=click.Path(dir_okay=False),
+              help="MoE-probe file (calibrate.probes), with --base and MoE runs: the routed rows' gather and combine "
+                   "cost measured at the fitted MoE models' shapes, held while the other MoE terms are fitted.")
 @options("fmt")
 @domain_errors
 def fit(measurements, fmt, **kw):

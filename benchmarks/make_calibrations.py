@@ -9,7 +9,8 @@ Each calibration is fitted only on what its issue allows and says so in ``fitted
   probe's whole decode steps of the same three models cut to 2-12 layers (the step's own fixed
   time against each layer's), the prefill-attention probe's FLOP rate by head width (stored as
   measured: a prompt's attention is priced at it) and the TP2 link as measured (the collectives file); then the mixture-of-experts terms on ONE MoE model,
-  qwen3-30b-a3b, the dense terms held (issue 11). The graph engine's facts come from its profile
+  qwen3-30b-a3b, the dense terms held (issue 11), with the MoE probe's cost of its routed rows'
+  gather and combine (measured at qwen3-30b-a3b's shape only) held as measured. The graph engine's facts come from its profile
   (hardware_profiles/engines/graph.json).
 * h200-hf-eager.json: hf-eager (cuDNN attention off) on the same three models over prompts
   128-8192.
@@ -53,15 +54,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]
         moe_csv = write_measurements(Path(tmp) / f"moe-{MOE_FIT_MODEL}.csv", moe_rows)
-        graph = api.fit([moe_csv], card="h200", base=dense,
-                        label=f"h200-graph-moe.csv rows of {MOE_FIT_MODEL} (the one MoE model fitted on)")
+        graph = api.fit([moe_csv], card="h200", base=dense, moe_probe=M / "h200-probe-moe.json",
+                        label=f"h200-graph-moe.csv rows of {MOE_FIT_MODEL} (the one MoE model fitted on); MoE probe "
+                              f"(its routed rows' gather and combine, at {MOE_FIT_MODEL}'s shape only)")
     card = load_card("h200")
     heldout, moe, tp2 = (M / "h200-graph-heldout.csv", M / "h200-graph-moe.csv", M / "h200-graph-tp2.csv")
+    moe19 = M / "h200-graph-moe-call19.csv"
     validation = {
         "dense": validation_entry(graph, read_measurements(heldout), card, "dense models at prompts 512-16384",
                                   [heldout.name]),
-        "moe": validation_entry(graph, read_measurements(moe), card,
-                                "mixture-of-experts models whose MoE terms were not fitted", [moe.name]),
+        "moe": validation_entry(graph, read_measurements(moe) + read_measurements(moe19), card,
+                                "mixture-of-experts models whose MoE terms were not fitted", [moe.name, moe19.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})

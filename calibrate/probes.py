@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -73,7 +73,17 @@ prefill-attention -> ``probe-prefill-attention.json``
     rate, and attention with 64-wide heads runs well below 128-wide ones' rate: the small models'
     long prompts came out fast.
 
-The graph engine's attention is timed through the engine's own function,
+moe -> ``probe-moe.json``
+    Where a mixture-of-experts layer's time goes: each stage of the graph engine's MoE layer
+    (``calibrate.graph_engine.moe_forward``: route, sort the (token, expert) rows by expert,
+    gather them, the two grouped matmuls, the activation, the weighted ``index_add_`` back into
+    the tokens, the shared experts) timed alone with its inputs computed once, and the whole layer
+    in a CUDA graph and eagerly (as a prefill runs it), over 1-32,768 tokens at seven catalog MoE
+    models' shapes, on random bf16 weights over three MoE layers timed in turn. Why: the MoE
+    prefills ran ~2x their price; the gather and the atomic combine, per routed row, were not in
+    the model (``expert_row_traffic_coeff``, read by ``roofline fit --moe-probe``).
+
+The graph engine's attention is timed through the engine's own function,The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
 """
@@ -96,7 +106,7 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention")
+PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -381,12 +391,11 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
                  progress: Callable[[str], None]) -> dict:
     """Time the graph engine's decode step of each model cut to each layer count; writes
     ``out_path`` after each model."""
-    import numpy as np
     import torch
 
     from calibrate.configs import load_model_config
     from calibrate.graph_engine import GraphEngine
-    from calibrate.timing import Marks, free_memory, synchronize, torch_device
+    from calibrate.timing import free_memory, median_s, torch_device
 
     dev = torch_device(device)
     result = _new_result("layers", dev, grid,
@@ -413,15 +422,7 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
                     with torch.inference_mode():
                         replay = engine._capture(st, grid.context // 2)
                         st.pos.fill_(grid.context // 2)
-                        replay()
-                        synchronize(dev)
-                        marks = Marks(dev, 2 * grid.reps)
-                        for _ in range(grid.reps):
-                            marks.mark()
-                            replay()
-                            marks.mark()
-                        marks.done()
-                    step_s = float(np.median(marks.pairs()))
+                        step_s = median_s(replay, dev, warmup=1, reps=grid.reps)
                     result["points"].append({"model": name, "variant": variant, "q_heads": s.heads,
                                              "kv_heads": s.kv_heads, "head_dim": s.head_dim, "hidden": s.hidden,
                                              "layers": layers, "batch": batch, "context": grid.context,
@@ -435,6 +436,154 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
         _write(out_path, result)
         progress(f"layers: {name} {variant} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
     return _finished(result, out_path, t0)
+
+
+# ---- moe (where a mixture-of-experts layer's time goes) ---------------------------------------
+
+@dataclass(frozen=True)
+class MoEGrid:
+    models: tuple[str, ...]
+    tokens: tuple[int, ...]  # T: tokens through the layer (a decode step's batch, a prefill's prompt tokens)
+    copies: int  # MoE layers built, timed in turn (their expert weights together exceed L2)
+    max_work_bytes: int  # skip T where the routed rows' intermediates (all copies) exceed this
+    max_expert_bytes: int  # build fewer copies where one layer's experts exceed this
+    reps: int
+
+
+FULL_MOE = MoEGrid(models=("qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite", "mixtral-8x7b", "qwen3-235b-a22b",
+                           "gpt-oss-120b", "deepseek-v3"),
+                   tokens=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
+                   copies=3, max_work_bytes=48 * GiB, max_expert_bytes=16 * GiB, reps=5)
+TINY_MOE = MoEGrid(models=("tiny-qwen3-moe", "tiny-gpt-oss"), tokens=(1, 4, 16), copies=2,
+                   max_work_bytes=64 * MiB, max_expert_bytes=64 * MiB, reps=2)
+#: the stages of calibrate.graph_engine.moe_forward, each timed alone, then the whole of it
+MOE_STAGES = ("route", "sort", "gather", "gemm_gate_up", "act", "gemm_down", "combine", "shared", "moe_forward")
+
+
+def _moe_stage_fns(h, m, s) -> dict:
+    """{stage: call} over one layer's weights ``m`` and input ``h`` (T, hidden): moe_forward's
+    stages with their inputs computed once, so each call runs that stage alone."""
+    import torch
+
+    from calibrate.graph_engine import _act, _dense_ffn, expert_mm, moe_forward, route
+
+    k = s.top_k
+    weights, idx = route(h, m, s)
+    flat = idx.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    row_token = torch.div(order, k, rounding_mode="floor")
+    row_expert = flat.index_select(0, order)
+    counts = torch.zeros(s.experts, dtype=torch.int64, device=h.device).scatter_add_(0, flat, torch.ones_like(flat))
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    xs = h.index_select(0, row_token)
+    gu = expert_mm(xs, m.gate_up, offs)
+    act = _act(gu, s)
+    out = expert_mm(act, m.down, offs)
+    w_rows = weights.reshape(-1).index_select(0, order)
+
+    def sort():
+        f = idx.reshape(-1)
+        o = torch.argsort(f, stable=True)
+        torch.div(o, k, rounding_mode="floor")
+        f.index_select(0, o)
+        c = torch.zeros(s.experts, dtype=torch.int64, device=h.device).scatter_add_(0, f, torch.ones_like(f))
+        return torch.cumsum(c, 0).to(torch.int32)
+
+    def gate_up():
+        g = expert_mm(xs, m.gate_up, offs)
+        return g if m.gate_up_bias is None else g + m.gate_up_bias.index_select(0, row_expert)
+
+    def down():
+        o = expert_mm(act, m.down, offs)
+        return o if m.down_bias is None else o + m.down_bias.index_select(0, row_expert)
+
+    fns = {"route": lambda: route(h, m, s), "sort": sort, "gather": lambda: h.index_select(0, row_token),
+           "gemm_gate_up": gate_up, "act": lambda: _act(gu, s), "gemm_down": down,
+           "combine": lambda: torch.zeros_like(h).index_add_(0, row_token, out * w_rows.unsqueeze(1)),
+           "moe_forward": lambda: moe_forward(h, m, s)}
+    if m.shared_gu is not None:
+        fns["shared"] = lambda: _dense_ffn(h, m.shared_gu, m.shared_down, s)
+    return fns, int((counts > 0).sum())
+
+
+def moe_probe(device: str, grid: MoEGrid, out_path: Path, deadline: float | None,
+              progress: Callable[[str], None]) -> dict:
+    """Time each stage of the graph engine's mixture-of-experts layer over ``grid``; writes
+    ``out_path`` after each model."""
+    import torch
+
+    from calibrate.configs import load_model_config
+    from calibrate.graph_engine import Shapes, random_weights
+    from calibrate.timing import free_memory, median_s, torch_device
+
+    dev = torch_device(device)
+    result = _new_result("moe", dev, grid,
+                         "calibrate.graph_engine.moe_forward's stages on random bf16 weights and a random (T, hidden) "
+                         "input (routing as the engine routes it: random weights route near uniformly), each stage's "
+                         "inputs computed once; the calls over `copies` MoE layers captured in one CUDA graph, median "
+                         "of reps replays / copies; moe_forward_eager: the whole layer run eagerly (as a prefill "
+                         "runs it), timed the same way without the graph (a plain loop on the CPU)")
+    t0 = time.monotonic()
+    for name in grid.models:
+        built = None
+        try:
+            config = load_model_config(name)
+            shapes0 = Shapes.from_config(config)
+            first = next((i for i, moe in enumerate(shapes0.moe_layers) if moe), None)
+            if first is None:
+                raise ValueError(f"{name} has no mixture-of-experts layer")
+            one = 3 * shapes0.experts * shapes0.hidden * shapes0.moe_inter * 2
+            copies = max(1, min(grid.copies, grid.max_expert_bytes // max(1, one)))
+            config = {**config, "num_hidden_layers": first + copies}
+            for key in ("layer_types", "max_window_layers"):
+                if isinstance(config.get(key), list):
+                    config[key] = config[key][:first + copies]
+            s = Shapes.from_config(config)
+            built = random_weights(s, dev, torch.bfloat16, 0)
+            layers = [lw.moe for lw in built.layers if lw.moe is not None][:copies]
+            gen = torch.Generator(device=dev).manual_seed(1)
+            for tokens in grid.tokens:
+                rows = tokens * s.top_k
+                work = rows * max(s.hidden, 2 * s.moe_inter) * 2 * 4 * len(layers)
+                if work > grid.max_work_bytes:
+                    continue
+                if _out_of_budget(deadline, result, out_path, progress, "moe", f"{name} T {tokens}"):
+                    return result
+                with torch.inference_mode():
+                    per_copy, touched = [], []
+                    for m in layers:
+                        h = torch.randn(tokens, s.hidden, device=dev, dtype=torch.bfloat16, generator=gen)
+                        fns, n = _moe_stage_fns(h, m, s)
+                        per_copy.append(fns)
+                        touched.append(n)
+                    for stage in MOE_STAGES:
+                        if stage not in per_copy[0]:
+                            continue
+                        seconds, info = _time_calls([f[stage] for f in per_copy], dev, grid.reps)
+                        result["points"].append(_moe_point(name, s, tokens, stage, seconds, touched, info["graph"]))
+                    whole = [f["moe_forward"] for f in per_copy]
+                    seconds = median_s(lambda: [f() for f in whole], dev, warmup=1, reps=grid.reps) / len(whole)
+                    result["points"].append(_moe_point(name, s, tokens, "moe_forward_eager", seconds, touched, False))
+                del per_copy, fns, h
+                free_memory()
+        except Exception as exc:  # noqa: BLE001 - record and go on
+            result["errors"].append({"model": name, "error": _short(exc)})
+        del built
+        free_memory()
+        _write(out_path, result)
+        progress(f"moe: {name} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+    return _finished(result, out_path, t0)
+
+
+def _moe_point(name: str, s, tokens: int, stage: str, seconds: float, touched: list, graph: bool) -> dict:
+    """One timing with the layer's shape and work: routed rows, experts touched (mean over the
+    copies), the experts' matmul FLOPs and the touched experts' weight bytes (bf16)."""
+    rows = tokens * s.top_k
+    mean_touched = sum(touched) / len(touched)
+    return {"model": name, "experts": s.experts, "top_k": s.top_k, "hidden": s.hidden, "moe_inter": s.moe_inter,
+            "shared_inter": s.shared_inter, "tokens": tokens, "rows": rows, "stage": stage, "seconds": seconds,
+            "experts_touched": mean_touched, "expert_flop": 2.0 * rows * 3 * s.hidden * s.moe_inter,
+            "expert_bytes": mean_touched * 3 * s.hidden * s.moe_inter * 2, "graph": graph}
 
 
 # ---- attention ---------------------------------------------------------------------------------
@@ -502,10 +651,9 @@ def _op_cost(op: str, sizes: dict) -> dict:
 def _time_calls(fns: list[Callable[[], object]], device, reps: int) -> tuple[float, dict]:
     """Seconds per call of ``fns`` run in turn: one CUDA graph replay / len(fns) on CUDA (eager
     timing if capture fails), a plain loop on the CPU. Returns (seconds, info)."""
-    import numpy as np
     import torch
 
-    from calibrate.timing import Marks, synchronize
+    from calibrate.timing import median_s
 
     def run_all():
         for fn in fns:
@@ -537,14 +685,7 @@ def _time_calls(fns: list[Callable[[], object]], device, reps: int) -> tuple[flo
                 info["graph_error"] = _short(exc)
         torch.cuda.current_stream(device).wait_stream(side)
         torch.cuda.synchronize(device)
-    target()  # warm-up
-    synchronize(device)
-    marks = Marks(device, 2 * reps)
-    for _ in range(reps):
-        marks.mark()
-        target()
-        marks.mark()
-    return float(np.median(marks.pairs())) / len(fns), info
+    return median_s(target, device, warmup=1, reps=reps) / len(fns), info
 
 
 def _short(exc: BaseException) -> str:
@@ -1062,7 +1203,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention") if p in what]:
+    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1074,6 +1215,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
+            elif name == "moe":
+                moe_probe(device, TINY_MOE if tiny else FULL_MOE, path, deadline, progress)
             elif name == "prefill-attention":
                 prefill_attention_probe(device, TINY_PREFILL_ATTENTION if tiny else FULL_PREFILL_ATTENTION, path,
                                         deadline, progress)

@@ -217,3 +217,19 @@ def mem_available_bytes() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def median_s(fn, device, warmup: int, reps: int) -> float:
+    """Median seconds of one ``fn()`` call (a graph's replay, or eager calls), each call timed
+    alone on the device's timeline after ``warmup`` untimed calls."""
+    import numpy as np
+
+    for _ in range(warmup):
+        fn()
+    synchronize(device)
+    marks = Marks(device, 2 * reps)
+    for _ in range(reps):
+        marks.mark()
+        fn()
+        marks.mark()
+    return float(np.median(marks.pairs()))

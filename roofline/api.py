@@ -410,6 +410,7 @@ def fit(
     base=None,
     layers_probe=None,
     prefill_attention_probe=None,
+    moe_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -423,7 +424,10 @@ def fit(
     attention FLOP rate by head width, stored as measured (``prefill_attention_flop_per_s``). ``collectives``: a TP harness collectives
     file (the all-reduce's latency and bandwidth, stored as measured). ``base``: a calibration
     whose terms are kept and only the terms these measurements newly identify are fitted (the
-    MoE terms on MoE runs, say); its ``fitted_on`` is carried over."""
+    MoE terms on MoE runs, say); its ``fitted_on`` is carried over. ``moe_probe``: a calibrate.probes
+    MoE file, with ``base`` and MoE runs: the routed rows' gather and combine cost
+    (``expert_row_traffic_coeff``) measured on the fitted MoE models' own shapes, held while the
+    other MoE terms are fitted."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -456,12 +460,19 @@ def fit(
         from roofline.collectives import link_terms
 
         link = {**link_terms(collectives), "world": read_json(Path(collectives), "collectives")["world"]}
+    if moe_probe is not None and base is None:
+        raise RooflineError("a MoE probe is read with a base calibration (--base): it sets a term of the MoE fit",
+                            "moe_probe")
     if base is not None:
         from roofline.calibration import Calibration, load_calibration
         from roofline.fitting import fit_extra_terms
 
         base_cal = base if isinstance(base, Calibration) else load_calibration(base)
-        cal = fit_extra_terms(base_cal, rows, card_p, source=source)
+        held = None
+        if moe_probe is not None:
+            held = {"expert_row_traffic_coeff": moe_row_traffic_coeff(base_cal, card_p, moe_probe,
+                                                                       sorted({r.model for r in rows}))}
+        cal = fit_extra_terms(base_cal, rows, card_p, source=source, fixed=held)
     else:
         cal = fit_calibration(
             rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
@@ -471,6 +482,16 @@ def fit(
     if output is not None:
         save_calibration(cal, output)
     return cal
+
+
+def moe_row_traffic_coeff(cal, card, moe_probe, models) -> float:
+    """``expert_row_traffic_coeff`` from a MoE probe's gather and combine timings of ``models``:
+    seconds per element x the calibration's bandwidth (efficiency x ceiling) / act bytes."""
+    from roofline.probes import moe_row_seconds_per_element
+    from roofline.units import dtype_bytes
+
+    bandwidth = cal.bandwidth_efficiency * float(cal.measured_bandwidth_bytes_per_s or card.bandwidth_bytes_per_s)
+    return moe_row_seconds_per_element(moe_probe, models) * bandwidth / dtype_bytes("bf16")
 
 
 def compare(

@@ -77,6 +77,10 @@ TERMS: dict[str, Term] = {
                                  fit_upper=1e-3),
     "expert_traffic_factor": Term(
         1.0, 1.0, 16.0, "time per routed-expert byte relative to a dense weight byte (grouped GEMM efficiency)"),
+    "expert_row_traffic_coeff": Term(
+        0.0, 0.0, 256.0, "bytes a mixture-of-experts layer moves per routed (token, expert) row outside its matmuls -- "
+        "the token gathered into the expert-sorted rows and the weighted scatter-add back (atomic adds, each "
+        "rewriting a whole sector) -- in units of hidden x act bytes; measured by the MoE probe"),
     "expert_gemm_min_rows": Term(
         0.0, 0.0, 4096.0, "rows a grouped GEMM computes per touched expert at least (its tile height: an expert "
         "with fewer routed tokens still costs that many rows)", fit_upper=512.0),
@@ -138,6 +142,7 @@ class Calibration(BaseModel):
     moe_layer_overhead_s: float = _field("moe_layer_overhead_s")
     expert_traffic_factor: float = _field("expert_traffic_factor")
     expert_gemm_min_rows: float = _field("expert_gemm_min_rows")
+    expert_row_traffic_coeff: float = _field("expert_row_traffic_coeff")
     # tensor parallelism: the link as measured with the runs (roofline.collectives); default the card's
     allreduce_latency_s: float | None = Field(None, ge=0, description="fixed time of one all-reduce, s")
     allgather_latency_s: float | None = Field(None, ge=0, description="fixed time of the logits all-gather, s")

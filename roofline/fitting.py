@@ -536,11 +536,14 @@ def compare(calibration: Calibration, rows, card: CardProfile, tpot_statistic: s
     }
 
 
-def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = "") -> Calibration:
+def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = "", fixed: dict | None = None) -> Calibration:
     """Keep ``base``'s terms and fit only those ``rows`` newly identify: the mixture-of-experts
-    terms (per-MoE-layer overhead, expert traffic) on MoE models' decode. The new rows' models join
-    ``fitted_on``; ``fit_report["extra"]`` holds the in-sample errors on them."""
+    terms (per-MoE-layer overhead, expert traffic) on MoE models' decode, with ``fixed`` terms set
+    first (a probe's measured values). The new rows' models join ``fitted_on``;
+    ``fit_report["extra"]`` holds the in-sample errors on them."""
     groups, engine, kv_cache, chunk = _groups(rows, base.tpot_statistic)
+    if fixed:
+        base = _with(base, **fixed)
     if engine != base.engine:
         raise RooflineError(f"measurements are of engine {engine}, the base calibration of {base.engine}")
     names = [n for n in MOE_TERMS if n not in _unidentifiable(groups)]
@@ -558,7 +561,7 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
               for v, f, r in ((2e-5, 1.5, 64.0), (5e-6, 2.5, 128.0), (5e-5, 1.1, 16.0))]
     cal = _with(base, **_solve(residual, names, starts))
     report = dict(base.fit_report)
-    report["extra"] = {"terms": names, "models": sorted({g.spec.name for g in groups}),
+    report["extra"] = {"terms": names, "models": sorted({g.spec.name for g in groups}), "held": sorted(fixed or {}),
                        "in_sample": _errors(card, cal, groups, kv_cache)}
     if "coverage" in report:
         report["coverage"] = merge_coverage(report["coverage"], coverage_of(groups))

@@ -80,6 +80,34 @@ def layers_points(path: str | Path) -> list[LayersPoint]:
     return out
 
 
+def moe_row_seconds_per_element(path: str | Path, models, min_tokens: int = 4096) -> float:
+    """Seconds per element of a routed row's hidden-wide work outside the expert matmuls (the
+    ``gather`` of each (token, expert) row and the weighted ``combine`` back into its token), from
+    the MoE probe's points of ``models`` at ``min_tokens`` tokens and more, where that work has
+    long outgrown the kernels' fixed cost: the median of (gather + combine) / (rows x hidden)."""
+    import statistics
+
+    data = read_json(Path(path), "MoE probe")
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+        raise RooflineError(f"{path}: not a MoE probe file (no points)")
+    wanted = set(models)
+    by: dict[tuple, dict] = {}
+    try:
+        for p in data["points"]:
+            if p["model"] in wanted and int(p["tokens"]) >= min_tokens and p["stage"] in ("gather", "combine"):
+                key = (p["model"], int(p["tokens"]))
+                by.setdefault(key, {"elements": float(p["rows"]) * float(p["hidden"])})[p["stage"]] = float(p["seconds"])
+    except (KeyError, TypeError, ValueError):
+        raise RooflineError(f"{path}: a point lacks model, tokens, stage, rows, hidden or seconds") from None
+    per = [(v["gather"] + v["combine"]) / v["elements"] for v in by.values() if "gather" in v and "combine" in v]
+    if not per:
+        raise RooflineError(f"{path}: no gather and combine timings of {', '.join(sorted(wanted)) or 'any model'} "
+                            f"at {min_tokens} tokens or more")
+    if min(per) <= 0:
+        raise RooflineError(f"{path}: a timing must be positive")
+    return statistics.median(per)
+
+
 def prefill_attention_rates(path: str | Path, min_prompt_tokens: int = 4096) -> dict[str, float]:
     """{head_dim: FLOP/s}: the prefill-attention probe's median rate per head width over its prompts
     of ``min_prompt_tokens`` and more (all of its prompts where none is that long): the rate a

@@ -273,6 +273,8 @@ class StepModel:
             float(spec.experts_per_token),                                        # 31 k
             full_heads * prefill_score_s,                                         # 32 prefill score traffic per pair, full
             win_heads * prefill_score_s,                                          # 33 prefill score traffic per pair, windowed
+            spec.moe_layers * spec.experts_per_token * spec.hidden_size * dtype_bytes(ad)
+            * cal.expert_row_traffic_coeff * s_per_byte,                          # 34 routed rows' gather and combine, per token
         ))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
@@ -367,7 +369,7 @@ class StepModel:
             matmul_compute,
             kv_s + kv * c[17] + kvw * c[18] + d * c[19] + pairs * c[32] + pairsw * c[33],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
-            d * c[10] + p * c[11],
+            d * c[10] + p * c[11] + (d + p) * c[34],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
         )
 

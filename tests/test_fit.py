@@ -237,3 +237,42 @@ def test_a_prompts_attention_is_priced_at_the_measured_rate_of_its_head_width():
         pairs_flop = 4096.0 * 4097 / 2 * plain._c[9] / (1.0 / (TRUE.prefill_compute_efficiency * plain.peak_flop_per_s))
         assert measured.pass_parts(work).attention_compute_s == pytest.approx(pairs_flop / rate, rel=1e-9)
         assert measured.pass_parts(work).matmul_compute_s == plain.pass_parts(work).matmul_compute_s
+
+
+def test_moe_probe_sets_the_row_term_and_the_fit_keeps_it(tmp_path):
+    # `roofline fit --base CAL --moe-probe FILE` on MoE runs: expert_row_traffic_coeff is the probe's
+    # per-element time of the fitted MoE models x the base's calibrated bandwidth / 2 bytes, held as
+    # measured while the other MoE terms are fitted (the recovery of a known truth, synthetic rows)
+    from roofline.api import moe_row_traffic_coeff
+    from roofline.probes import moe_row_seconds_per_element
+
+    probe = "hardware_profiles/measurements/h200-probe-moe.json"
+    base = load_calibration("hardware_profiles/calibrations/h200-graph.json").model_copy(
+        update={"expert_row_traffic_coeff": 0.0, "moe_layer_overhead_s": 0.0, "expert_traffic_factor": 1.0,
+                "expert_gemm_min_rows": 0.0})
+    card = load_card("h200")
+    want = moe_row_traffic_coeff(base, card, probe, ["qwen3-30b-a3b"])
+    bw = base.bandwidth_efficiency * base.measured_bandwidth_bytes_per_s
+    assert want == pytest.approx(moe_row_seconds_per_element(probe, ["qwen3-30b-a3b"]) * bw / 2)
+    truth = base.model_copy(update={"expert_row_traffic_coeff": want, "moe_layer_overhead_s": 8e-5,
+                                    "expert_traffic_factor": 1.25, "expert_gemm_min_rows": 100.0})
+    p = predict("h200", "qwen3-30b-a3b", BATCHES[:10], prompt_tokens=128, gen_tokens=32, engine="graph",
+                calibration=truth).columns
+    rows = [MeasurementRow(card="h200", model="qwen3-30b-a3b", engine="graph", kv_cache="static", prompt_tokens=128,
+                           gen_tokens=32, batch=int(b), ttft_s=float(t), tpot_s=float(s), peak_mem_gib=float(m))
+            for b, t, s, m in zip(p["batch"], p["ttft_s"], p["tpot_s"], p["peak_mem_gib"])]
+    csv = write_measurements(tmp_path / "moe.csv", rows)
+    base_path = tmp_path / "base.json"
+    base_path.write_text(base.model_dump_json())
+    out = tmp_path / "cal.json"
+    result = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "--base", str(base_path), "--moe-probe",
+                                       probe, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    got = load_calibration(out)
+    assert got.expert_row_traffic_coeff == pytest.approx(want, rel=1e-12)
+    assert got.expert_traffic_factor == pytest.approx(1.25, rel=0.02)
+    assert got.moe_layer_overhead_s == pytest.approx(8e-5, rel=0.05)
+    assert "qwen3-30b-a3b" in got.fitted_on and got.fit_report["extra"]["held"] == ["expert_row_traffic_coeff"]
+    # without a base calibration the probe has nothing to join: one line, exit 2
+    bad = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "--moe-probe", probe, "-o", str(out)])
+    assert bad.exit_code != 0 and "base calibration" in bad.output and "Traceback" not in bad.output

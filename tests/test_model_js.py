@@ -48,7 +48,7 @@ SYNTHETIC = dict(
     measured_bandwidth_bytes_per_s=4.2e12, measured_peak_flop_per_s=8e14,
     attention_score_bytes=6.0, attention_lane_s_per_token=4e-9, batch_layer_overhead_s=3e-6,
     attention_sequence_overhead_s=2e-7, moe_layer_overhead_s=5e-5, expert_traffic_factor=1.3,
-    expert_gemm_min_rows=64.0, allreduce_latency_s=1.2e-5, allgather_latency_s=2e-5,
+    expert_gemm_min_rows=64.0, expert_row_traffic_coeff=20.0, allreduce_latency_s=1.2e-5, allgather_latency_s=2e-5,
     allreduce_bandwidth_bytes_per_s=2.5e11, mla_latent_passes=1.9, sink_score_bytes=8.0, prefill_chunk_tokens=8192,
     prefill_score_bytes=12.0,
     # a measured prefill-attention rate by head width (roofline.step.head_dim_rate: interpolated in

@@ -55,3 +55,35 @@ def test_moe_tpot_grows_with_the_experts_then_like_a_dense_model_of_all_of_them(
     assert tpot[3] / tpot[0] > 1.3
     # from 64 to 128 nearly every expert is already touched: the step barely grows
     assert tpot[7] / tpot[6] < 1.2
+
+
+@pytest.mark.parametrize("model", ["qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v2-lite"])
+def test_routed_rows_gather_and_combine_cost_each_token_k_rows_of_hidden(model):
+    # expert_row_traffic_coeff (the MoE probe): every token routed to k experts moves
+    # coeff x hidden x act bytes per row in each MoE layer, at the calibrated bandwidth, in a
+    # prefill and in a decode step alike; a dense model's pass does not change
+    from roofline.step import decode_work, prefill_work
+
+    card, base = load_card("h200"), load_calibration(GRAPH)
+    off, on = base.model_copy(update={"expert_row_traffic_coeff": 0.0}), base.model_copy(update={"expert_row_traffic_coeff": 20.0})
+    spec = load_model(model)
+    per_token = (spec.moe_layers * spec.experts_per_token * spec.hidden_size * 2 * 20.0
+                 / (base.bandwidth_efficiency * base.measured_bandwidth_bytes_per_s))
+    for work, tokens in ((prefill_work(4096.0, 4096.0 * 4097 / 2, 1.0), 4096), (decode_work(64.0, 64.0 * 512), 64)):
+        a = StepModel(spec, card, off).pass_parts(work).elementwise_s
+        b = StepModel(spec, card, on).pass_parts(work).elementwise_s
+        assert b - a == pytest.approx(tokens * per_token, rel=1e-9)
+    dense = load_model("qwen2.5-7b")
+    work = prefill_work(4096.0, 4096.0 * 4097 / 2, 1.0)
+    assert StepModel(dense, card, on).pass_s(work) == StepModel(dense, card, off).pass_s(work)
+
+
+def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
+    # h200-graph.json's MoE fit holds the probe's row cost and refits the rest on qwen3-30b-a3b's
+    # decode: the grouped matmul then reads an expert byte ~1.2x as slowly as a dense one, as the
+    # probe's grouped matmuls do at 256-1,024 tokens (2.9-3.0 TB/s of touched experts, against
+    # 3.8 TB/s for dense weights: h200-probe-moe.json)
+    cal = load_calibration(GRAPH)
+    assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
+    assert 1.1 < cal.expert_traffic_factor < 1.4
+    assert cal.fit_report["extra"]["held"] == ["expert_row_traffic_coeff"]

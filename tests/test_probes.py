@@ -294,3 +294,65 @@ def test_the_shipped_prefill_attention_rates_and_bad_files(tmp_path):
         bad.write_text(text)
         with pytest.raises(RooflineError, match=needle):
             prefill_attention_rates(bad)
+
+
+def test_moe_probe_on_cpu_times_every_stage_of_the_engines_layer(tmp_path):
+    # the tiny grid: each MoE model at each token count, every stage of moe_forward, the whole layer
+    # in a graph (a plain loop on the CPU) and eagerly; the points carry the work the reader divides by
+    from roofline.probes import moe_row_seconds_per_element
+
+    path = tmp_path / "probe-moe.json"
+    grid = probes.TINY_MOE
+    data = probes.moe_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    assert not data["errors"]
+    stages = [s for s in probes.MOE_STAGES if s != "shared"] + ["moe_forward_eager"]  # no tiny model has shared experts
+    assert [(p["model"], p["tokens"], p["stage"]) for p in data["points"]] == [
+        (m, t, s) for m in grid.models for t in grid.tokens for s in stages]
+    for p in data["points"]:
+        assert p["rows"] == p["tokens"] * p["top_k"] and p["seconds"] > 0
+        assert 1 <= p["experts_touched"] <= min(p["experts"], p["rows"])
+        assert p["expert_flop"] == 2.0 * p["rows"] * 3 * p["hidden"] * p["moe_inter"]
+    # the reader: (gather + combine) / (rows x hidden), median over the named models' large points
+    got = moe_row_seconds_per_element(path, ["tiny-gpt-oss"], min_tokens=16)
+    at = {p["stage"]: p for p in data["points"] if p["model"] == "tiny-gpt-oss" and p["tokens"] == 16}
+    assert got == pytest.approx((at["gather"]["seconds"] + at["combine"]["seconds"])
+                                / (at["gather"]["rows"] * at["gather"]["hidden"]))
+
+
+def test_moe_stage_inputs_rebuild_the_engines_layer():
+    # the stages the probe times, run in order, give moe_forward's output (same routing, same sums)
+    from calibrate.configs import load_model_config
+
+    s = ge.Shapes.from_config(load_model_config("tiny-qwen3-moe"))
+    w = ge.random_weights(s, torch.device("cpu"), torch.float32, 0)
+    m = next(lw.moe for lw in w.layers if lw.moe is not None)
+    h = torch.randn(5, s.hidden, generator=torch.Generator().manual_seed(3))
+    fns, touched = probes._moe_stage_fns(h, m, s)
+    assert set(fns) == {"route", "sort", "gather", "gemm_gate_up", "act", "gemm_down", "combine", "moe_forward"}
+    assert 1 <= touched <= s.experts
+    torch.testing.assert_close(fns["combine"](), ge.moe_forward(h, m, s))
+    offs = fns["sort"]()
+    assert int(offs[-1]) == 5 * s.top_k  # every routed row is counted once
+
+
+def test_the_shipped_moe_probe_and_bad_files(tmp_path):
+    # hardware_profiles/measurements/h200-probe-moe.json (device call 19): at qwen3-30b-a3b's shape the
+    # routed rows' gather and combine cost ~12 ps per (row x hidden) element on the H200 (the
+    # combine's bf16 atomic adds run at ~90 G elements/s)
+    from roofline.probes import moe_row_seconds_per_element
+
+    shipped = "hardware_profiles/measurements/h200-probe-moe.json"
+    assert moe_row_seconds_per_element(shipped, ["qwen3-30b-a3b"]) == pytest.approx(1.2e-11, rel=0.1)
+    # the other shapes, not fitted on, agree within 15%: a per-element cost, not a per-model one
+    for other in ("mixtral-8x7b", "gpt-oss-20b", "deepseek-v2-lite", "deepseek-v3"):
+        assert moe_row_seconds_per_element(shipped, [other]) == pytest.approx(1.2e-11, rel=0.15)
+    bad = tmp_path / "bad.json"
+    for text, needle in (('{"points": 1}', "not a MoE probe file"), ('{"points": []}', "no gather and combine"),
+                         ('{"points": [{"model": "m"}]}', "lacks model"),
+                         ('{"points": [{"model": "m", "tokens": 9999, "stage": "gather", "rows": 1, "hidden": 1, '
+                          '"seconds": 0}, {"model": "m", "tokens": 9999, "stage": "combine", "rows": 1, "hidden": 1, '
+                          '"seconds": 0}]}', "must be positive")):
+        bad.write_text(text)
+        with pytest.raises(RooflineError, match=needle):
+            moe_row_seconds_per_element(bad, ["m"])

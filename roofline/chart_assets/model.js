@@ -272,6 +272,8 @@ var RooflineModel = (function () {
         model.experts_per_token,                                            // 31 k
         fullHeads * prefillScoreS,                                          // 32 prefill score traffic per pair, full
         winHeads * prefillScoreS,                                           // 33 prefill score traffic per pair, windowed
+        model.moe_layers * model.experts_per_token * model.hidden_size * actB
+          * (cal.expert_row_traffic_coeff || 0.0) * sPerByte,               // 34 routed rows' gather and combine, per token
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       return m;
@@ -327,7 +329,7 @@ var RooflineModel = (function () {
         matmulCompute,
         kvS + kv * c[17] + kvw * c[18] + d * c[19] + pairs * c[32] + pairsw * c[33],
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
-        d * c[10] + p * c[11],
+        d * c[10] + p * c[11] + (d + p) * c[34],
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
       ];
     }
