@@ -28,8 +28,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
+from calibrate.timing import median_s
 from roofline.units import GiB, MiB
 
 
@@ -63,21 +62,6 @@ def default_sizes(device_type: str, tiny_models_only: bool = False) -> CeilingSi
     return TINY_SIZES if tiny_models_only else CPU_SIZES
 
 
-def _median_s(fn: Callable[[], object], device, warmup: int, reps: int) -> float:
-    """Median seconds of one ``fn()`` call, each call timed alone."""
-    from calibrate.timing import Marks, synchronize
-
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
-    marks = Marks(device, 2 * reps)
-    for _ in range(reps):
-        marks.mark()
-        fn()
-        marks.mark()
-    return float(np.median(marks.pairs()))
-
-
 def _median_graph_s(fns: list[Callable[[], object]], device, reps: int) -> float:
     """Median seconds per call of a sequence of calls, replayed as one CUDA graph on CUDA.
 
@@ -90,7 +74,7 @@ def _median_graph_s(fns: list[Callable[[], object]], device, reps: int) -> float
             fn()
 
     if device.type != "cuda":
-        return _median_s(run_all, device, warmup=1, reps=reps) / len(fns)
+        return median_s(run_all, device, warmup=1, reps=reps) / len(fns)
     from calibrate.timing import side_stream
 
     side = side_stream(device)  # one per device: see calibrate.timing.side_stream
@@ -102,7 +86,7 @@ def _median_graph_s(fns: list[Callable[[], object]], device, reps: int) -> float
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         run_all()
-    t = _median_s(graph.replay, device, warmup=2, reps=reps)
+    t = median_s(graph.replay, device, warmup=2, reps=reps)
     del graph
     return t / len(fns)
 
@@ -114,9 +98,9 @@ def copy_and_read_bandwidth(device, buffer_bytes: int, reps: int = 10) -> dict[s
     n = int(buffer_bytes // 2)
     src = _random_bf16(n, device)
     dst = torch.empty_like(src)
-    copy_s = _median_s(lambda: dst.copy_(src), device, warmup=3, reps=reps)
+    copy_s = median_s(lambda: dst.copy_(src), device, warmup=3, reps=reps)
     del dst
-    read_s = _median_s(lambda: src.sum(), device, warmup=3, reps=reps)
+    read_s = median_s(lambda: src.sum(), device, warmup=3, reps=reps)
     nbytes = 2 * n
     result = {
         "buffer_bytes": nbytes,
@@ -128,7 +112,7 @@ def copy_and_read_bandwidth(device, buffer_bytes: int, reps: int = 10) -> dict[s
     if device.type == "cpu":
         # A CPU may sum bf16 slower than it can read it (a conversion per element): fp32 too.
         as_fp32 = src[: n - n % 2].view(torch.float32)  # the same bytes read as fp32 (finite values)
-        read32_s = _median_s(lambda: as_fp32.sum(), device, warmup=2, reps=reps)
+        read32_s = median_s(lambda: as_fp32.sum(), device, warmup=2, reps=reps)
         result["read_fp32_s"] = read32_s
         result["read_fp32_bandwidth_bytes_per_s"] = 4 * as_fp32.numel() / read32_s
     del src
@@ -157,7 +141,7 @@ def square_gemm(device, n: int, reps: int = 20) -> dict[str, float]:
     for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
         a = torch.randn(n, n, dtype=dtype, device=device)
         b = torch.randn(n, n, dtype=dtype, device=device)
-        t = _median_s(lambda: a @ b, device, warmup=3, reps=reps)
+        t = median_s(lambda: a @ b, device, warmup=3, reps=reps)
         key = "gemm_s" if name == "bf16" else f"gemm_{name}_s"
         out[key] = t
         out[f"gemm_{name}_flop_per_s"] = 2.0 * n**3 / t
@@ -167,17 +151,17 @@ def square_gemm(device, n: int, reps: int = 20) -> dict[str, float]:
 
 def linear_shapes(config: dict) -> list[tuple[str, int, int, int]]:
     """(name, N out, K in, count per decode step) of each linear layer, as the graph engine fuses them."""
-    hidden = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    kv_heads = int(config.get("num_key_value_heads") or heads)
-    head_dim = int(config.get("head_dim") or hidden // heads)
-    inter = int(config["intermediate_size"])
-    layers = int(config["num_hidden_layers"])
-    vocab = int(config["vocab_size"])
+    from roofline.config_families import read_family
+
+    f = read_family(config, str(config.get("model_type") or "config"))  # every family's own keys
+    hidden, heads, head_dim = f["hidden_size"], f["num_attention_heads"], f["head_dim"]
+    kv_heads = f.get("num_key_value_heads") or heads
+    inter, layers, vocab = f["intermediate_size"], f["num_hidden_layers"], f["vocab_size"]
+    gated = f.get("mlp_gated", True)
     return [
         ("qkv", (heads + 2 * kv_heads) * head_dim, hidden, layers),
         ("o", hidden, heads * head_dim, layers),
-        ("gate_up", 2 * inter, hidden, layers),
+        ("gate_up" if gated else "up", (2 if gated else 1) * inter, hidden, layers),
         ("down", hidden, inter, layers),
         ("lm_head", vocab, hidden, 1),
     ]
@@ -253,7 +237,7 @@ def _cpu_decode_linear(device, config: dict, batches: list[int], reps: int) -> d
                     F.linear(x, w)
             F.linear(xh, head_w)
 
-        t = _median_s(step, device, warmup=1, reps=reps)
+        t = median_s(step, device, warmup=1, reps=reps)
         per_step.append({"m": m, "linear_s": t})
         del xs, xh
     weight_bytes_step = sum(2 * n * k * c for _, n, k, c in shapes)

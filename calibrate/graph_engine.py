@@ -60,7 +60,17 @@ PREFILL_CHUNK_TOKENS = 32768
 GROUPED_MM_ON_CPU = False
 MOE_MODEL_TYPES = ("qwen3_moe", "mixtral", "gpt_oss", "deepseek_v2", "deepseek_v3")
 MLA_MODEL_TYPES = ("deepseek_v2", "deepseek_v3")
-QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe")
+QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe", "gemma3_text", "olmo2")  # olmo2 norms q and k whole: same bytes
+#: Every cache (a windowed layer's ring, the whole static cache) holds a multiple of this many slots,
+#: the ones past the window or the sequence masked. A row of scores of another length (phi-3-mini's
+#: 2,047-token window, a static cache of 2,053 positions) makes cuBLAS run the attention's batched
+#: matmuls as GEMV or fp32 kernels, 4-10x slower (the kernels probe, device calls 21 and 22).
+RING_ALIGN = 8
+
+
+def aligned(n: int) -> int:
+    """``n`` rounded up to a multiple of RING_ALIGN."""
+    return -(-n // RING_ALIGN) * RING_ALIGN
 WEIGHT_DTYPE = "bf16"
 KV_DTYPE = "bf16"
 
@@ -103,7 +113,8 @@ class Shapes:
     expert_bias: bool = False
     n_group: int = 1
     topk_group: int = 1
-    act: str = "silu"  # "silu": silu(gate) * up; "gpt_oss": clamped swiglu with alpha, (up + 1)
+    act: str = "silu"  # "silu": silu(gate) * up; "gpt_oss": clamped swiglu with alpha, (up + 1); "gelu": plain MLP
+    gated: bool = True  # the dense MLP's first matrix holds gate and up (False: up only, gpt-neox, gpt-j, falcon)
     swiglu_alpha: float = 1.702
     swiglu_limit: float = 7.0
     # multi-head latent attention (deepseek; kv_lora_rank == 0: GQA)
@@ -117,9 +128,20 @@ class Shapes:
 
     @classmethod
     def from_config(cls, config: dict) -> "Shapes":
-        heads = int(config["num_attention_heads"])
-        hidden = int(config["hidden_size"])
-        layers = int(config["num_hidden_layers"])
+        """The engine's shapes of ``config``. The structure that costs time and memory -- widths,
+        heads, layers, vocabulary, tied embeddings, per-layer windows, gated or plain MLP, biases --
+        is read by roofline's own config reader (roofline.config_families, what ModelSpec is built
+        from: the model the predictions price), so the harness measures the model ``roofline
+        predict`` prices; the rest (routing, MLA, sinks, rope) from the config as transformers reads
+        it. No pydantic on this path (the GPU image may lack it)."""
+        from roofline.config_families import read_family
+
+        spec = read_family(config, str(config.get("_name_or_path") or config.get("model_type") or "config"))
+        if isinstance(config.get("text_config"), dict):  # gemma-3: the decoder's fields are nested
+            config = {**config["text_config"], "model_type": config["text_config"].get("model_type", "")}
+        heads = spec["num_attention_heads"]
+        hidden = spec["hidden_size"]
+        layers = spec["num_hidden_layers"]
         rope = config.get("rope_parameters") or {}
         theta = config.get("rope_theta") or rope.get("rope_theta") or 10000.0
         model_type = config.get("model_type", "")
@@ -130,7 +152,7 @@ class Shapes:
                                 f"(supported: {', '.join(MOE_MODEL_TYPES)})")
         mla = model_type in MLA_MODEL_TYPES
         attention_bias = bool(config.get("attention_bias", model_type in ("qwen2", "gpt_oss")))
-        head_dim = int(config.get("head_dim") or hidden // heads)
+        head_dim = spec["head_dim"]
         kw: dict = {}
         if mla:
             if attention_bias:
@@ -143,23 +165,26 @@ class Shapes:
                       attn_scale=_mla_scale(config, head_dim))
         if experts:
             kw.update(_moe_fields(config, model_type, experts, layers))
+        elif not spec.get("mlp_gated", True):  # gpt-neox, gpt-j, falcon: up, GELU, down
+            kw.update(gated=False, act="gelu")
         return cls(
             hidden=hidden,
             layers=layers,
             heads=heads,
-            kv_heads=int(config.get("num_key_value_heads") or heads),
+            kv_heads=spec["num_key_value_heads"],
             head_dim=head_dim,
-            inter=int(config["intermediate_size"]),
-            vocab=int(config["vocab_size"]),
-            eps=float(config.get("rms_norm_eps", 1e-6)),
+            inter=spec["intermediate_size"],
+            vocab=spec["vocab_size"],
+            eps=float(config.get("rms_norm_eps") or config.get("layer_norm_eps") or config.get("layer_norm_epsilon")
+                      or 1e-6),
             rope_theta=float(theta),
-            qkv_bias=attention_bias and not mla,
-            tied=bool(config.get("tie_word_embeddings", False)),
+            qkv_bias=bool(spec["qkv_bias"]) and not mla,
+            tied=spec["tie_word_embeddings"],
             model_type=model_type,
-            o_bias=attention_bias and model_type != "qwen2",
+            o_bias=bool(spec.get("o_bias", False)) and not mla,
             qk_norm=model_type in QK_NORM_MODEL_TYPES,
             sinks=model_type == "gpt_oss",
-            windows=layer_windows(config),
+            windows=tuple(w or 0 for w in spec["layer_windows"]) if spec.get("layer_windows") else (0,) * layers,
             **kw,
         )
 
@@ -190,9 +215,12 @@ class Shapes:
         return bool(self.moe_layers) and self.moe_layers[layer]
 
     def cache_slots(self, layer: int, max_len: int) -> int:
-        """Token slots of one sequence's cache in ``layer``: min(max_len, window) for a windowed layer."""
+        """Token slots of one sequence's cache in ``layer``: ``max_len`` rounded up to RING_ALIGN
+        slots (the ones past the sequence are masked), a windowed layer's ring its window rounded
+        up likewise (at most that), the slots past the window masked."""
+        full = aligned(max_len)
         w = self.window(layer)
-        return min(max_len, w) if w else max_len
+        return min(full, aligned(w)) if w else full
 
     def cache_shapes(self, layer: int, batch: int, max_len: int) -> tuple[tuple, tuple | None]:
         """(key shape, value shape or None) of one layer's cache; MLA: one (B, T, latent + rope) tensor."""
@@ -271,7 +299,8 @@ def _mla_scale(config: dict, qk_head_dim: int) -> float:
 
 
 def kv_cache_bytes(s: Shapes, batch: int, max_len: int, dtype_bytes: int = 2) -> list[int]:
-    """Bytes of each layer's KV cache for ``batch`` sequences of ``max_len`` tokens (windowed: capped)."""
+    """Bytes of each layer's KV cache for ``batch`` sequences of ``max_len`` tokens (windowed: capped;
+    slots rounded up to RING_ALIGN: Shapes.cache_slots)."""
     out = []
     for i in range(s.layers):
         k, v = s.cache_shapes(i, batch, max_len)
@@ -361,7 +390,8 @@ def random_weights(s: Shapes, device, dtype, seed: int = 0, std: float = 0.02) -
         o_in = s.heads * s.v_head_dim if s.mla else s.q_dim
         lw = LayerWeights(
             in_norm=in_norm, wqkv=wqkv, bqkv=bqkv, wo=rnd(s.hidden, o_in), post_norm=norm(),
-            wgu=None if moe else rnd(2 * s.inter, s.hidden), wdown=None if moe else rnd(s.hidden, s.inter),
+            wgu=None if moe else rnd((2 if s.gated else 1) * s.inter, s.hidden),
+            wdown=None if moe else rnd(s.hidden, s.inter),
         )
         if s.o_bias:
             lw.bo = rnd(s.hidden)
@@ -553,9 +583,12 @@ def _rms(x, weight, eps):
 
 
 def _act(gate_up, s: Shapes):
-    """gate_up (..., 2 I) with gate first -> (..., I)."""
+    """gate_up (..., 2 I) with gate first -> (..., I); a plain MLP's up (..., I) -> GELU(up)."""
     import torch
     import torch.nn.functional as F
+
+    if s.act == "gelu":
+        return F.gelu(gate_up, approximate="tanh")
 
     gate, up = gate_up.chunk(2, dim=-1)
     if s.act == "gpt_oss":
@@ -873,7 +906,10 @@ def _gqa_decode(h, lw: LayerWeights, s: Shapes, ck, cv, rot, bias, slot):
         scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2),
                                alpha=s.scale)  # (B*kv, g, T)
         sink = lw.sinks.to(scores.dtype).view(1, s.kv_heads, group, 1).expand(batch, -1, -1, -1)
-        probs = torch.softmax(torch.cat([scores, sink.reshape(batch * s.kv_heads, group, 1)], dim=-1), dim=-1)
+        # -inf columns after the sink keep each row a multiple of RING_ALIGN long: the slice below
+        # is then an aligned operand (an odd row made cuBLAS run P V as a GEMV kernel, ~4x slower)
+        pad = scores.new_full((batch * s.kv_heads, group, -(total + 1) % RING_ALIGN), float("-inf"))
+        probs = torch.softmax(torch.cat([scores, sink.reshape(batch * s.kv_heads, group, 1), pad], dim=-1), dim=-1)
         attn = torch.bmm(probs[..., :total], cv.view(batch * s.kv_heads, total, s.head_dim))
     return F.linear(attn.view(batch, s.q_dim), lw.wo, lw.bo)
 
@@ -917,6 +953,21 @@ def _mla_decode(h, lw: LayerWeights, s: Shapes, cache, rot, bias, slot):
     return F.linear(out.transpose(0, 1).reshape(batch, s.heads * s.v_head_dim), lw.wo, lw.bo)
 
 
+def ring_bias(key_pos, pos, slots: int, window: int, dtype):
+    """Additive mask over a layer's ``slots`` cache slots at position ``pos`` (a device scalar):
+    slot j holds the latest position p <= pos with p % slots == j (a ring when slots < T); it is
+    attended iff that position was written (j <= pos) and lies in the window (the last ``window``
+    positions; 0: no window). A ring of exactly the window: every written slot is in it."""
+    import torch
+
+    keys = key_pos[:slots]
+    ok = keys <= pos
+    if window:
+        ok = ok & (torch.remainder(pos - keys, slots) < window)
+    zero = torch.zeros((), device=keys.device, dtype=dtype)
+    return torch.where(ok, zero, torch.full((), float("-inf"), device=keys.device, dtype=dtype))
+
+
 def decode_step(w: Weights, s: Shapes, st: StepState) -> None:
     """One decode step over the whole static cache; writes the greedy next token into st.tok.
 
@@ -940,13 +991,11 @@ def decode_step(w: Weights, s: Shapes, st: StepState) -> None:
     for i, lw in enumerate(w.layers):
         ck = st.cache_k[i]
         slots = ck.shape[1 if mla else 2]
-        if slots not in masks:
-            zero = torch.zeros((), device=x.device, dtype=x.dtype)
-            neg_inf = torch.full((), float("-inf"), device=x.device, dtype=x.dtype)
-            # a ring of ``slots`` < T written at pos % slots: slot j is filled iff j <= pos
-            bias = torch.where(st.key_pos[:slots] <= st.pos, zero, neg_inf)
-            masks[slots] = (bias, st.pos if slots == full else torch.remainder(st.pos, slots))
-        bias, slot = masks[slots]
+        key = (slots, 0 if mla else s.window(i))
+        if key not in masks:
+            bias = ring_bias(st.key_pos, st.pos, slots, key[1], x.dtype)
+            masks[key] = (bias, st.pos if slots == full else torch.remainder(st.pos, slots))
+        bias, slot = masks[key]
         h = _rms(x, lw.in_norm, s.eps)
         if mla:
             x = x + _mla_decode(h, lw, s, ck, rot, bias, slot)
@@ -1033,11 +1082,11 @@ class GraphEngine:
             return [torch.randn(sh[which], dtype=self.dtype, device=dev, generator=gen) for sh in shapes]
 
         cache_k, cache_v = alloc(0), alloc(1)
-        cos, sin = rope_tables(s, max_len, dev, self.dtype)
+        cos, sin = rope_tables(s, aligned(max_len), dev, self.dtype)
         return StepState(
             tok=torch.zeros(batch, dtype=torch.long, device=dev),
             pos=torch.zeros(1, dtype=torch.long, device=dev),
-            key_pos=torch.arange(max_len, device=dev),
+            key_pos=torch.arange(aligned(max_len), device=dev),
             cache_k=cache_k,
             cache_v=cache_v,
             cos=cos,

@@ -133,35 +133,27 @@ DEFAULT_GRID = Grid(
 
 # ---- model shapes -----------------------------------------------------------------------------
 
-_POSITIVE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
-
-
 def check_model_config(name: str, config: dict) -> None:
     """Raise a RooflineError naming the field when ``config``'s shape fields cannot build a model
-    (missing, not a positive integer, heads not a multiple of KV heads, odd head_dim, ...)."""
-    def positive(key: str, required: bool) -> int | None:
-        value = config.get(key)
-        if value is None:
-            if required:
-                raise RooflineError(f"{name}: config has no {key}")
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value <= 0:
-            raise RooflineError(f"{name}: {key} must be a positive integer, got {value!r}")
-        return int(value)
+    (missing, not a positive integer, heads not a multiple of KV heads, odd head_dim, ...): the
+    config is read as roofline reads it (roofline.config_families, every family's own keys:
+    GPT-J's n_embd, Falcon's ffn width, Gemma 3's text_config), then checked for the engine."""
+    from roofline.config_families import read_family
 
-    hidden, _, heads, _, _ = (positive(k, True) for k in _POSITIVE_KEYS)
-    kv_heads = positive("num_key_value_heads", False) or heads
-    head_dim = positive("head_dim", False)
+    f = read_family(config, name)
+    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "head_dim"):
+        value = f.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise RooflineError(f"{name}: {key} must be a positive integer, got {value!r}")
+    inter = f.get("intermediate_size")
+    if inter is not None and (isinstance(inter, bool) or not isinstance(inter, int) or inter <= 0):
+        raise RooflineError(f"{name}: intermediate_size must be a positive integer, got {inter!r}")
+    heads, kv_heads = f["num_attention_heads"], f.get("num_key_value_heads") or f["num_attention_heads"]
     if heads % kv_heads:
         raise RooflineError(f"{name}: num_attention_heads ({heads}) must be a multiple of "
                             f"num_key_value_heads ({kv_heads})")
-    if head_dim is None:
-        if hidden % heads:
-            raise RooflineError(f"{name}: hidden_size ({hidden}) must be a multiple of num_attention_heads "
-                                f"({heads}) when head_dim is not given")
-        head_dim = hidden // heads
-    if head_dim % 2:
-        raise RooflineError(f"{name}: head_dim ({head_dim}) must be even (rotary embedding)")
+    if f["head_dim"] % 2:
+        raise RooflineError(f"{name}: head_dim ({f['head_dim']}) must be even (rotary embedding)")
 
 
 @dataclass(frozen=True)
@@ -186,7 +178,8 @@ class ModelSize:
         check_model_config(name, config)
         s = Shapes.from_config(config)
         qkv = s.q_dim + 2 * s.kv_dim
-        layer = qkv * s.hidden + (qkv if s.qkv_bias else 0) + s.hidden * s.q_dim + 3 * s.hidden * s.inter + 2 * s.hidden
+        mlp = (3 if s.gated else 2) * s.hidden * s.inter
+        layer = qkv * s.hidden + (qkv if s.qkv_bias else 0) + s.hidden * s.q_dim + mlp + 2 * s.hidden
         embed = s.vocab * s.hidden
         lm_head = s.vocab * s.hidden
         params = embed + s.layers * layer + s.hidden + (0 if s.tied else lm_head)

@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe,kernels [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -83,6 +83,13 @@ moe -> ``probe-moe.json``
     prefills ran ~2x their price; the gather and the atomic combine, per routed row, were not in
     the model (``expert_row_traffic_coeff``, read by ``roofline fit --moe-probe``).
 
+kernels -> ``probe-kernels.json``
+    What the graph engine's decode step runs, kernel by kernel: the step of a model cut to a few
+    layers, at a batch and a cache length, profiled eagerly with torch.profiler (each kernel's
+    device time per step, the longest ``top``), beside the step's eager and graph-replay time. Why:
+    a held-out model off by tens of percent (phi-3-mini-4k at prompt 4,096) is a kernel the model
+    does not know; this names it (there: cuBLAS GEMV kernels for a score row of odd length).
+
 The graph engine's attention is timed through the engine's own function,The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -106,7 +113,7 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe")
+PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -393,7 +400,6 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
     ``out_path`` after each model."""
     import torch
 
-    from calibrate.configs import load_model_config
     from calibrate.graph_engine import GraphEngine
     from calibrate.timing import free_memory, median_s, torch_device
 
@@ -406,10 +412,7 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
     t0 = time.monotonic()
     for name, variant, overrides in grid.models:
         for layers in grid.layers:
-            config = {**load_model_config(name), **dict(overrides), "num_hidden_layers": layers}
-            for key in ("layer_types", "max_window_layers"):
-                if isinstance(config.get(key), list):
-                    config[key] = config[key][:layers]
+            config = _cut_config(name, layers, overrides)
             engine = None
             try:
                 engine = GraphEngine(config, device=str(dev))
@@ -436,6 +439,116 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
         _write(out_path, result)
         progress(f"layers: {name} {variant} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
     return _finished(result, out_path, t0)
+
+
+# ---- kernels (what a decode step runs, kernel by kernel) ---------------------------------------
+
+@dataclass(frozen=True)
+class KernelsGrid:
+    #: (catalog model, layers the model is cut to, batch, context: the static cache's positions)
+    points: tuple[tuple[str, int, int, int], ...]
+    reps: int
+    top: int  # kernels kept per point, by device time
+
+
+FULL_KERNELS = KernelsGrid(points=(
+    ("phi-3-mini-4k", 2, 16, 4112), ("phi-3-mini-4k", 2, 16, 528), ("llama-2-7b", 2, 16, 4112),
+    ("gemma-3-4b", 6, 16, 4112), ("gpt-oss-20b", 2, 1, 8208), ("gpt-oss-20b", 2, 16, 8208),
+    ("qwen2.5-7b", 2, 16, 8208), ("mistral-7b-v0.3", 2, 16, 8208),
+    # a static cache whose length is not a multiple of 8 (prompt + gen = 4,100, 2,053)
+    ("qwen2.5-7b", 2, 16, 4100), ("llama-3.1-8b", 2, 16, 2053), ("qwen2.5-7b", 2, 16, 4104)), reps=5, top=14)
+TINY_KERNELS = KernelsGrid(points=(("tiny-qwen2", 1, 2, 16), ("tiny-gpt-oss", 2, 2, 48)), reps=2, top=6)
+
+
+def _cut_config(name: str, layers: int, overrides=()) -> dict:
+    """``name``'s config.json with ``overrides`` and cut to its first ``layers`` layers (the per-layer
+    lists cut alike; Gemma 3's nested text_config too)."""
+    from calibrate.configs import load_model_config
+
+    def cut(c: dict) -> dict:
+        c = {**c, "num_hidden_layers": layers}
+        for key in ("layer_types", "max_window_layers"):
+            if isinstance(c.get(key), list):
+                c[key] = c[key][:layers]
+        return c
+
+    config = cut({**load_model_config(name), **dict(overrides)})
+    if isinstance(config.get("text_config"), dict):
+        config["text_config"] = cut(config["text_config"])
+    return config
+
+
+def kernels_probe(device: str, grid: KernelsGrid, out_path: Path, deadline: float | None,
+                  progress: Callable[[str], None]) -> dict:
+    """Profile the graph engine's decode step (eagerly: the kernels a graph replays) of each model
+    cut to a few layers, kernel by kernel; writes ``out_path`` after each point."""
+    import torch
+
+    from calibrate.graph_engine import GraphEngine, decode_step
+    from calibrate.timing import free_memory, median_s, synchronize, torch_device
+
+    dev = torch_device(device)
+    result = _new_result("kernels", dev, grid,
+                         "calibrate.graph_engine.decode_step of the model cut to `layers` layers, random bf16 "
+                         "weights, a random static cache of `context` positions at position context - 8; the "
+                         "step run eagerly under torch.profiler `reps` times: each kernel's device time per step "
+                         "(the `top` longest, the rest summed); step_s: the eager step's median (launch gaps "
+                         "included), graph_step_s: the same step replayed from a CUDA graph")
+    t0 = time.monotonic()
+    for name, layers, batch, context in grid.points:
+        if _out_of_budget(deadline, result, out_path, progress, "kernels", f"{name} batch {batch} T {context}"):
+            return result
+        engine = None
+        try:
+            config = _cut_config(name, layers)
+            engine = GraphEngine(config, device=str(dev))
+            st = engine.new_state(batch, context)
+            with torch.inference_mode():
+                st.pos.fill_(context - 8)
+                step = lambda: decode_step(engine.weights, engine.shapes, st)  # noqa: E731
+                eager_s = median_s(step, dev, warmup=2, reps=grid.reps)
+                graph_s = median_s(engine._capture(st, context - 8), dev, warmup=1, reps=grid.reps)
+                engine._graph = None
+                st.pos.fill_(context - 8)
+                kernels = _profile_kernels(step, dev, grid.reps)
+            top = sorted(kernels.items(), key=lambda kv: -kv[1])
+            result["points"].append({
+                "model": name, "layers": layers, "batch": batch, "context": context, "step_s": eager_s,
+                "graph_step_s": graph_s, "kernel_s": sum(kernels.values()),
+                "kernels": [{"name": k, "seconds": v} for k, v in top[:grid.top]],
+                "other_kernels_s": sum(v for _, v in top[grid.top:])})
+            synchronize(dev)
+        except Exception as exc:  # noqa: BLE001 - record and go on
+            result["errors"].append({"model": name, "batch": batch, "context": context, "error": _short(exc)})
+        del engine
+        free_memory()
+        _write(out_path, result)
+        progress(f"kernels: {name} b{batch} T{context} done ({time.monotonic() - t0:.1f} s)")
+    return _finished(result, out_path, t0)
+
+
+def _profile_kernels(fn: Callable[[], object], device, reps: int) -> dict[str, float]:
+    """{kernel name: device seconds per call of ``fn``} from torch.profiler over ``reps`` calls
+    (on the CPU: the CPU ops' self time)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from calibrate.timing import synchronize
+
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        for _ in range(reps):
+            fn()
+        synchronize(device)
+    out: dict[str, float] = {}
+    for ev in prof.events():
+        if cuda and ev.device_type.name != "CUDA":
+            continue
+        if not cuda and ev.cpu_parent is not None:
+            continue
+        t = (ev.device_time if cuda else ev.self_cpu_time_total) * 1e-6 / reps
+        out[ev.name[:160]] = out.get(ev.name[:160], 0.0) + t
+    return out
 
 
 # ---- moe (where a mixture-of-experts layer's time goes) ---------------------------------------
@@ -1203,7 +1316,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe") if p in what]:
+    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
+                                  "kernels") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1215,6 +1329,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
+            elif name == "kernels":
+                kernels_probe(device, TINY_KERNELS if tiny else FULL_KERNELS, path, deadline, progress)
             elif name == "moe":
                 moe_probe(device, TINY_MOE if tiny else FULL_MOE, path, deadline, progress)
             elif name == "prefill-attention":

@@ -38,7 +38,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from calibrate.graph_engine import Shapes, _rms, rope_matrix, rope_swap, rope_tables
+from calibrate.graph_engine import Shapes, _rms, aligned, rope_matrix, rope_swap, rope_tables
 from roofline.errors import RooflineError
 
 WARMUP_DECODE_STEPS = 3
@@ -526,14 +526,15 @@ class TPEngine:
         s, p, dev = self.shapes, self.plan, self.device
         fault("alloc", p.rank, batch)
         gen = torch.Generator(device=dev).manual_seed(self.seed + 1 + p.rank)
-        shape = (s.layers, batch, p.kv_heads, max_len, s.head_dim)
-        cos, sin = rope_tables(s, max_len, dev, self.dtype)
+        slots = aligned(max_len)  # as the graph engine: a multiple of RING_ALIGN, the rest masked
+        shape = (s.layers, batch, p.kv_heads, slots, s.head_dim)
+        cos, sin = rope_tables(s, slots, dev, self.dtype)
         local = torch.empty(batch, p.vocab, dtype=self.dtype, device=dev)
         gathered = torch.empty(p.world * batch, p.vocab, dtype=self.dtype, device=dev) if p.world > 1 else local
         return TPState(
             tok=torch.zeros(batch, dtype=torch.long, device=dev),
             pos=torch.zeros(1, dtype=torch.long, device=dev),
-            key_pos=torch.arange(max_len, device=dev),
+            key_pos=torch.arange(slots, device=dev),
             cache_k=torch.randn(shape, dtype=self.dtype, device=dev, generator=gen),
             cache_v=torch.randn(shape, dtype=self.dtype, device=dev, generator=gen),
             cos=cos, sin=sin,
@@ -877,7 +878,7 @@ def _reference_decode(config, s, full, hf, ids, gen_tokens):
                 logits.append(out.clone())
                 seq = torch.cat([seq, out.argmax(-1)[:, None]], dim=1)
             return tokens, logits
-        total = plen + gen_tokens
+        total = aligned(plen + gen_tokens)  # the slots as GraphEngine.new_state lays them out
         shape = (s.layers, batch, s.kv_heads, total, s.head_dim)
         cos, sin = rope_tables(s, total, torch.device("cpu"), torch.float32)
         st = ge.StepState(tok=torch.zeros(batch, dtype=torch.long), pos=torch.zeros(1, dtype=torch.long),

@@ -162,6 +162,7 @@ def model_entry(spec: ModelSpec) -> dict:
         "head_dim": spec.head_dim,  # roofline.step.head_dim_rate: the prefill attention's measured rate
         "vocab_size": spec.vocab_size,
         "widest_intermediate": spec.widest_intermediate,
+        "prefill_transient_width": spec.prefill_transient_width,
         "linear_flop_per_token": spec.linear_flop_per_token,
         "body_linear_flop_per_token": spec.body_linear_flop_per_token,
         "lm_head_flop_per_position": spec.lm_head_flop_per_position,

@@ -3,7 +3,8 @@
 Two moments compete for the peak:
 - the end of the prefill: the prompt's KV cache (the whole preallocated cache with a static
   one), the transient activations of the widest layer of one prefill forward (the MLP:
-  ``activation_coeff`` tensors of tokens x widest active intermediate; a chunked prefill's
+  ``activation_coeff`` tensors of tokens x widest active intermediate, half that for a plain,
+  ungated MLP: ``ModelSpec.prefill_transient_width``; a chunked prefill's
   forward holds at most a chunk of sequences), and that forward's kept logits;
 - the end of the generation: the full KV cache of prompt + gen tokens per sequence and one
   step's logits.
@@ -43,7 +44,7 @@ def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: st
     kv_full = kv_held_bytes(model, batch, prompt + gen)
     kv_prompt = kv_full if kv_cache == "static" else kv_held_bytes(model, batch, prompt)
     forward = chunk_sequences(model, batch, prompt)  # sequences in the largest prefill forward
-    act_prefill = cal.activation_coeff * forward * prompt * spec.widest_intermediate / model.tp * act_bytes
+    act_prefill = cal.activation_coeff * forward * prompt * spec.prefill_transient_width / model.tp * act_bytes
     logits_prefill = logit_positions(forward, prompt, logits) * spec.logits_bytes_per_position(model.act_dtype)
     logits_decode = batch * spec.logits_bytes_per_position(model.act_dtype)
     at_prefill = kv_prompt + act_prefill + logits_prefill

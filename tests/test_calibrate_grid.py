@@ -287,7 +287,7 @@ def test_bad_config_is_a_clean_error_before_any_tensor(tmp_path, monkeypatch):
     with pytest.raises(RooflineError, match=r"num_attention_heads must be a positive integer, got -4"):
         _run(tmp_path / "out", models=(str(bad),))
     for change, what in [(dict(num_key_value_heads=3), "multiple of num_key_value_heads"),
-                         (dict(hidden_size=66), "hidden_size \\(66\\) must be a multiple"),
+                         (dict(hidden_size=66), "hidden_size \\(66\\) is not a multiple"),  # roofline.config_families reads it
                          (dict(vocab_size="many"), "vocab_size must be a positive integer")]:
         bad.write_text(json.dumps(dict(load_model_config("tiny-qwen2"), **change)))
         with pytest.raises(RooflineError, match=what):

@@ -356,3 +356,26 @@ def test_the_shipped_moe_probe_and_bad_files(tmp_path):
         bad.write_text(text)
         with pytest.raises(RooflineError, match=needle):
             moe_row_seconds_per_element(bad, ["m"])
+
+
+def test_kernels_probe_on_cpu_lists_each_steps_kernels(tmp_path):
+    # the tiny grid: one point per (model, layers, batch, context), the step timed eagerly and from a
+    # graph (eager on the CPU), its ops by time, longest first, the rest summed; a gemma-3 style
+    # nested config is cut like a flat one
+    path = tmp_path / "probe-kernels.json"
+    grid = probes.TINY_KERNELS
+    data = probes.kernels_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    assert not data["errors"]
+    assert [(p["model"], p["layers"], p["batch"], p["context"]) for p in data["points"]] == list(grid.points)
+    for p in data["points"]:
+        times = [k["seconds"] for k in p["kernels"]]
+        assert 0 < len(times) <= grid.top and times == sorted(times, reverse=True) and min(times) > 0
+        assert p["kernel_s"] == pytest.approx(sum(times) + p["other_kernels_s"])
+        assert p["step_s"] > 0 and p["graph_step_s"] > 0
+    nested = {"model_type": "gemma3", "text_config": {"num_hidden_layers": 6, "layer_types": ["a"] * 6}}
+    import unittest.mock as mock
+
+    with mock.patch("calibrate.configs.load_model_config", return_value=nested):
+        cut = probes._cut_config("x", 2)
+    assert cut["text_config"]["num_hidden_layers"] == 2 and cut["text_config"]["layer_types"] == ["a", "a"]

@@ -471,7 +471,7 @@ var RooflineModel = (function () {
       var kvFull = kvHeldBytes(m, batch, prompt + gen);
       var kvPrompt = m.kvCache === "static" ? kvFull : kvHeldBytes(m, batch, prompt);
       var forward = chunkSequences(m, batch, prompt);
-      var actPrefill = cal.activation_coeff * forward * prompt * model.widest_intermediate / m.tp * actBytes;
+      var actPrefill = cal.activation_coeff * forward * prompt * model.prefill_transient_width / m.tp * actBytes;
       var logitsPrefill = logitPositions(forward, prompt, m.logits) * model.logits_bytes_per_position;
       var logitsDecode = batch * model.logits_bytes_per_position;
       var atPrefill = kvPrompt + actPrefill + logitsPrefill;
