@@ -390,6 +390,9 @@ TPOT_STATISTIC = ("mean", "median", "p10")
 @click.option("--prefill-attention-probe", type=click.Path(dir_okay=False),
               help="Prefill-attention-probe file (calibrate.probes): the engine's prefill attention FLOP rate by head "
                    "width, stored as measured; a prompt's attention is priced at it.")
+@click.option("--masked-attention-probe", type=click.Path(dir_okay=False),
+              help="Masked-attention-probe file (calibrate.probes): the engine's masked prefill path (a window "
+                   "shorter than the prompt, attention sinks) by head width, stored as measured.")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

@@ -47,9 +47,10 @@ def main() -> None:
         [M / "h200-graph-grid.csv"], card="h200", ceilings=ceilings, models=GRID_MODELS,
         attention_probe=M / "h200-probe-attention.json", collectives=M / "h200-collectives-tp2.json",
         layers_probe=M / "h200-probe-layers.json", prefill_attention_probe=M / "h200-probe-prefill-attention.json",
+        masked_attention_probe=M / "h200-probe-masked-attention.json",
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe; layers probe (the "
-              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]

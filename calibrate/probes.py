@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe,kernels [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe,kernels,masked-attention [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -90,6 +90,14 @@ kernels -> ``probe-kernels.json``
     a held-out model off by tens of percent (phi-3-mini-4k at prompt 4,096) is a kernel the model
     does not know; this names it (there: cuBLAS GEMV kernels for a score row of odd length).
 
+masked-attention -> ``probe-masked-attention.json``
+    The graph engine's prefill attention on its masked path (``_prefill_attention`` with a window
+    shorter than the prompt, or attention sinks: K/V repeated to every head, an explicit mask, SDPA
+    computing every tile of the square), at generic shapes of head widths 64-256 and prompts of
+    1,024-8,192. Why: windowed and sinks models' prefills were priced as the window's causal pairs at
+    the causal kernel's rate and came out 25-67% fast; the calibration stores this path's rate
+    (``masked_prefill_attention_flop_per_s``, ``roofline fit --masked-attention-probe``).
+
 The graph engine's attention is timed through the engine's own function,The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -113,7 +121,8 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels")
+PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
+          "masked-attention")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -362,6 +371,100 @@ def prefill_attention_probe(device: str, grid: PrefillAttentionGrid, out_path: P
             _write(out_path, result)
             progress(f"prefill-attention: {model} done ({time.monotonic() - t0:.1f} s)")
     return _finished(result, out_path, t0)
+
+
+# ---- masked prefill attention (the engine's windowed and sinks prefill) -------------------------
+
+@dataclass(frozen=True)
+class MaskedAttentionGrid:
+    #: (label, q_heads, kv_heads, head_dim, window or 0, sinks): generic shapes by head width
+    shapes: tuple[tuple[str, int, int, int, int, bool], ...]
+    prompts: tuple[int, ...]
+    tokens: int  # batch x prompt of one call (at most)
+    max_mask_elements: int  # batch x heads x P x P of the expanded K/V scores' tiles: skip above
+    copies: int
+    reps: int
+
+
+FULL_MASKED_ATTENTION = MaskedAttentionGrid(
+    shapes=(("hd64 16/4 window 256", 16, 4, 64, 256, False), ("hd96 32/32 window 256", 32, 32, 96, 256, False),
+            ("hd128 32/8 window 256", 32, 8, 128, 256, False), ("hd256 16/8 window 256", 16, 8, 256, 256, False),
+            ("hd64 64/8 sinks", 64, 8, 64, 0, True), ("hd64 64/8 sinks window 128", 64, 8, 64, 128, True)),
+    prompts=(1024, 2048, 4096, 8192), tokens=32768, max_mask_elements=2 ** 36, copies=2, reps=3)
+TINY_MASKED_ATTENTION = MaskedAttentionGrid(
+    shapes=(("hd16 4/2 window 4", 4, 2, 16, 4, False), ("hd16 4/2 sinks", 4, 2, 16, 0, True)),
+    prompts=(8, 16), tokens=32, max_mask_elements=2 ** 20, copies=2, reps=2)
+
+
+def masked_attention_probe(device: str, grid: MaskedAttentionGrid, out_path: Path, deadline: float | None,
+                           progress: Callable[[str], None]) -> dict:
+    """Time the graph engine's masked prefill attention (a window shorter than the prompt, or
+    attention sinks) over ``grid``; writes ``out_path`` after each shape."""
+    import torch
+
+    from calibrate.graph_engine import RING_ALIGN, _prefill_attention
+    from calibrate.timing import free_memory, torch_device
+
+    dev = torch_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    result = _new_result("masked-attention", dev, grid, (
+        "calibrate.graph_engine._prefill_attention(q (B, H, P, d), k, v (B, kv, P, d), window, sinks) where it "
+        "takes its masked path (a window shorter than P, or sinks): K/V repeated to every head, an explicit (P, P "
+        "[+1]) mask, SDPA with the default backend, which computes every tile of the square; B = tokens / P; calls "
+        "over `copies` copies captured in one CUDA graph (a plain loop on the CPU), median of reps replays / "
+        "copies. computed_flop: 4 x B x H x d' x P x P' with d' the head width as computed (sinks: padded to a "
+        "multiple of 8 past d + 1) and P' = P (+ 1 with sinks): what the kernel computes"),
+                         dtype=str(dtype).removeprefix("torch."))
+    t0 = time.monotonic()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    with torch.inference_mode():
+        for label, heads, kv_heads, hd, window, sinks in grid.shapes:
+            shapes = _computed_head_dim(hd, sinks, RING_ALIGN)
+            for prompt in grid.prompts:
+                if window and window >= prompt:
+                    continue
+                batch = max(1, grid.tokens // prompt)
+                if batch * heads * prompt * prompt > grid.max_mask_elements:
+                    continue
+                if _out_of_budget(deadline, result, out_path, progress, "masked-attention", f"{label} P {prompt}"):
+                    return result
+                try:
+                    sink = torch.randn(heads, device=dev, dtype=dtype, generator=gen) if sinks else None
+                    s = _SinkScale(hd)
+                    qkv = [(torch.randn(batch, heads, prompt, hd, device=dev, dtype=dtype, generator=gen),
+                            torch.randn(batch, kv_heads, prompt, hd, device=dev, dtype=dtype, generator=gen),
+                            torch.randn(batch, kv_heads, prompt, hd, device=dev, dtype=dtype, generator=gen))
+                           for _ in range(grid.copies)]
+                    seconds, info = _time_calls([lambda q=q, k=k, v=v: _prefill_attention(q, k, v, s, window, sink)
+                                                 for q, k, v in qkv], dev, grid.reps)
+                    ops = profiled_op_names(lambda: _prefill_attention(*qkv[0], s, window, sink), dev,
+                                            dev.type == "cuda")
+                    keys = prompt + (1 if sinks else 0)
+                    flop = 4.0 * batch * heads * shapes["computed_head_dim"] * prompt * keys
+                    result["points"].append({"shape": label, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
+                                             "window": window, "sinks": sinks, "prompt_tokens": prompt,
+                                             "batch": batch, "seconds": seconds, **shapes,
+                                             "computed_flop": flop, "flop_per_s": flop / seconds,
+                                             "backend": sdpa_backend_from_ops(ops), "graph": info["graph"]})
+                    del qkv
+                except Exception as exc:  # noqa: BLE001 - record and go on
+                    result["errors"].append({"shape": label, "prompt_tokens": prompt, "error": _short(exc)})
+                free_memory()
+            _write(out_path, result)
+            progress(f"masked-attention: {label} done ({time.monotonic() - t0:.1f} s)")
+    return _finished(result, out_path, t0)
+
+
+def _computed_head_dim(hd: int, sinks: bool, align: int) -> dict:
+    """The head width the masked path computes: with sinks, d + 1 padded to a multiple of ``align``."""
+    return {"computed_head_dim": -(-(hd + 1) // align) * align if sinks else hd}
+
+
+class _SinkScale:
+    """The one field of Shapes the masked path reads (its softmax scale)."""
+
+    def __init__(self, hd: int):
+        self.scale = hd ** -0.5
 
 
 # ---- layers (where a decode step's time goes) --------------------------------------------------
@@ -1317,7 +1420,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
-                                  "kernels") if p in what]:
+                                  "kernels", "masked-attention") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1329,6 +1432,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
+            elif name == "masked-attention":
+                masked_attention_probe(device, TINY_MASKED_ATTENTION if tiny else FULL_MASKED_ATTENTION, path,
+                                       deadline, progress)
             elif name == "kernels":
                 kernels_probe(device, TINY_KERNELS if tiny else FULL_KERNELS, path, deadline, progress)
             elif name == "moe":

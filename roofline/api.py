@@ -411,6 +411,7 @@ def fit(
     layers_probe=None,
     prefill_attention_probe=None,
     moe_probe=None,
+    masked_attention_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -427,7 +428,10 @@ def fit(
     MoE terms on MoE runs, say); its ``fitted_on`` is carried over. ``moe_probe``: a calibrate.probes
     MoE file, with ``base`` and MoE runs: the routed rows' gather and combine cost
     (``expert_row_traffic_coeff``) measured on the fitted MoE models' own shapes, held while the
-    other MoE terms are fitted."""
+    other MoE terms are fitted. ``masked_attention_probe``: a calibrate.probes masked-attention file:
+    the engine's masked prefill path's FLOP rate by head width, stored as measured
+    (``masked_prefill_attention_flop_per_s``): windowed layers past their window, and sinks layers,
+    are priced as the square it computes."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -454,6 +458,10 @@ def fit(
         from roofline.probes import prefill_attention_rates
 
         fixed["prefill_attention_flop_per_s"] = prefill_attention_rates(prefill_attention_probe)
+    if masked_attention_probe is not None:
+        from roofline.probes import masked_attention_rates
+
+        fixed["masked_prefill_attention_flop_per_s"] = masked_attention_rates(masked_attention_probe)
     link = None
     if collectives is not None:
         from roofline.atomic import read_json

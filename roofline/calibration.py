@@ -170,6 +170,12 @@ class Calibration(BaseModel):
         "alone by the prefill-attention probe (calibrate.probes; median over prompts of 4,096 tokens and more): a "
         "prompt's attention pairs are priced at the rate of the model's head width (log-interpolated, clamped) "
         "instead of the prefill matmuls'; None: at the matmuls' rate")
+    masked_prefill_attention_flop_per_s: dict[str, float] | None = Field(
+        None, description="the engine's masked prefill attention FLOP rate by computed head width ({head_dim: "
+        "FLOP/s}), measured by the masked-attention probe (calibrate.probes): where a window is shorter than the "
+        "prompt, or the model has attention sinks, the graph engine runs SDPA with an explicit mask over every "
+        "tile of the (P, P [+1]) square, K/V repeated to every head (sinks: the head padded to d + 1 rounded up "
+        "to 8); those layers' prompt attention is priced so; None: as the window's causal pairs")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)

@@ -26,12 +26,25 @@ def logit_positions(batch, prompt_tokens, logits: str):
     return np.asarray(batch, dtype=float) * np.asarray(prompt_tokens, dtype=float)
 
 
-def static_prefill_work(batch, prompt_tokens, logits: str = "last", window=None):
-    """The PassWork of prefilling ``batch`` prompts of ``prompt_tokens`` each in one forward."""
+def static_prefill_work(batch, prompt_tokens, logits: str = "last", window=None, masked=None):
+    """The PassWork of prefilling ``batch`` prompts of ``prompt_tokens`` each in one forward.
+
+    ``masked`` (StepModel.masked_prefill): the engine runs its windowed layers' prefill attention,
+    where the window is shorter than the prompt, and every layer's with attention sinks, as a
+    masked SDPA over the whole (P, P [+1]) square; those pairs count ``factor`` causal pairs each
+    (the masked path's time per pair in causal pairs of the model's width)."""
     batch = np.asarray(batch, dtype=float)
     prompt = np.asarray(prompt_tokens, dtype=float)
+    pairs = batch * causal_pairs(prompt)
     windowed = None if window is None else batch * causal_pairs(prompt, window)
-    return prefill_work(batch * prompt, batch * causal_pairs(prompt), logit_positions(batch, prompt, logits), windowed)
+    if masked is not None:
+        factor, sinks = masked
+        if sinks:
+            pairs = batch * prompt * (prompt + 1.0) * factor
+            windowed = None if window is None else pairs
+        elif window is not None:
+            windowed = np.where(prompt > window, batch * prompt * prompt * factor, windowed)
+    return prefill_work(batch * prompt, pairs, logit_positions(batch, prompt, logits), windowed)
 
 
 def chunk_sequences(model: StepModel, batch, prompt_tokens):
@@ -53,7 +66,7 @@ def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last") -> dic
     per = chunk_sequences(model, batch, prompt)
     full = np.floor(batch / per)  # forwards of ``per`` sequences
     rest = batch - full * per  # and one of the remaining sequences, if any
-    work, tail_work = (static_prefill_work(n, prompt, logits, model.window) for n in (per, rest))
+    work, tail_work = (static_prefill_work(n, prompt, logits, model.window, model.masked_prefill) for n in (per, rest))
     head, tail = model.pass_breakdown(work), model.pass_breakdown(tail_work)
     has_tail = rest > 0
     out = {k: full * v + np.where(has_tail, tail[k], 0.0) for k, v in head.items()}

@@ -108,21 +108,34 @@ def moe_row_seconds_per_element(path: str | Path, models, min_tokens: int = 4096
     return statistics.median(per)
 
 
+def masked_attention_rates(path: str | Path, min_prompt_tokens: int = 2048) -> dict[str, float]:
+    """{computed head width: FLOP/s}: the masked-attention probe's median rate of the engine's
+    masked prefill path per head width as computed (a sinks layer's padded one) over its prompts of
+    ``min_prompt_tokens`` and more (all of them where none is that long)."""
+    return _median_rates(path, "masked-attention", "computed_head_dim", min_prompt_tokens)
+
+
 def prefill_attention_rates(path: str | Path, min_prompt_tokens: int = 4096) -> dict[str, float]:
     """{head_dim: FLOP/s}: the prefill-attention probe's median rate per head width over its prompts
     of ``min_prompt_tokens`` and more (all of its prompts where none is that long): the rate a
     long prompt's attention runs at, which is where attention matters in a prefill."""
+    return _median_rates(path, "prefill-attention", "head_dim", min_prompt_tokens)
+
+
+def _median_rates(path: str | Path, probe: str, width: str, min_prompt_tokens: int) -> dict[str, float]:
+    """{points' ``width``: median flop_per_s} over the prompts of ``min_prompt_tokens`` and more (all
+    of a width's where none is that long), from a ``probe`` file."""
     import statistics
 
-    data = read_json(Path(path), "prefill-attention probe")
+    data = read_json(Path(path), f"{probe} probe")
     if not isinstance(data, dict) or not isinstance(data.get("points"), list):
-        raise RooflineError(f"{path}: not a prefill-attention probe file (no points)")
+        raise RooflineError(f"{path}: not a {probe} probe file (no points)")
     by: dict[int, list] = {}
     try:
         for p in data["points"]:
-            by.setdefault(int(p["head_dim"]), []).append((int(p["prompt_tokens"]), float(p["flop_per_s"])))
+            by.setdefault(int(p[width]), []).append((int(p["prompt_tokens"]), float(p["flop_per_s"])))
     except (KeyError, TypeError, ValueError):
-        raise RooflineError(f"{path}: a point lacks head_dim, prompt_tokens or flop_per_s") from None
+        raise RooflineError(f"{path}: a point lacks {width}, prompt_tokens or flop_per_s") from None
     if not by:
         raise RooflineError(f"{path}: no points")
     out = {}

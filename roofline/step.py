@@ -149,6 +149,9 @@ class StepModel:
     attention_flop_per_pair: float = field(init=False)
     attention_window_flop_per_pair: float = field(init=False)
     window: int | None = field(init=False)
+    #: (pair factor, sinks) where the engine's prefill attention takes a masked path (the calibration's
+    #: masked_prefill_attention_flop_per_s), else None: roofline.prefill.static_prefill_work
+    masked_prefill: tuple | None = field(init=False)
     act_bytes_per_token: float = field(init=False)
     prefill_act_bytes_per_token: float = field(init=False)
     bandwidth_bytes_per_s: float = field(init=False)
@@ -221,6 +224,15 @@ class StepModel:
         # width where the calibration has one, else at the prefill matmuls' rate
         rate = head_dim_rate(cal.prefill_attention_flop_per_s, spec.head_dim)
         s_per_prefill_pair_flop = s_per_prefill_flop if rate is None else 1.0 / rate
+        # an engine whose windowed (or sinks) prefill runs a masked SDPA over the whole square: each
+        # such pair costs computed width / width x (the causal pair's rate / the masked path's rate)
+        sinks = any(g.sinks for g in spec.attention_groups)
+        masked = None
+        if cal.masked_prefill_attention_flop_per_s and (sinks or windows) and spec.attention_kind != "mla":
+            computed = -(-(spec.head_dim + 1) // 8) * 8 if sinks else spec.head_dim
+            masked_rate = head_dim_rate(cal.masked_prefill_attention_flop_per_s, computed)
+            masked = (computed / spec.head_dim / (masked_rate * s_per_prefill_pair_flop), sinks)
+        set_(self, "masked_prefill", masked)
         score_s = cal.attention_score_bytes * s_per_byte
         prefill_score_s = cal.prefill_score_bytes * s_per_byte
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding

@@ -276,3 +276,26 @@ def test_moe_probe_sets_the_row_term_and_the_fit_keeps_it(tmp_path):
     # without a base calibration the probe has nothing to join: one line, exit 2
     bad = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "--moe-probe", probe, "-o", str(out)])
     assert bad.exit_code != 0 and "base calibration" in bad.output and "Traceback" not in bad.output
+
+
+def test_fit_stores_the_probes_attention_rates_as_measured(tmp_path):
+    # `roofline fit --prefill-attention-probe F1 --masked-attention-probe F2`: both rate tables land in
+    # the calibration as the readers return them (nothing fitted), and predict then prices a windowed
+    # model's long prompt on the masked path (more time than the window's causal pairs at the causal rate)
+    from roofline.probes import masked_attention_rates, prefill_attention_rates
+
+    causal = "hardware_profiles/measurements/h200-probe-prefill-attention.json"
+    masked = "hardware_profiles/measurements/h200-probe-masked-attention.json"
+    rows = synthetic_rows("qwen2.5-1.5b") + synthetic_rows("qwen2.5-7b")
+    csv = write_measurements(tmp_path / "m.csv", rows)
+    out = tmp_path / "cal.json"
+    r = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "-o", str(out), "--prefill-attention-probe", causal,
+                                  "--masked-attention-probe", masked])
+    assert r.exit_code == 0, r.output
+    cal = load_calibration(out)
+    assert cal.prefill_attention_flop_per_s == prefill_attention_rates(causal)
+    assert cal.masked_prefill_attention_flop_per_s == masked_attention_rates(masked)
+    plain = cal.model_copy(update={"masked_prefill_attention_flop_per_s": None})
+    slow = predict("h200", "mistral-7b-v0.1", [4], prompt_tokens=16384, gen_tokens=16, calibration=cal)
+    fast = predict("h200", "mistral-7b-v0.1", [4], prompt_tokens=16384, gen_tokens=16, calibration=plain)
+    assert slow.columns["ttft_s"][0] > 1.3 * fast.columns["ttft_s"][0]  # 16k past a 4,096 window: ~2x the work

@@ -54,6 +54,8 @@ SYNTHETIC = dict(
     # a measured prefill-attention rate by head width (roofline.step.head_dim_rate: interpolated in
     # log head width between 64 and 128, clamped beyond)
     prefill_attention_flop_per_s={"64": 3.0e14, "128": 5.0e14},
+    # the masked prefill path's rate by computed head width (windows past the prompt, sinks)
+    masked_prefill_attention_flop_per_s={"64": 2.0e14, "72": 1.1e14, "128": 3.0e14, "256": 2.4e14},
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and
@@ -170,6 +172,7 @@ PAGES = {
         setting("h200", "gpt-oss-20b", 20000, 300, skew=0.5, mix="8x32,8x64", count=16),
         setting("h200", "deepseek-v2-lite", 3000, 300, tp=2, mix="8x32,8x64", count=16),
         setting("h200", "qwen3-30b-a3b", 9000, 64, tp=8, serving=False),
+        setting("h200", "gemma-3-4b", 5000, 100, serving=False),  # the masked prefill past its window
     ]),
     "foreign": (dict(cards=("h200",), calibration=Calibration(**FOREIGN)), [
         setting("h200", "qwen2.5-7b", 384, 128, serving=False),  # context 512: a tie between the held-out contexts
@@ -230,9 +233,12 @@ def test_the_scenarios_cover_what_they_claim():
                 <= step.calibration.prefill_chunk_tokens, "long": s["prompt_tokens"] >= 100000,
                 "static": (s["kv_cache"] if s["kv_cache"] != "auto" else step.calibration.kv_cache) == "static",
                 "fp8-weights": s["weight_dtype"] == "fp8", "lane": step.calibration.attention_lane_s_per_token > 0,
+                "masked-window": step.masked_prefill is not None and not step.masked_prefill[1]
+                and s["prompt_tokens"] > step.window,
+                "masked-sinks": step.masked_prefill is not None and step.masked_prefill[1],
             }.items() if on}
     assert seen == {"moe", "skew", "mla", "window", "sinks", "tp", "tp-card-link", "tp-calibrated-link", "chunk", "long",
-                    "static", "fp8-weights", "lane"}
+                    "static", "fp8-weights", "lane", "masked-window", "masked-sinks"}
 
 
 @pytest.mark.filterwarnings("ignore::roofline.errors.RooflineWarning")  # weights beyond a card: on purpose

@@ -87,3 +87,38 @@ def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
     assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
     assert 1.1 < cal.expert_traffic_factor < 1.4
     assert cal.fit_report["extra"]["held"] == ["expert_row_traffic_coeff"]
+
+
+def test_a_masked_prefill_prices_the_square_the_engine_computes():
+    # masked_prefill_attention_flop_per_s: past its window a windowed layer's prompt attention is
+    # the whole P x P square at the masked rate (in causal pairs of the model's width); within the
+    # window, the causal pairs as before; with sinks every layer is masked, P x (P + 1) at the
+    # padded width's rate
+    from roofline.prefill import static_prefill_work
+    from roofline.step import causal_pairs, head_dim_rate
+
+    card, base = load_card("h200"), load_calibration(GRAPH)
+    assert base.masked_prefill_attention_flop_per_s  # the shipped graph calibration carries the probe's rates
+    for name, sinks in (("mistral-7b-v0.1", False), ("gpt-oss-20b", True)):
+        spec = load_model(name)
+        step = StepModel(spec, card, base)
+        factor, has_sinks = step.masked_prefill
+        computed = 72 if sinks else spec.head_dim
+        causal = head_dim_rate(base.prefill_attention_flop_per_s, spec.head_dim)
+        masked = head_dim_rate(base.masked_prefill_attention_flop_per_s, computed)
+        assert has_sinks == sinks and factor == pytest.approx(computed / spec.head_dim * causal / masked)
+        w = step.window
+        for prompt in (w // 2, 2 * w):
+            work = static_prefill_work(4.0, float(prompt), "last", w, step.masked_prefill)
+            if sinks:
+                assert work.prefill_pairs == pytest.approx(4 * prompt * (prompt + 1) * factor)
+                assert work.prefill_window_pairs == work.prefill_pairs
+            elif prompt > w:
+                assert work.prefill_window_pairs == pytest.approx(4 * prompt * prompt * factor)
+                assert work.prefill_pairs == pytest.approx(4 * causal_pairs(float(prompt)))
+            else:
+                assert work.prefill_window_pairs == pytest.approx(4 * causal_pairs(float(prompt), w))
+    # a calibration without the rates, or a model without windows or sinks: priced as before
+    assert StepModel(load_model("mistral-7b-v0.1"), card, base.model_copy(
+        update={"masked_prefill_attention_flop_per_s": None})).masked_prefill is None
+    assert StepModel(load_model("qwen2.5-7b"), card, base).masked_prefill is None

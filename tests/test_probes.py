@@ -379,3 +379,45 @@ def test_kernels_probe_on_cpu_lists_each_steps_kernels(tmp_path):
     with mock.patch("calibrate.configs.load_model_config", return_value=nested):
         cut = probes._cut_config("x", 2)
     assert cut["text_config"]["num_hidden_layers"] == 2 and cut["text_config"]["layer_types"] == ["a", "a"]
+
+
+def test_masked_attention_probe_on_cpu_gives_the_rates_the_calibration_stores(tmp_path):
+    # the tiny grid: the engine's masked prefill path (a window shorter than the prompt; sinks) at
+    # each prompt; computed FLOPs count the whole square the kernel computes, at the width it computes
+    # (sinks: d + 1 padded to a multiple of 8); the reader's rate per computed width is the median
+    import statistics
+
+    from roofline.probes import masked_attention_rates
+
+    path = tmp_path / "probe-masked-attention.json"
+    grid = probes.TINY_MASKED_ATTENTION
+    data = probes.masked_attention_probe("cpu", grid, path, None, lambda m: None)
+    assert not data["errors"]
+    assert [(p["shape"], p["prompt_tokens"]) for p in data["points"]] == [
+        (label, p) for label, *_ in grid.shapes for p in grid.prompts]
+    for p in data["points"]:
+        d = 24 if p["sinks"] else 16
+        keys = p["prompt_tokens"] + (1 if p["sinks"] else 0)
+        assert p["computed_head_dim"] == d
+        assert p["computed_flop"] == 4.0 * p["batch"] * p["q_heads"] * d * p["prompt_tokens"] * keys
+    rates = masked_attention_rates(path, min_prompt_tokens=1)
+    assert set(rates) == {"16", "24"}
+    assert rates["24"] == pytest.approx(statistics.median(p["flop_per_s"] for p in data["points"] if p["sinks"]))
+
+
+def test_the_shipped_masked_attention_rates_and_bad_files(tmp_path):
+    # hardware_profiles/measurements/h200-probe-masked-attention.json (device call 24, cuDNN with a
+    # mask): the whole square at 240-320 TFLOP/s, sinks' 72-wide padded heads at ~120
+    from roofline.probes import masked_attention_rates
+
+    rates = masked_attention_rates("hardware_profiles/measurements/h200-probe-masked-attention.json")
+    assert set(rates) == {"64", "72", "96", "128", "256"}
+    assert rates["128"] == pytest.approx(3.1e14, rel=0.05) and rates["72"] == pytest.approx(1.2e14, rel=0.1)
+    bad = tmp_path / "bad.json"
+    for text, needle in (('{"points": 1}', "not a masked-attention probe file"), ('{"points": []}', "no points"),
+                         ('{"points": [{"computed_head_dim": 64}]}', "lacks computed_head_dim"),
+                         ('{"points": [{"computed_head_dim": 64, "prompt_tokens": 8, "flop_per_s": -1}]}',
+                          "must be positive")):
+        bad.write_text(text)
+        with pytest.raises(RooflineError, match=needle):
+            masked_attention_rates(bad)

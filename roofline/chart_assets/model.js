@@ -222,6 +222,15 @@ var RooflineModel = (function () {
       // roofline.step.head_dim_rate: a prompt's attention pairs at the engine's measured rate for this head width
       var pairRate = headDimRate(cal.prefill_attention_flop_per_s, model.head_dim);
       var sPerPrefillPairFlop = pairRate === null ? sPerPrefillFlop : 1.0 / pairRate;
+      // StepModel.masked_prefill: the engine's masked prefill path (windows past the prompt, sinks)
+      var sinks = model.attention_groups.some(function (g) { return g.sinks; });
+      var mla = model.attention_groups.some(function (g) { return g.kind === "mla"; });
+      m.maskedPrefill = null;
+      if (cal.masked_prefill_attention_flop_per_s && (sinks || windows.length) && !mla) {
+        var computed = sinks ? Math.ceil((model.head_dim + 1) / 8) * 8 : model.head_dim;
+        var maskedRate = headDimRate(cal.masked_prefill_attention_flop_per_s, computed);
+        m.maskedPrefill = [computed / model.head_dim / (maskedRate * sPerPrefillPairFlop), sinks];
+      }
       var scoreS = cal.attention_score_bytes * sPerByte;
       var prefillScoreS = (cal.prefill_score_bytes || 0.0) * sPerByte;
       var expertRowFlop = moe ? model.expert_row_flop / tp : 0.0;
@@ -429,9 +438,18 @@ var RooflineModel = (function () {
     }
 
     // roofline.prefill.static_prefill_work
-    function staticPrefillWork(batch, prompt, logits, window) {
+    function staticPrefillWork(batch, prompt, logits, window, masked) {
+      var pairs = batch * causalPairs(prompt);
       var windowed = window === null ? null : batch * causalPairs(prompt, window);
-      return prefillWork(batch * prompt, batch * causalPairs(prompt), logitPositions(batch, prompt, logits), windowed);
+      if (masked) {
+        if (masked[1]) {
+          pairs = batch * prompt * (prompt + 1.0) * masked[0];
+          windowed = window === null ? null : pairs;
+        } else if (window !== null && prompt > window) {
+          windowed = batch * prompt * prompt * masked[0];
+        }
+      }
+      return prefillWork(batch * prompt, pairs, logitPositions(batch, prompt, logits), windowed);
     }
 
     // roofline.prefill.chunk_sequences
@@ -445,9 +463,9 @@ var RooflineModel = (function () {
     function prefill(m, batch) {
       var prompt = m.prompt, per = chunkSequences(m, batch, prompt);
       var full = Math.floor(batch / per), rest = batch - full * per, hasTail = rest > 0;
-      var w = staticPrefillWork(per, prompt, m.logits, m.window), h = passBreakdown(m, w);
+      var w = staticPrefillWork(per, prompt, m.logits, m.window, m.maskedPrefill), h = passBreakdown(m, w);
       var tw = null, t = [0.0, 0.0, 0.0, 0.0, 0.0];
-      if (hasTail) { tw = staticPrefillWork(rest, prompt, m.logits, m.window); t = passBreakdown(m, tw); }
+      if (hasTail) { tw = staticPrefillWork(rest, prompt, m.logits, m.window, m.maskedPrefill); t = passBreakdown(m, tw); }
       var out = { ttft_s: full * h[0] + t[0], overhead_s: full * h[1] + t[1], memory_s: full * h[2] + t[2],
                   compute_s: full * h[3] + t[3], collectives_s: full * h[4] + t[4] };
       out.bytes = full * bytesCounted(m, w) + (hasTail ? bytesCounted(m, tw) : 0.0) + batch * prompt * m.preActBpt;
