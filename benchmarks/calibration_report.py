@@ -266,6 +266,7 @@ def main() -> None:
     arch20 = compare(f"{M}/h200-graph-dense-call20.csv", GRAPH)
     again22 = compare(f"{M}/h200-graph-call22.csv", GRAPH)
     unaligned23 = compare(f"{M}/h200-graph-unaligned-call23.csv", GRAPH)
+    check25 = compare(f"{M}/h200-graph-check-call25.csv", GRAPH)
     tp2 = compare(f"{M}/h200-graph-tp2.csv", GRAPH)
     doc = [
         "# Calibration: the model against real decode\n\n",
@@ -370,6 +371,10 @@ def main() -> None:
         "mistral-7b-v0.1 13.9% -> 4.3% (the held-out table above), gpt-oss-20b at 4,096 55.7% -> 14.1%. These "
         "measurements were seen before the term was written (they are why it was); the probe's shapes are "
         "generic and nothing was fitted on them.\n",
+        "\n**A check after the fact** (device call 25, `h200-graph-check-call25.csv`, measured after the "
+        "masked-path and alignment changes were committed, on points none of them saw: the windowed and sinks "
+        "models at prompts 2,048 and 8,192, falcon-7b and qwen3-8b):\n\n",
+        per_model_context(check25),
         "\n**Where it still misses.** olmo-2-7b's prefill is 11-17% fast and qwen3-8b's ~9% (their q/k norms; not probed). "
         "phi-3-mini-4k's TPOT stays 8-9% MAPE at prompts 4,096 and 8,192 (MHA with 96-wide heads, priced ~10% "
         "fast up to batch 16), falcon-7b's worst point is +16% (batch 256 at prompt 512: 71 query heads on one "

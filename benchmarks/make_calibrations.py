@@ -66,18 +66,20 @@ def main() -> None:
     # GEMV fallback kernels the engine no longer runs), unaligned prompt + gen lengths (call 23)
     arch20, again22, unaligned23 = (M / "h200-graph-dense-call20.csv", M / "h200-graph-call22.csv",
                                     M / "h200-graph-unaligned-call23.csv")
+    check25 = M / "h200-graph-check-call25.csv"  # after this session's model changes, unseen by them
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
         "dense": validation_entry(
             graph, read_measurements(heldout) + [r for r in read_measurements(arch20) if r.model not in again]
-            + fresh + read_measurements(unaligned23), card,
-            "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
-            [heldout.name, arch20.name, again22.name, unaligned23.name]),
+            + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"],
+            card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
+            [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
-            + [r for r in read_measurements(again22) if r.model == "gpt-oss-20b"], card,
-            "mixture-of-experts models whose MoE terms were not fitted", [moe.name, moe19.name, again22.name]),
+            + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"], card,
+            "mixture-of-experts models whose MoE terms were not fitted", [moe.name, moe19.name, again22.name,
+                                                                          check25.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})
