@@ -323,8 +323,9 @@ def main() -> None:
         "24 layers of hidden 896) is over-predicted at small batches by up to 10% at prompt 128 (next table): its "
         "steps are almost all per-layer fixed time, and the layers probe measures a layer of it at 47 us beyond its "
         "weights' bytes where the fitted 1.5-8B models' take 51-57 us; the calibration has one fixed time a layer "
-        "(50.2 us). `predict` flags the size as an extrapolation. mistral-7b-v0.1's windowed prefill at 16k is not "
-        "modelled (the engine's windowed prefill runs full attention with a mask), which shows as TTFT only.\n",
+        "(50.2 us). `predict` flags the size as an extrapolation. mistral-7b-v0.1's windowed prefill at 16k, past its "
+        "4,096-token window, runs the engine's masked full-square attention; priced from the masked-attention "
+        "probe since the sixth session (TTFT -51% before, -7 to -9% now: \"Other architectures\" below).\n",
         "\n**A prompt's attention at its head width's rate.** The prefill-attention probe (device call 18, "
         "`h200-probe-prefill-attention.json`) times the engine's prefill attention alone: on prompts of 4,096 tokens "
         "and more 128-wide heads run at a median 588 TFLOP/s, 64-wide ones at 453; the calibration stores both as "

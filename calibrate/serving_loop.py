@@ -16,7 +16,9 @@ Terms
   accounting only: the physical cache is the static one below, which never runs out.
 * ``max_num_seqs`` (S) slots, ``max_num_batched_tokens`` M (the most tokens one iteration
   takes: prefill tokens, and under ``chunked`` decodes too), ``max_model_len`` (T, the slot
-  capacity in tokens).
+  capacity in tokens; the executor's cache holds T rounded up to a multiple of 8 rows a slot, the
+  rest masked, as calibrate.graph_engine.RING_ALIGN: a score row of another length runs cuBLAS's
+  GEMV fallback).
 
 Policy ``prefill-first`` (vLLM V0's default scheduler without chunked prefill)
 --------------------------------------------------------------------------
@@ -788,7 +790,7 @@ class ModelExecutor:
                  spin_wait: bool = False, chunk_graphs: bool = True):
         import torch
 
-        from calibrate.graph_engine import Shapes, random_weights, rope_swap, rope_tables
+        from calibrate.graph_engine import Shapes, aligned, random_weights, rope_swap, rope_tables
 
         # spin_wait: the host polls the pass's end event instead of blocking in the token sync (a
         # host that blocks may sleep, and on some machines wakes the later the longer it slept)
@@ -803,6 +805,9 @@ class ModelExecutor:
         self.shapes = s = Shapes.from_config(config)
         self.vocab = s.vocab
         self.max_num_seqs, self.max_model_len = max_num_seqs, max_model_len
+        # cache rows per slot: max_model_len rounded up to a multiple of 8, the rest masked (a score
+        # row of another length runs cuBLAS's GEMV fallback, 4-10x slower: graph_engine.RING_ALIGN)
+        self.cache_len = aligned(max_model_len)
         self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
         self.buckets = capture_sizes(max_num_seqs)
         self.weights = weights if weights is not None else random_weights(s, self.device, self.dtype, seed)
@@ -813,13 +818,13 @@ class ModelExecutor:
         # tokens write their K/V into one spare slot past the last, which nothing reads
         want_prefill_graphs = self.use_graph if prefill_graphs is None else prefill_graphs
         spare = 1 if want_prefill_graphs else 0
-        shape = (s.layers, max_num_seqs + spare, s.kv_heads, max_model_len, s.head_dim)
-        cos, sin = rope_tables(s, max_model_len, dev, dt)
+        shape = (s.layers, max_num_seqs + spare, s.kv_heads, self.cache_len, s.head_dim)
+        cos, sin = rope_tables(s, self.cache_len, dev, dt)
         cuda = self.device.type == "cuda"
         self.bufs = _Buffers(
             cache_k=torch.zeros(shape, dtype=dt, device=dev), cache_v=torch.zeros(shape, dtype=dt, device=dev),
             cos=cos, sin=sin, eye=torch.eye(s.head_dim, device=dev, dtype=dt), swap=rope_swap(s.head_dim, dev, dt),
-            key_pos=torch.arange(max_model_len, device=dev),
+            key_pos=torch.arange(self.cache_len, device=dev),
             inp=torch.zeros(2, max_num_seqs, dtype=torch.long, device=dev),
             out=torch.zeros(max_num_seqs, dtype=torch.long, device=dev),
             host_inp=torch.zeros(2, max_num_seqs, dtype=torch.long, pin_memory=cuda),
@@ -1028,7 +1033,7 @@ class ModelExecutor:
         last[:n] = cu[1:n + 1] - 1
         last[n:] = 0
         if starts[0]:
-            T, first = self.max_model_len, lens[0]
+            T, first = self.cache_len, lens[0]
             cu_q, cu_k = h[f["cu_q"]], h[f["cu_k"]]
             cu_q[0] = 0
             cu_q[1] = first
@@ -1064,7 +1069,7 @@ class ModelExecutor:
         f, row, b = self._pf_fields(), self._pf_dev, self.bufs
         cu_q, cu_k = row[f["cu_q"]].to(torch.int32), row[f["cu_k"]].to(torch.int32)
         slot = row[f["chunk_slot"]]
-        span = self.max_model_len + bucket
+        span = self.cache_len + bucket
 
         group = self.shapes.heads // self.shapes.kv_heads if self.chunk_gqa == "repeated" else 1
 

@@ -538,10 +538,10 @@ def test_chunked_tokens_equal_the_graph_engine_alone(name):
         assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
 
 
-def _chunk_graph_executor(name, batched=6, calls=None):
+def _chunk_graph_executor(name, batched=6, calls=None, max_model_len=64):
     """The prefill-graph executor with chunk graphs too (each 'graph' its body called directly);
     ``calls`` collects ("prefill" | "chunk", bucket) for each replay."""
-    ex = _graph_prefill_executor(name, batched=batched)
+    ex = _graph_prefill_executor(name, batched=batched, max_model_len=max_model_len)
     ex._varlen_kv = sl.sdpa_varlen_kv
     calls = [] if calls is None else calls
     ex.prefill_graph_of = {b: (lambda b=b: (calls.append(("prefill", b)), ex._prefill_graph_body(b)))
@@ -568,6 +568,20 @@ def test_chunk_graph_tokens_equal_the_graph_engine_alone(name, kv_heads):
     assert "mixed" in {it["kind"] for it in res.iterations}
     assert {kind for kind, _ in calls} == {"prefill", "chunk"}  # no eager pass left
     assert sum(1 for it in res.iterations if it["prefill_seqs"]) == len(calls)
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
+
+
+def test_a_max_model_len_off_the_alignment_keeps_every_token():
+    """max_model_len 61: each slot's cache holds 64 rows (a multiple of graph_engine.RING_ALIGN, the
+    rest masked: an odd score row runs cuBLAS's GEMV fallback); scheduling still stops at 61, and
+    the chunk graphs' key offsets step by the 64 rows: every request's tokens are the plain
+    engine's for it alone, through preemption and chunked recompute."""
+    ex = _chunk_graph_executor("tiny-llama", max_model_len=61)
+    assert ex.max_model_len == 61 and ex.cache_len == 64 and ex.bufs.cache_k.shape[3] == 64
+    requests = _reqs(LENGTHS, [0.0] * len(LENGTHS))
+    res = sl.serve(requests, _Counting(ex), _chunked(num_blocks=12, batched=6, max_model_len=61))
+    assert res.preemptions > 0 and "mixed" in {it["kind"] for it in res.iterations}
     for req, rec in zip(requests, res.requests):
         assert rec["tokens"] == _alone(ex, req), f"request {req.request_id} ({rec['preemptions']} preemptions)"
 
