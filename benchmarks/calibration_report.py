@@ -60,10 +60,12 @@ def table(headers, rows) -> str:
     return "\n".join(out) + "\n"
 
 
-def compare(csv: str, calibration: str, models=()) -> dict:
+def compare(csv, calibration: str, models=()) -> dict:
+    """``roofline compare`` of one measurement file (or a list of them) against ``calibration``."""
     from roofline import api
 
-    return api.compare([ROOT / csv], calibration=ROOT / calibration, models=models)
+    files = [csv] if isinstance(csv, str) else list(csv)
+    return api.compare([ROOT / f for f in files], calibration=ROOT / calibration, models=models)
 
 
 def per_model_context(result: dict, ttft_min_batch: int = 16) -> str:
@@ -267,6 +269,7 @@ def main() -> None:
     again22 = compare(f"{M}/h200-graph-call22.csv", GRAPH)
     unaligned23 = compare(f"{M}/h200-graph-unaligned-call23.csv", GRAPH)
     check25 = compare(f"{M}/h200-graph-check-call25.csv", GRAPH)
+    check26 = compare([f"{M}/h200-graph-check-call26.csv", f"{M}/h200-graph-check-call26-llama2.csv"], GRAPH)
     tp2 = compare(f"{M}/h200-graph-tp2.csv", GRAPH)
     doc = [
         "# Calibration: the model against real decode\n\n",
@@ -376,9 +379,13 @@ def main() -> None:
         "masked-path and alignment changes were committed, on points none of them saw: the windowed and sinks "
         "models at prompts 2,048 and 8,192, falcon-7b and qwen3-8b):\n\n",
         per_model_context(check25),
+        "\nAnd device call 26 (`h200-graph-check-call26.csv`, `h200-graph-check-call26-llama2.csv`): four of these "
+        "families at prompt 16,384, and llama-2-13b (MHA, 13B, never measured) at 512 and 3,072:\n\n",
+        per_model_context(check26),
         "\n**Where it still misses.** olmo-2-7b's prefill is 11-17% fast and qwen3-8b's ~9% (their q/k norms; not probed). "
         "phi-3-mini-4k's TPOT stays 8-9% MAPE at prompts 4,096 and 8,192 (MHA with 96-wide heads, priced ~10% "
-        "fast up to batch 16), falcon-7b's worst point is +16% (batch 256 at prompt 512: 71 query heads on one "
+        "fast up to batch 16; the kernels probe shows its down projection at batch 16 on a split-K kernel at half "
+        "the bandwidth: a per-shape cuBLAS choice, where the model has one matmul efficiency), falcon-7b's worst point is +16% (batch 256 at prompt 512: 71 query heads on one "
         "KV head, whose score traffic the fitted models' 4-7 heads a KV head over-price), and at 1,000 + 50 "
         "llama-3.2-3b and mistral-7b-v0.3 are priced 8-10% fast from batch 64 up, where their 3,000 + 50 rows are "
         "within 6% (a cuBLAS kernel choice at that length, as the attention probe's mid-range misses). gpt-oss-20b's prefill is still 14-30% fast (its MoE layers; see the MoE section).\n",

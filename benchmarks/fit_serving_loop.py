@@ -36,6 +36,9 @@ OTHERS = (
     ("h200-graph-call15", "**Policy chunked, measured before its price was settled** (`measurements/serving/"
      "h200-graph-call15/`, device call 15: six chunked runs on six models, other budgets and rates, not looked at "
      "until the chunk table's price was written)"),
+    ("h200-graph-call26", "**A slot length off the alignment** (`measurements/serving/h200-graph-call26/`, device "
+     "call 26: one chunked run at `max_model_len` 601 after the loop's cache rows were rounded up to a multiple of "
+     "8 (608 a slot, the rest masked), a new stream: short prompts at 60 req/s, a 256-token budget)"),
     ("h200-graph-call17", "**The host probed before and after each run** (`measurements/serving/h200-graph-call17/`, "
      "device call 17: five prefill-first and two chunked runs on new seeds, after the calibration's refit with the "
      "layers probe; replayed with the geometric mean of the two probes)"),
@@ -55,8 +58,8 @@ OTHERS = (
 )
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
-          "h200-graph-call14", "h200-graph-call15", "h200-graph-call17")
-CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17")
+          "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26")
+CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26")
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -144,7 +147,7 @@ def main() -> None:
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
     parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14 and 17, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15 and 17, {len(chunked)} runs):",
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15, 17 and 26, {len(chunked)} runs):",
               "", summary(chunked)]
     body = "\n".join(parts)
     print(body)

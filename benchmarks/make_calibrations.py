@@ -67,14 +67,16 @@ def main() -> None:
     arch20, again22, unaligned23 = (M / "h200-graph-dense-call20.csv", M / "h200-graph-call22.csv",
                                     M / "h200-graph-unaligned-call23.csv")
     check25 = M / "h200-graph-check-call25.csv"  # after this session's model changes, unseen by them
+    check26 = (M / "h200-graph-check-call26.csv", M / "h200-graph-check-call26-llama2.csv")  # and more after
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
         "dense": validation_entry(
             graph, read_measurements(heldout) + [r for r in read_measurements(arch20) if r.model not in again]
-            + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"],
+            + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"]
+            + [r for f in check26 for r in read_measurements(f)],
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
-            [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name]),
+            [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"], card,
