@@ -770,7 +770,7 @@ def _prefill_attention(q, k, v, s: Shapes, window: int, sinks=None):
     if sinks is None:
         mask = _prefill_mask(plen, window, q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    pad = -(-(hd + 1) // 8) * 8 - hd
+    pad = aligned(hd + 1) - hd
     scale = s.scale
     extra_q = (sinks.to(q.dtype) / scale).view(1, heads, 1, 1).expand(batch, heads, plen, 1)
     q2 = torch.cat([q, extra_q, q.new_zeros(batch, heads, plen, pad - 1)], dim=-1)

@@ -402,7 +402,7 @@ def masked_attention_probe(device: str, grid: MaskedAttentionGrid, out_path: Pat
     attention sinks) over ``grid``; writes ``out_path`` after each shape."""
     import torch
 
-    from calibrate.graph_engine import RING_ALIGN, _prefill_attention
+    from calibrate.graph_engine import _prefill_attention, aligned
     from calibrate.timing import free_memory, torch_device
 
     dev = torch_device(device)
@@ -419,7 +419,7 @@ def masked_attention_probe(device: str, grid: MaskedAttentionGrid, out_path: Pat
     gen = torch.Generator(device=dev).manual_seed(0)
     with torch.inference_mode():
         for label, heads, kv_heads, hd, window, sinks in grid.shapes:
-            shapes = _computed_head_dim(hd, sinks, RING_ALIGN)
+            computed = aligned(hd + 1) if sinks else hd  # the engine pads a sinks head past d + 1
             for prompt in grid.prompts:
                 if window and window >= prompt:
                     continue
@@ -440,10 +440,10 @@ def masked_attention_probe(device: str, grid: MaskedAttentionGrid, out_path: Pat
                     ops = profiled_op_names(lambda: _prefill_attention(*qkv[0], s, window, sink), dev,
                                             dev.type == "cuda")
                     keys = prompt + (1 if sinks else 0)
-                    flop = 4.0 * batch * heads * shapes["computed_head_dim"] * prompt * keys
+                    flop = 4.0 * batch * heads * computed * prompt * keys
                     result["points"].append({"shape": label, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
                                              "window": window, "sinks": sinks, "prompt_tokens": prompt,
-                                             "batch": batch, "seconds": seconds, **shapes,
+                                             "batch": batch, "seconds": seconds, "computed_head_dim": computed,
                                              "computed_flop": flop, "flop_per_s": flop / seconds,
                                              "backend": sdpa_backend_from_ops(ops), "graph": info["graph"]})
                     del qkv
@@ -453,11 +453,6 @@ def masked_attention_probe(device: str, grid: MaskedAttentionGrid, out_path: Pat
             _write(out_path, result)
             progress(f"masked-attention: {label} done ({time.monotonic() - t0:.1f} s)")
     return _finished(result, out_path, t0)
-
-
-def _computed_head_dim(hd: int, sinks: bool, align: int) -> dict:
-    """The head width the masked path computes: with sinks, d + 1 padded to a multiple of ``align``."""
-    return {"computed_head_dim": -(-(hd + 1) // align) * align if sinks else hd}
 
 
 class _SinkScale:
@@ -750,11 +745,7 @@ def moe_probe(device: str, grid: MoEGrid, out_path: Path, deadline: float | None
                 raise ValueError(f"{name} has no mixture-of-experts layer")
             one = 3 * shapes0.experts * shapes0.hidden * shapes0.moe_inter * 2
             copies = max(1, min(grid.copies, grid.max_expert_bytes // max(1, one)))
-            config = {**config, "num_hidden_layers": first + copies}
-            for key in ("layer_types", "max_window_layers"):
-                if isinstance(config.get(key), list):
-                    config[key] = config[key][:first + copies]
-            s = Shapes.from_config(config)
+            s = Shapes.from_config(_cut_config(name, first + copies))
             built = random_weights(s, dev, torch.bfloat16, 0)
             layers = [lw.moe for lw in built.layers if lw.moe is not None][:copies]
             gen = torch.Generator(device=dev).manual_seed(1)
