@@ -146,7 +146,7 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
     """The terms of a harness engine's shipped calibrations on datasheet ceilings, and (hf-eager,
     two cards) each card predicted with the other's terms."""
     from roofline.calibration import load_calibration
-    from roofline.engines import Fact, Variant
+    from roofline.engines import Fact, Variant, grouped_terms
     from roofline.fitting import compare
     from roofline.hardware import load_card
     from roofline.measurements import read_measurements
@@ -172,6 +172,11 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                 # the H200's own prefill-attention rates by head width (absolute FLOP/s, not a fraction of
                 # a ceiling): another card's prompt attention is priced at its prefill matmul rate instead
                 continue
+            if k == "prefill_elementwise_bytes_per_element":
+                # bytes per element at the measured ceiling: on the datasheet's, the same seconds here
+                # (roofline.engines.grouped_terms gathers the kinds back into the dict)
+                out.update({f"{k}.{kind}": float(b) / bw for kind, b in v.items()})
+                continue
             if k == "bandwidth_efficiency":
                 v = v * bw
             elif k in ("compute_efficiency", "attention_efficiency", "prefill_compute_efficiency"):
@@ -185,7 +190,8 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
             if src == dst or not measured.get(dst, Path("-")).is_file():
                 continue
             card = load_card(dst)
-            cal = cals[dst].model_copy(update={**as_terms(src), "measured_bandwidth_bytes_per_s": card.datasheet_bandwidth.base,
+            cal = cals[dst].model_copy(update={**grouped_terms(as_terms(src)),
+                                               "measured_bandwidth_bytes_per_s": card.datasheet_bandwidth.base,
                                                "measured_peak_flop_per_s": card.datasheet_bf16_flops.base,
                                                "fit_report": {}})
             rows = [r for r in read_measurements(measured[dst]) if r.ok]

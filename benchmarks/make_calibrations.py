@@ -8,7 +8,9 @@ Each calibration is fitted only on what its issue allows and says so in ``fitted
   attention probe's timings of the engine's decode attention alone (calibrate.probes), the layers
   probe's whole decode steps of the same three models cut to 2-12 layers (the step's own fixed
   time against each layer's), the prefill-attention probe's FLOP rate by head width (stored as
-  measured: a prompt's attention is priced at it) and the TP2 link as measured (the collectives file); then the mixture-of-experts terms on ONE MoE model,
+  measured: a prompt's attention is priced at it), the prefill-kernels probe's cost per element of each
+  kind a prefill layer's non-matmul kernels touch (generic shapes; stored as measured) and the TP2
+  link as measured (the collectives file); then the mixture-of-experts terms on ONE MoE model,
   qwen3-30b-a3b, the dense terms held (issue 11), with the MoE probe's cost of its routed rows'
   gather and combine (measured at qwen3-30b-a3b's shape only) held as measured. The graph engine's facts come from its profile
   (hardware_profiles/engines/graph.json).
@@ -48,9 +50,10 @@ def main() -> None:
         attention_probe=M / "h200-probe-attention.json", collectives=M / "h200-collectives-tp2.json",
         layers_probe=M / "h200-probe-layers.json", prefill_attention_probe=M / "h200-probe-prefill-attention.json",
         masked_attention_probe=M / "h200-probe-masked-attention.json",
+        prefill_kernels_probe=M / "h200-probe-prefill-kernels.json",
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe; layers probe (the "
-              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]

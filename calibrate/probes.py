@@ -98,6 +98,20 @@ masked-attention -> ``probe-masked-attention.json``
     the causal kernel's rate and came out 25-67% fast; the calibration stores this path's rate
     (``masked_prefill_attention_flop_per_s``, ``roofline fit --masked-attention-probe``).
 
+prefill-kernels -> ``probe-prefill-kernels.json``
+    Where an eager prefill's time goes, kernel by kernel: the graph engine's ``prefill`` of a model
+    cut to two and to six layers, at batches x ``prompt`` tokens, profiled with torch.profiler;
+    the six-layer run minus the two-layer one is four layers' kernels (the embedding, final norm
+    and LM head cancel). Generic shapes (a catalog config with its widths overridden: llama's,
+    qwen3's with per-head q/k norms, gpt-neox's plain GELU MLP; hidden, query and KV widths and the
+    intermediate varied one at a time) identify what each element of the layer's non-matmul work
+    costs: the hidden width's norms and residual adds, the MLP activation (gated or plain), the
+    queries' and keys' rope, the K/V cache writes, the attention output's copy, the q/k norms.
+    Catalog models' cut layers are profiled too, as evidence only. Why: the step model priced a
+    prompt's elementwise work as one coefficient on hidden + intermediate, fitted on models whose
+    queries are as wide as the hidden state and that have no q/k norms; qk-norm and wide-query
+    models' prefills came out 9-24% fast (``roofline fit --prefill-kernels-probe``).
+
 The graph engine's attention is timed through the engine's own function,The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -122,7 +136,7 @@ from typing import Callable
 from roofline.units import GiB, MiB
 
 PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
-          "masked-attention")
+          "masked-attention", "prefill-kernels")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -647,6 +661,115 @@ def _profile_kernels(fn: Callable[[], object], device, reps: int) -> dict[str, f
         t = (ev.device_time if cuda else ev.self_cpu_time_total) * 1e-6 / reps
         out[ev.name[:160]] = out.get(ev.name[:160], 0.0) + t
     return out
+
+
+# ---- prefill-kernels (where an eager prefill's layer time goes) ------------------------------
+
+@dataclass(frozen=True)
+class PrefillKernelsGrid:
+    #: (label, catalog model whose config is the base, width overrides as (key, value) pairs,
+    #: "generic" (identifies the per-element costs) or "model" (evidence only))
+    points: tuple[tuple[str, str, tuple, str], ...]
+    layers: tuple[int, int]  # the two cuts; their difference is layers[1] - layers[0] layers
+    batches: tuple[int, ...]  # each point at each batch of `prompt`-token prompts (tokens a forward)
+    prompt: int
+    reps: int
+
+
+def _widths(hidden: int, heads: int, kv_heads: int, head_dim: int, inter: int) -> tuple:
+    return (("hidden_size", hidden), ("num_attention_heads", heads), ("num_key_value_heads", kv_heads),
+            ("head_dim", head_dim), ("intermediate_size", inter))
+
+
+#: generic shapes: from a base of hidden 3,072, 24 query heads and 8 KV heads of 128, intermediate
+#: 8,192, one width changed at a time (no catalog model's shape)
+FULL_PREFILL_KERNELS = PrefillKernelsGrid(points=(
+    ("llama base", "llama-3.1-8b", _widths(3072, 24, 8, 128, 8192), "generic"),
+    ("llama wide intermediate", "llama-3.1-8b", _widths(3072, 24, 8, 128, 16384), "generic"),
+    ("llama wide queries", "llama-3.1-8b", _widths(3072, 48, 8, 128, 8192), "generic"),
+    ("llama MHA", "llama-3.1-8b", _widths(3072, 24, 24, 128, 8192), "generic"),
+    ("llama wide hidden", "llama-3.1-8b", _widths(5120, 24, 8, 128, 8192), "generic"),
+    ("llama heads of 64", "llama-3.1-8b", _widths(3072, 48, 16, 64, 8192), "generic"),
+    ("llama heads of 256", "llama-3.1-8b", _widths(3072, 12, 4, 256, 8192), "generic"),
+    ("qwen3 base", "qwen3-8b", _widths(3072, 24, 8, 128, 8192), "generic"),
+    ("qwen3 wide queries", "qwen3-8b", _widths(3072, 48, 8, 128, 8192), "generic"),
+    ("qwen3 MHA", "qwen3-8b", _widths(3072, 24, 24, 128, 8192), "generic"),
+    ("neox base", "pythia-6.9b", _widths(3072, 24, 24, 128, 12288), "generic"),
+    ("neox narrow intermediate", "pythia-6.9b", _widths(3072, 24, 24, 128, 6144), "generic"),
+    ("llama narrow", "llama-3.1-8b", _widths(1536, 12, 2, 128, 6144), "generic"),
+    ("qwen3 narrow", "qwen3-8b", _widths(1536, 16, 4, 128, 6144), "generic"),
+    ("llama-3.1-8b", "llama-3.1-8b", (), "model"),
+    ("qwen2.5-1.5b", "qwen2.5-1.5b", (), "model"),
+    ("qwen2.5-0.5b", "qwen2.5-0.5b", (), "model"),
+    ("mixtral-8x7b", "mixtral-8x7b", (), "model"),
+    ("qwen2.5-7b", "qwen2.5-7b", (), "model"),
+    ("olmo-2-7b", "olmo-2-7b", (), "model"),
+    ("qwen3-8b", "qwen3-8b", (), "model"),
+    ("phi-3-mini-4k", "phi-3-mini-4k", (), "model"),
+    ("falcon-7b", "falcon-7b", (), "model"),
+    ("qwen3-30b-a3b", "qwen3-30b-a3b", (), "model"),
+    ("gpt-oss-20b", "gpt-oss-20b", (), "model"),
+), layers=(2, 6), batches=(1, 4, 16), prompt=2048, reps=3)
+TINY_PREFILL_KERNELS = PrefillKernelsGrid(points=(
+    ("tiny base", "tiny-llama", (), "generic"),
+    ("tiny wide queries", "tiny-llama", (("num_attention_heads", 8), ("head_dim", 16)), "generic"),
+    ("tiny-qwen3-moe", "tiny-qwen3-moe", (), "model"),
+), layers=(1, 2), batches=(2,), prompt=16, reps=2)
+
+
+def prefill_kernels_probe(device: str, grid: PrefillKernelsGrid, out_path: Path, deadline: float | None,
+                          progress: Callable[[str], None]) -> dict:
+    """Profile the graph engine's eager prefill of each point's config cut to ``grid.layers`` layers,
+    kernel by kernel; writes ``out_path`` after each point."""
+    import torch
+
+    from calibrate.graph_engine import GraphEngine, prefill
+    from calibrate.timing import free_memory, median_s, synchronize, torch_device
+
+    dev = torch_device(device)
+    result = _new_result("prefill-kernels", dev, grid,
+                         "calibrate.graph_engine.prefill (eager, as the harness's TTFT runs it) of a config cut to "
+                         "each of `layers` layers, random bf16 weights, `batch` (each of `batches`) random prompts of `prompt` tokens "
+                         "into a static cache of prompt + 8 positions; under torch.profiler `reps` times: each "
+                         "kernel's device time per prefill (all kernels), and the prefill's eager median. Per "
+                         "point, `cuts` holds both layer counts; the shapes record the engine's own widths")
+    t0 = time.monotonic()
+    for label, base, overrides, kind in grid.points:
+        if _out_of_budget(deadline, result, out_path, progress, "prefill-kernels", label):
+            return result
+        points = {b: {"label": label, "base": base, "kind": kind, "overrides": dict(overrides), "batch": b,
+                      "prompt": grid.prompt, "cuts": []} for b in grid.batches}
+        try:
+            for layers in grid.layers:
+                engine = GraphEngine(_cut_config(base, layers, overrides), device=str(dev))
+                s = engine.shapes
+                shapes = {"hidden": s.hidden, "heads": s.heads, "kv_heads": s.kv_heads, "head_dim": s.head_dim,
+                          "inter": s.inter, "gated": s.gated, "act": s.act, "qk_norm": s.qk_norm,
+                          "experts": s.experts, "mla": s.mla, "windows": [w for w in s.windows if w]}
+                for batch, point in points.items():
+                    point["shapes"] = shapes
+                    st = engine.new_state(batch, grid.prompt + 8)
+                    gen = torch.Generator(device=dev).manual_seed(1)
+                    ids = torch.randint(0, s.vocab, (batch, grid.prompt), device=dev, generator=gen)
+                    with torch.inference_mode():
+                        run = lambda: prefill(engine.weights, s, ids, st.cache_k, st.cache_v, st.cos, st.sin)  # noqa: E731
+                        prefill_s = median_s(run, dev, warmup=1, reps=grid.reps)
+                        kernels = _profile_kernels(run, dev, grid.reps)
+                    point["cuts"].append({"layers": layers, "prefill_s": prefill_s,
+                                          "kernels": [{"name": k, "seconds": v}
+                                                      for k, v in sorted(kernels.items(), key=lambda kv: -kv[1])]})
+                    del st
+                    free_memory()
+                del engine
+                free_memory()
+            result["points"].extend(points.values())
+            synchronize(dev)
+        except Exception as exc:  # noqa: BLE001 - record and go on
+            result["errors"].append({"label": label, "error": _short(exc)})
+        free_memory()
+        _write(out_path, result)
+        progress(f"prefill-kernels: {label} done ({time.monotonic() - t0:.1f} s)")
+    return _finished(result, out_path, t0)
 
 
 # ---- moe (where a mixture-of-experts layer's time goes) ---------------------------------------
@@ -1411,7 +1534,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
-                                  "kernels", "masked-attention") if p in what]:
+                                  "kernels", "masked-attention", "prefill-kernels") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1426,6 +1549,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "masked-attention":
                 masked_attention_probe(device, TINY_MASKED_ATTENTION if tiny else FULL_MASKED_ATTENTION, path,
                                        deadline, progress)
+            elif name == "prefill-kernels":
+                prefill_kernels_probe(device, TINY_PREFILL_KERNELS if tiny else FULL_PREFILL_KERNELS, path, deadline,
+                                      progress)
             elif name == "kernels":
                 kernels_probe(device, TINY_KERNELS if tiny else FULL_KERNELS, path, deadline, progress)
             elif name == "moe":

@@ -412,6 +412,7 @@ def fit(
     prefill_attention_probe=None,
     moe_probe=None,
     masked_attention_probe=None,
+    prefill_kernels_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -428,10 +429,15 @@ def fit(
     MoE terms on MoE runs, say); its ``fitted_on`` is carried over. ``moe_probe``: a calibrate.probes
     MoE file, with ``base`` and MoE runs: the routed rows' gather and combine cost
     (``expert_row_traffic_coeff``) measured on the fitted MoE models' own shapes, held while the
-    other MoE terms are fitted. ``masked_attention_probe``: a calibrate.probes masked-attention file:
+    other MoE terms are fitted; and, where the base prices the prefill's elementwise kernels by
+    kind, gpt-oss's clamped activation (its act stage's extra cost per element over silu's). ``masked_attention_probe``: a calibrate.probes masked-attention file:
     the engine's masked prefill path's FLOP rate by head width, stored as measured
     (``masked_prefill_attention_flop_per_s``): windowed layers past their window, and sinks layers,
-    are priced as the square it computes."""
+    are priced as the square it computes. ``prefill_kernels_probe``: a calibrate.probes prefill-kernels
+    file: what each kind of element a prefill layer's non-matmul kernels touch costs, stored as
+    measured, as bytes at the bandwidth ceiling (``prefill_elementwise_bytes_per_element``: the
+    probe's seconds x ``ceilings``' bandwidth, else the card's); the fitted elementwise coefficient on hidden +
+    intermediate (``prefill_activation_traffic_coeff``) is then held at 0."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -462,6 +468,13 @@ def fit(
         from roofline.probes import masked_attention_rates
 
         fixed["masked_prefill_attention_flop_per_s"] = masked_attention_rates(masked_attention_probe)
+    if prefill_kernels_probe is not None:
+        from roofline.probes import prefill_elementwise_costs
+
+        ceiling = bw or card_p.bandwidth_bytes_per_s  # the probe's seconds, as bytes at the ceiling
+        fixed["prefill_elementwise_bytes_per_element"] = {
+            k: v * ceiling for k, v in prefill_elementwise_costs(prefill_kernels_probe).items()}
+        fixed["prefill_activation_traffic_coeff"] = 0.0
     link = None
     if collectives is not None:
         from roofline.atomic import read_json
@@ -480,6 +493,16 @@ def fit(
         if moe_probe is not None:
             held = {"expert_row_traffic_coeff": moe_row_traffic_coeff(base_cal, card_p, moe_probe,
                                                                        sorted({r.model for r in rows}))}
+            if base_cal.prefill_elementwise_bytes_per_element:
+                # the prefill's elementwise costs gain gpt-oss's clamped activation: silu's (the
+                # prefill-kernels probe's gated intermediate) plus what the MoE probe's act stage adds
+                from roofline.probes import clamped_activation_extra_s_per_element
+
+                per = dict(base_cal.prefill_elementwise_bytes_per_element)
+                ceiling = base_cal.measured_bandwidth_bytes_per_s or card_p.bandwidth_bytes_per_s
+                per["clamped_intermediate"] = per.get("gated_intermediate", 0.0) + \
+                    clamped_activation_extra_s_per_element(moe_probe) * ceiling
+                held["prefill_elementwise_bytes_per_element"] = per
         cal = fit_extra_terms(base_cal, rows, card_p, source=source, fixed=held)
     else:
         cal = fit_calibration(

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from roofline.errors import RooflineError
 
@@ -176,6 +176,15 @@ class Calibration(BaseModel):
         "prompt, or the model has attention sinks, the graph engine runs SDPA with an explicit mask over every "
         "tile of the (P, P [+1]) square, K/V repeated to every head (sinks: the head padded to d + 1 rounded up "
         "to 8); those layers' prompt attention is priced so; None: as the window's causal pairs")
+    prefill_elementwise_bytes_per_element: dict[str, float] | None = Field(
+        None, description="bytes per element of a prefill layer's non-matmul kernels, by kind (hidden, "
+        "gated_intermediate, plain_intermediate, query, key_value, qk_norm, clamped_intermediate: "
+        "roofline.probes.ELEMENTWISE_KINDS), at the bandwidth ceiling (measured_bandwidth_bytes_per_s, else the "
+        "card's): the prefill-kernels probe's seconds per element (calibrate.probes: the engine's eager prefill "
+        "profiled kernel by kernel at generic shapes, non-negative least squares) x that ceiling, so another card "
+        "prices them at its own; a prompt token's elementwise time is the sum over kinds of these x the model's "
+        "elements (ModelSpec.prefill_elementwise_elements) / the ceiling, added to the "
+        "prefill_activation_traffic_coeff term (held at 0 where this is measured); None: that term alone")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)
@@ -186,6 +195,20 @@ class Calibration(BaseModel):
     source: str = ""
     fitted_on: list[str] = []
     fit_report: dict = {}
+
+    @field_validator("prefill_elementwise_bytes_per_element")
+    @classmethod
+    def _elementwise_kinds(cls, v):
+        from roofline.probes import ELEMENTWISE_KINDS
+
+        if v is None:
+            return v
+        unknown = sorted(set(v) - set(ELEMENTWISE_KINDS))
+        if unknown:
+            raise ValueError(f"unknown kinds {', '.join(unknown)} (known: {', '.join(ELEMENTWISE_KINDS)})")
+        if any(not math.isfinite(x) or x < 0 for x in v.values()):
+            raise ValueError("bytes per element must be finite and >= 0")
+        return v
 
     @classmethod
     def uncalibrated(cls, card: str, kv_cache: str = "dynamic") -> "Calibration":

@@ -169,6 +169,8 @@ def model_entry(spec: ModelSpec) -> dict:
         "logits_bytes_per_position": spec.logits_bytes_per_position(ad),
         # StepModel's elementwise traffic per token, all layers, per unit of activation_traffic_coeff
         "act_width_bytes_per_token": activation_width_bytes(spec, ad),
+        # the prefill's elementwise elements per token by kind (the calibration's seconds per element)
+        "prefill_elementwise_elements": spec.prefill_elementwise_elements,
         "weight_bytes": {d: spec.weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
         "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
         "attention_groups": [

@@ -281,6 +281,19 @@ def profile_ceilings(card) -> dict:
     return {"measured_bandwidth_bytes_per_s": card.bandwidth_bytes_per_s, "measured_peak_flop_per_s": card.peak_flop_per_s}
 
 
+def grouped_terms(terms: dict) -> dict:
+    """Terms with the entries of a by-kind table ("prefill_elementwise_bytes_per_element.hidden":
+    one scalar a kind, as an engine profile stores them) gathered into that field's dict."""
+    out: dict = {}
+    for k, v in terms.items():
+        field, dot, kind = k.partition(".")
+        if dot:
+            out.setdefault(field, {})[kind] = v
+        else:
+            out[k] = v
+    return out
+
+
 def transferred_calibration(card, engine: str, weight_dtype: str = "bf16"):
     """A Calibration of ``engine`` on ``card`` built from the engine profile: the variant of the
     card's backend, the weight format's terms, the card classes' factors, on the card's datasheet
@@ -294,6 +307,7 @@ def transferred_calibration(card, engine: str, weight_dtype: str = "bf16"):
     weight = weight_dtype_name(weight_dtype)
     classes = tuple(c for c in card_classes(card) if c in variant.classes)
     terms, notes = variant.terms_for(weight, classes)
+    terms = grouped_terms(terms)
     extra = {k: terms.pop(k) for k in list(terms) if k not in Calibration.model_fields}
     if note:
         notes.insert(0, note)

@@ -298,7 +298,7 @@ def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), pr
     return _with(base, **best)
 
 
-def _fit_prefill(card, cal: Calibration, groups, warm=None) -> Calibration:
+def _fit_prefill(card, cal: Calibration, groups, warm=None, fixed=frozenset()) -> Calibration:
     """TTFT terms, the decode terms held. Small-batch TTFTs are a few ms of noisy launches, so
     the loss is robust (soft L1): a few wild points do not drag the large-batch fit."""
     have = [g for g in groups if np.isfinite(g.ttft).any()]
@@ -315,7 +315,7 @@ def _fit_prefill(card, cal: Calibration, groups, warm=None) -> Calibration:
         return np.concatenate(out)
 
     min_ttft = min(float(np.nanmin(g.ttft)) for g in have)
-    names = [n for n in PREFILL_TERMS if n not in _unidentifiable(groups)]
+    names = [n for n in PREFILL_TERMS if n not in _unidentifiable(groups) and n not in fixed]
     starts = [
         {n: v for n, v in zip(PREFILL_TERMS, start)}
         for start in ((0.5 * min_ttft, 0.7, 4.0), (0.05 * min_ttft, 0.4, 0.0), (0.2 * min_ttft, 0.9, 10.0))
@@ -355,7 +355,7 @@ def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe
     """Decode terms on TPOT (and the attention and layers probes' timings), then the prefill's on
     TTFT, then memory's on peak memory. ``warm``: a fitted calibration to start from (one start)."""
     decode = _fit_decode(card, base, groups, kv_cache, fixed, probe, warm, layers_probe)
-    return _fit_memory(card, _fit_prefill(card, decode, groups, warm), groups, kv_cache, warm)
+    return _fit_memory(card, _fit_prefill(card, decode, groups, warm, fixed), groups, kv_cache, warm)
 
 
 def _contexts(groups) -> list[tuple[int, int]]:

@@ -507,6 +507,26 @@ class ModelSpec(BaseModel):
         return self.num_hidden_layers * self.hidden_size + sum(self.active_intermediate_per_layer)
 
     @cached_property
+    def prefill_elementwise_elements(self) -> dict[str, float]:
+        """Per prompt token, all layers: the elements a prefill's non-matmul kernels touch, by the
+        kinds whose costs the prefill-kernels probe measures (roofline.probes.ELEMENTWISE_KINDS):
+        the hidden width, the MLP's active intermediate (gated or plain), the queries' and keys'
+        widths and the q/k norms' (queries + keys); gpt-oss's intermediate is its own kind (a
+        clamped SwiGLU, about twice silu's cost per element). An MLA layer's prefill decompresses its latent
+        into per-head keys and values (every query head's, nope + rope wide: q_dim and kv_dim here)
+        and ropes and concatenates them as a GQA layer does its heads: it counts as that MHA layer
+        (not probed as such: the probe's shapes are GQA)."""
+        layers = float(self.num_hidden_layers)
+        inter = float(sum(self.active_intermediate_per_layer))
+        q, kv = layers * self.q_dim, layers * self.kv_dim
+        clamped = self.model_type == "gpt_oss"  # its experts' clamped SwiGLU
+        gated = inter if self.mlp_gated and not clamped else 0.0
+        return {"hidden": layers * self.hidden_size, "gated_intermediate": gated,
+                "plain_intermediate": 0.0 if self.mlp_gated else inter, "query": q, "key_value": kv,
+                "qk_norm": q + kv if self.qk_norm != "none" else 0.0,
+                "clamped_intermediate": inter if clamped else 0.0}
+
+    @cached_property
     def widest_intermediate(self) -> int:
         """The largest active intermediate width of any layer (the prefill's transient)."""
         return max(self.active_intermediate_per_layer)

@@ -71,7 +71,10 @@ def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last") -> dic
     has_tail = rest > 0
     out = {k: full * v + np.where(has_tail, tail[k], 0.0) for k, v in head.items()}
     out["ttft_s"] = out.pop("step_s")
-    act = batch * prompt * model.prefill_act_bytes_per_token
+    # the elementwise kernels' traffic: the fitted coefficient's bytes, and the probe-priced
+    # kernels' time at the calibrated bandwidth
+    act = batch * prompt * (model.prefill_act_bytes_per_token + model.prefill_elementwise_s_per_token
+                            * model.calibration.bandwidth_efficiency * model.bandwidth_bytes_per_s)
     out["bytes"] = full * model.bytes_counted(work) + np.where(has_tail, model.bytes_counted(tail_work), 0.0) + act
     out["flop"] = full * (model.linear_flop(work) + model.attention_flop(work)) \
         + np.where(has_tail, model.linear_flop(tail_work) + model.attention_flop(tail_work), 0.0)

@@ -145,3 +145,137 @@ def _median_rates(path: str | Path, probe: str, width: str, min_prompt_tokens: i
             raise RooflineError(f"{path}: a FLOP rate must be positive")
         out[str(hd)] = statistics.median(long)
     return out
+
+
+#: the per-token element counts a prefill layer's non-matmul kernels scale with
+#: (roofline.model_spec.ModelSpec.prefill_elementwise_elements, the calibration's
+#: ``prefill_elementwise_bytes_per_element``): the hidden width (its two norms and two residual adds),
+#: the MLP's intermediate width (the activation: gated's chunk, silu and product; a plain MLP's
+#: GELU), the queries' and the keys' widths (rope, the K/V cache writes, the attention output's
+#: copy), and the q/k norms' width (queries + keys, where the model norms them); the first six are
+#: what the prefill-kernels probe's generic shapes identify; ``clamped_intermediate`` is gpt-oss's
+#: clamped SwiGLU (its experts' activation), set from the MoE probe's activation stage
+#: (clamped_activation_extra_s_per_element) and priced as ``gated_intermediate`` where absent
+PROBED_KINDS = ("hidden", "gated_intermediate", "plain_intermediate", "query", "key_value", "qk_norm")
+ELEMENTWISE_KINDS = PROBED_KINDS + ("clamped_intermediate",)
+#: kernel names (CUDA kernels on a GPU; aten ops on the CPU) of the matmul and attention families;
+#: every other kernel of a prefill is elementwise work (norms, rope, activation, copies, adds)
+_MATMUL_KERNEL = ("gemm", "nvjet", "xmma", "cutlass", "cublas", "splitk", "sm90_", "grouped",
+                  "aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::matmul", "aten::_grouped_mm")
+_ATTENTION_KERNEL = ("flash", "fmha", "attention", "cudnn", "sdpa")
+
+
+def kernel_family(name: str) -> str:
+    """"attention", "matmul" or "elementwise": the family a profiled kernel's name belongs to."""
+    low = name.lower()
+    if any(k in low for k in _ATTENTION_KERNEL):
+        return "attention"
+    if any(k in low for k in _MATMUL_KERNEL):
+        return "matmul"
+    return "elementwise"
+
+
+def generic_elements(shapes: dict) -> dict[str, float]:
+    """One layer's per-token elements of each PROBED_KINDS kind, from a prefill-kernels probe
+    point's engine shapes (dense layers: the probe's generic shapes)."""
+    q = float(shapes["heads"]) * float(shapes["head_dim"])
+    kv = float(shapes["kv_heads"]) * float(shapes["head_dim"])
+    inter = float(shapes["inter"])
+    gated = bool(shapes["gated"])
+    return {"hidden": float(shapes["hidden"]), "gated_intermediate": inter if gated else 0.0,
+            "plain_intermediate": 0.0 if gated else inter, "query": q, "key_value": kv,
+            "qk_norm": q + kv if shapes["qk_norm"] else 0.0}
+
+
+def prefill_kernel_layer_seconds(point: dict) -> dict[str, float]:
+    """{family: seconds per (prompt token x layer)} of a prefill-kernels probe point: its two cuts'
+    kernels by family, the difference over the difference of their layer counts, per token."""
+    try:
+        lo, hi = sorted(point["cuts"], key=lambda c: int(c["layers"]))[:2] if len(point["cuts"]) >= 2 else (None, None)
+        if lo is None:
+            raise ValueError
+        layers = int(hi["layers"]) - int(lo["layers"])
+        tokens = float(point["batch"]) * float(point["prompt"])
+
+        def by_family(cut) -> dict[str, float]:
+            out = {"matmul": 0.0, "attention": 0.0, "elementwise": 0.0}
+            for k in cut["kernels"]:
+                out[kernel_family(str(k["name"]))] += float(k["seconds"])
+            return out
+
+        a, b = by_family(lo), by_family(hi)
+        if layers <= 0 or tokens <= 0:
+            raise ValueError
+    except (KeyError, TypeError, ValueError):
+        raise RooflineError("a prefill-kernels point lacks two cuts of different layer counts with kernels, "
+                            "or batch and prompt") from None
+    out = {f: (b[f] - a[f]) / layers / tokens for f in a}
+    out["prefill"] = (float(hi["prefill_s"]) - float(lo["prefill_s"])) / layers / tokens
+    return out
+
+
+def prefill_elementwise_costs(path: str | Path, min_tokens: int = 8192) -> dict[str, float]:
+    """{kind: seconds per element} of a prefill layer's elementwise kernels (PROBED_KINDS),
+    from the prefill-kernels probe's generic points of ``min_tokens`` tokens a forward and more
+    (all of them where none is that large; a batch of 16 and more, the TTFTs that matter, runs
+    8,192-32,768): the non-negative least-squares fit of each point's elementwise seconds per
+    (token x layer), relative, to its elements of each kind. A kind no point varies (no plain MLP,
+    say) comes out 0."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    data = read_json(Path(path), "prefill-kernels probe")
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+        raise RooflineError(f"{path}: not a prefill-kernels probe file (no points)")
+    generic = [p for p in data["points"] if isinstance(p, dict) and p.get("kind") == "generic"]
+    try:
+        large = [p for p in generic if int(p["batch"]) * int(p["prompt"]) >= min_tokens]
+    except (KeyError, TypeError, ValueError):
+        raise RooflineError(f"{path}: a generic point lacks batch or prompt") from None
+    rows, target = [], []
+    for p in large or generic:
+        try:
+            elements = generic_elements(p["shapes"])
+        except (KeyError, TypeError, ValueError):
+            raise RooflineError(f"{path}: a generic point lacks its engine shapes") from None
+        rows.append([elements[k] for k in PROBED_KINDS])
+        target.append(prefill_kernel_layer_seconds(p)["elementwise"])
+    if len(rows) < len(PROBED_KINDS):
+        raise RooflineError(f"{path}: {len(rows)} generic points; the fit needs at least {len(PROBED_KINDS)}")
+    if min(target) <= 0:
+        raise RooflineError(f"{path}: a point's elementwise time per layer must be positive")
+    # relative residuals: each row scaled by its own time, so small and large layers weigh alike
+    a, y = np.asarray(rows), np.asarray(target)
+    coef, _ = nnls(a / y[:, None], np.ones_like(y))
+    return {k: float(c) for k, c in zip(PROBED_KINDS, coef)}
+
+
+def clamped_activation_extra_s_per_element(path: str | Path, min_tokens: int = 4096) -> float:
+    """Seconds per element that gpt-oss's clamped SwiGLU costs beyond silu's SwiGLU, from the MoE
+    probe's ``act`` stage (calibrate.graph_engine._act over the routed rows, rows x expert width
+    elements) at ``min_tokens`` tokens and more: the median per element over its gpt-oss models
+    minus the median over its other models. The kernels are elementwise, so the cost per element
+    does not depend on the shape."""
+    import statistics
+
+    from roofline.model_spec import load_model
+
+    data = read_json(Path(path), "MoE probe")
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+        raise RooflineError(f"{path}: not a MoE probe file (no points)")
+    clamped, silu, kinds = [], [], {}
+    try:
+        for p in data["points"]:
+            if p["stage"] != "act" or int(p["tokens"]) < min_tokens:
+                continue
+            name = p["model"]
+            if name not in kinds:
+                kinds[name] = load_model(name).model_type == "gpt_oss"
+            per = float(p["seconds"]) / (float(p["rows"]) * float(p["moe_inter"]))
+            (clamped if kinds[name] else silu).append(per)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise RooflineError(f"{path}: an act point lacks model, tokens, rows, moe_inter or seconds") from None
+    if not clamped or not silu:
+        raise RooflineError(f"{path}: the clamped activation needs act timings of a gpt-oss model and of another "
+                            f"at {min_tokens} tokens or more")
+    return max(0.0, statistics.median(clamped) - statistics.median(silu))

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from roofline.calibration import INF, TERMS, Calibration, Term
-from roofline.engines import Fact, Variant, backend_for, card_classes, profile_ceilings
+from roofline.engines import Fact, Variant, backend_for, card_classes, grouped_terms, profile_ceilings
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, load_card
 from roofline.model_spec import ModelSpec, load_model
@@ -375,9 +375,10 @@ def variant_from_values(values: dict[str, float], layout: Layout, applies_to: st
 
 
 def calibration(card: CardProfile, engine: str, terms: dict, facts: dict | None = None, **extra) -> Calibration:
-    """A calibration of ``engine`` on ``card`` with ``terms``, on the profile ceilings (datasheet)."""
+    """A calibration of ``engine`` on ``card`` with ``terms`` (a by-kind table's entries gathered:
+    roofline.engines.grouped_terms), on the profile ceilings (datasheet)."""
     return Calibration(card=card.id, engine=engine, kv_cache="dynamic", **profile_ceilings(card),
-                       **(facts or {}), **terms, **extra)
+                       **(facts or {}), **grouped_terms(terms), **extra)
 
 
 def _solve(residual, names, starts, max_nfev=400):

@@ -154,6 +154,9 @@ class StepModel:
     masked_prefill: tuple | None = field(init=False)
     act_bytes_per_token: float = field(init=False)
     prefill_act_bytes_per_token: float = field(init=False)
+    #: seconds per prompt token of the elementwise kernels the prefill-kernels probe prices
+    #: (Calibration.prefill_elementwise_bytes_per_element; 0 without it)
+    prefill_elementwise_s_per_token: float = field(init=False)
     bandwidth_bytes_per_s: float = field(init=False)
     peak_flop_per_s: float = field(init=False)
     decode_overhead_s: float = field(init=False)
@@ -210,6 +213,15 @@ class StepModel:
         width_bytes = activation_width_bytes(spec, ad) / tp
         set_(self, "act_bytes_per_token", cal.activation_traffic_coeff * width_bytes)
         set_(self, "prefill_act_bytes_per_token", cal.prefill_activation_traffic_coeff * width_bytes)
+        bandwidth = float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s)
+        # the prefill-kernels probe's cost of each kind of element a prompt token's layers touch
+        # (norms and residuals, activation, rope and cache writes, q/k norms): bytes at the ceiling
+        per_element = dict(cal.prefill_elementwise_bytes_per_element or {})
+        if per_element:  # a calibration without the clamped activation's cost prices it as silu's
+            per_element.setdefault("clamped_intermediate", per_element.get("gated_intermediate", 0.0))
+        elements = spec.prefill_elementwise_elements
+        set_(self, "prefill_elementwise_s_per_token",
+             sum(float(per_element.get(k, 0.0)) * elements[k] for k in elements) / tp / bandwidth)
         set_(self, "bandwidth_bytes_per_s", float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s))
         # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
         # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak
@@ -262,7 +274,8 @@ class StepModel:
             full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers
             full_flop * s_per_prefill_pair_flop,                                  # 9 per prefill pair, full layers
             self.act_bytes_per_token * s_per_byte,                                # 10 per decode token
-            self.prefill_act_bytes_per_token * s_per_byte,                        # 11 per prompt token
+            self.prefill_act_bytes_per_token * s_per_byte
+            + self.prefill_elementwise_s_per_token,                               # 11 per prompt token
             float(cal.roofline_exponent),                                         # 12 p
             float(cal.overhead_exponent),                                         # 13 q
             win_read * s_per_byte,                                                # 14 per KV token moved, windowed

@@ -56,6 +56,10 @@ SYNTHETIC = dict(
     prefill_attention_flop_per_s={"64": 3.0e14, "128": 5.0e14},
     # the masked prefill path's rate by computed head width (windows past the prompt, sinks)
     masked_prefill_attention_flop_per_s={"64": 2.0e14, "72": 1.1e14, "128": 3.0e14, "256": 2.4e14},
+    # the prefill-kernels probe's bytes per element by kind, at the ceiling; no clamped activation
+    # (gpt-oss's is then priced as silu's, the fallback both sides take)
+    prefill_elementwise_bytes_per_element={"hidden": 25.0, "gated_intermediate": 25.6, "plain_intermediate": 5.7,
+                                           "query": 58.0, "key_value": 84.0, "qk_norm": 29.0},
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and
@@ -385,6 +389,9 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     ("for (var it = 0; it < 200; it++)", "for (var it = 0; it < 20; it++)", "shipped-graph", 5, "tpot_s"),
     # the expected error's nearest context (a tie goes to the first, as Python's min)
     ("if (d < best)", "if (d <= best)", "foreign", 0, "expected_error"),
+    # gpt-oss's clamped activation priced at nothing where the calibration lacks its cost (not silu's)
+    ('if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;',
+     "", "synthetic", 3, "ttft_s"),
 ])
 def test_a_drifted_js_formula_is_caught(needle, replacement, page, index, where, tmp_path):
     """Break one term of the port and the comparison fails where it should."""

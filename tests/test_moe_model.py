@@ -86,7 +86,10 @@ def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
     cal = load_calibration(GRAPH)
     assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
     assert 1.1 < cal.expert_traffic_factor < 1.4
-    assert cal.fit_report["extra"]["held"] == ["expert_row_traffic_coeff"]
+    # and gpt-oss's clamped activation joins the prefill's elementwise costs (the probe's act stage)
+    assert cal.fit_report["extra"]["held"] == ["expert_row_traffic_coeff", "prefill_elementwise_bytes_per_element"]
+    per = cal.prefill_elementwise_bytes_per_element
+    assert 1.7 < per["clamped_intermediate"] / per["gated_intermediate"] < 2.2
 
 
 def test_a_masked_prefill_prices_the_square_the_engine_computes():

@@ -421,3 +421,27 @@ def test_the_shipped_masked_attention_rates_and_bad_files(tmp_path):
         bad.write_text(text)
         with pytest.raises(RooflineError, match=needle):
             masked_attention_rates(bad)
+
+
+def test_prefill_kernels_probe_on_cpu_profiles_both_cuts(tmp_path):
+    # the tiny grid: each point at each batch, the engine's eager prefill cut to both layer counts,
+    # every op with its time; the reader's per-(token x layer) families come from the two cuts'
+    # difference and are what the ops sum to
+    from roofline.probes import kernel_family, prefill_kernel_layer_seconds
+
+    path = tmp_path / "probe-prefill-kernels.json"
+    grid = probes.TINY_PREFILL_KERNELS
+    data = probes.prefill_kernels_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str))
+    assert not data["errors"]
+    assert [(p["label"], p["batch"]) for p in data["points"]] == [(label, b) for label, *_ in grid.points
+                                                                  for b in grid.batches]
+    for p in data["points"]:
+        assert [c["layers"] for c in p["cuts"]] == list(grid.layers)
+        families = {kernel_family(k["name"]) for c in p["cuts"] for k in c["kernels"]}
+        assert families == {"matmul", "attention", "elementwise"}, families  # aten ops on the CPU
+        per = prefill_kernel_layer_seconds(p)
+        assert set(per) == {"matmul", "attention", "elementwise", "prefill"}
+    wide = next(p for p in data["points"] if p["label"] == "tiny wide queries")
+    assert wide["shapes"]["heads"] == 8 and wide["shapes"]["head_dim"] == 16  # the override reached the engine
+    assert next(p for p in data["points"] if p["kind"] == "model")["shapes"]["qk_norm"]  # tiny-qwen3-moe

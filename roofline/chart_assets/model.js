@@ -208,6 +208,19 @@ var RooflineModel = (function () {
       var widthBytes = model.act_width_bytes_per_token / tp;
       m.actBpt = cal.activation_traffic_coeff * widthBytes;
       m.preActBpt = cal.prefill_activation_traffic_coeff * widthBytes;
+      // roofline.step: the prefill-kernels probe's bytes per element of each kind (at the bandwidth
+      // ceiling), x the model's elements per token (without the clamped activation's: silu's)
+      var perElement = cal.prefill_elementwise_bytes_per_element || null;
+      m.preElS = 0.0;
+      if (perElement) {
+        var elements = model.prefill_elementwise_elements;
+        Object.keys(elements).forEach(function (k) {
+          var cost = perElement[k];
+          if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;
+          m.preElS = m.preElS + (cost || 0.0) * elements[k];
+        });
+        m.preElS = m.preElS / tp / (cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s);
+      }
       m.bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
       // roofline.hardware.matmul_peak: the weight format's tensor path, scaled to a measured bf16 ceiling
       m.peak = card.matmul_peak_flop_per_s[wd];
@@ -258,7 +271,7 @@ var RooflineModel = (function () {
         fullFlop * sPerAttentionFlop,                                       // 8 per decode pair, full layers
         fullFlop * sPerPrefillPairFlop,                                     // 9 per prefill pair, full layers
         m.actBpt * sPerByte,                                                // 10 per decode token
-        m.preActBpt * sPerByte,                                             // 11 per prompt token
+        m.preActBpt * sPerByte + m.preElS,                                  // 11 per prompt token
         cal.roofline_exponent,                                              // 12 p
         cal.overhead_exponent,                                              // 13 q
         winRead * sPerByte,                                                 // 14 per KV token moved, windowed
@@ -468,7 +481,7 @@ var RooflineModel = (function () {
       if (hasTail) { tw = staticPrefillWork(rest, prompt, m.logits, m.window, m.maskedPrefill); t = passBreakdown(m, tw); }
       var out = { ttft_s: full * h[0] + t[0], overhead_s: full * h[1] + t[1], memory_s: full * h[2] + t[2],
                   compute_s: full * h[3] + t[3], collectives_s: full * h[4] + t[4] };
-      out.bytes = full * bytesCounted(m, w) + (hasTail ? bytesCounted(m, tw) : 0.0) + batch * prompt * m.preActBpt;
+      out.bytes = full * bytesCounted(m, w) + (hasTail ? bytesCounted(m, tw) : 0.0) + batch * prompt * (m.preActBpt + m.preElS * m.cal.bandwidth_efficiency * m.bw);
       out.flop = full * (linearFlop(m, w) + attentionFlop(m, w)) + (hasTail ? linearFlop(m, tw) + attentionFlop(m, tw) : 0.0);
       out.forwards = full + (hasTail ? 1 : 0);
       out.bound_index = argmax3(out.overhead_s, out.memory_s, out.compute_s);
