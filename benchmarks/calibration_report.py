@@ -307,6 +307,7 @@ def main() -> None:
     unaligned23 = compare(f"{M}/h200-graph-unaligned-call23.csv", GRAPH)
     check25 = compare(f"{M}/h200-graph-check-call25.csv", GRAPH)
     check26 = compare([f"{M}/h200-graph-check-call26.csv", f"{M}/h200-graph-check-call26-llama2.csv"], GRAPH)
+    check29 = compare([f"{M}/h200-graph-check-call29.csv", f"{M}/h200-graph-moe-check-call29.csv"], GRAPH)
     tp2 = compare(f"{M}/h200-graph-tp2.csv", GRAPH)
     doc = [
         "# Calibration: the model against real decode\n\n",
@@ -449,6 +450,18 @@ def main() -> None:
         "(`clamped_intermediate`). An MLA layer counts as the MHA layer its prefill decompresses to (16 heads of "
         "192 on deepseek-v2-lite: not probed as such). The tables above are with these costs; these measurements "
         "were seen before the term was written.\n",
+        "\n**And a check after the fact** (device call 29, `h200-graph-check-call29.csv`, "
+        "`h200-graph-moe-check-call29.csv`, measured after the elementwise kinds were committed, on points nothing "
+        "had seen: a model of every elementwise kind at prompts 2,048 and 8,192, and two MoE models at 512 and "
+        "4,096; qwen3-30b-a3b's MoE terms were fitted at 128 and 2,048 only):\n\n",
+        per_model_context(check29),
+        "\nTTFT from batch 16 is within 1.6-6.1% on every dense model and qwen3-30b-a3b; deepseek-v2-lite's prompt "
+        "of 4,096 is priced 21% slow (its decompressed MLA prefill: attention and the per-head copies, counted as an "
+        "MHA layer of 192-wide heads, not probed). qwen2.5-0.5b's decode at 2,048 + 16, batch 256, is priced 15.5% "
+        "fast, where its neighbours (512 + 32 and 4,096 + 32 at batch 256, call 4's machine) are within 4%: the "
+        "attention probe times that model's decode attention at 256 x 2,048 within 0.4% of its price, so the step "
+        "at 2,064 positions ran some other kernel or a slower machine (this call had no fitted model as a "
+        "control).\n",
         "\n**Where it still misses.** With the elementwise kinds every dense model's TTFT from batch 16 is within "
         "10% MAPE per context (falcon-7b the worst at 8%: its 71 query heads share one KV head). "
         "phi-3-mini-4k's TPOT stays 8-9% MAPE at prompts 4,096 and 8,192 (MHA with 96-wide heads, priced ~10% "
@@ -536,7 +549,11 @@ def main() -> None:
         "fitted: the step model's collectives use the all-reduce latency and bandwidth measured by "
         "`h200-collectives-tp2.json` (15.2 us a call, 229 GB/s per GPU).\n\n",
         per_model(tp2),
-        "\nllama-3.1-8b is one of the single-GPU fit models (its TP2 rows were not fitted either). TP4 and TP8 are "
+        "\nTTFT from batch 64 was 1.5-9.6% per model before the prefill's elementwise work was priced by kind "
+        "(calls 27-28); it is 1.3-8.1%, priced fast on the larger models: a TP rank's matmuls are half as wide, "
+        "and the prefill's one matmul efficiency, refitted with the elementwise kinds, is now the single GPU's "
+        "(the hidden state's norms and residual adds, which every rank runs whole, are counted so). "
+        "llama-3.1-8b is one of the single-GPU fit models (its TP2 rows were not fitted either). TP4 and TP8 are "
         "predicted from the same terms (the link's per-call latency grows with the GPU count in NCCL's ring, which "
         "the 2-GPU measurement cannot show): extrapolations, and `predict` says so.\n",
         "\n## Engine `hf-eager` (transformers eager decode, dynamic cache, cuDNN attention off)\n\n",

@@ -219,9 +219,12 @@ class StepModel:
         per_element = dict(cal.prefill_elementwise_bytes_per_element or {})
         if per_element:  # a calibration without the clamped activation's cost prices it as silu's
             per_element.setdefault("clamped_intermediate", per_element.get("gated_intermediate", 0.0))
+        # each GPU of a tensor-parallel group holds its share of the heads and of the intermediate,
+        # but the whole hidden state: its norms and residual adds run on every GPU in full
         elements = spec.prefill_elementwise_elements
         set_(self, "prefill_elementwise_s_per_token",
-             sum(float(per_element.get(k, 0.0)) * elements[k] for k in elements) / tp / bandwidth)
+             sum(float(per_element.get(k, 0.0)) * elements[k] / (1 if k == "hidden" else tp) for k in elements)
+             / bandwidth)
         set_(self, "bandwidth_bytes_per_s", float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s))
         # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
         # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak

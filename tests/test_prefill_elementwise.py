@@ -147,7 +147,9 @@ def test_the_step_models_elementwise_term_is_the_sum_over_kinds():
         work = (0.0, 0.0, 4096.0, 0.0, 1.0, None, None)  # a prefill of 4,096 tokens
         el = priced.pass_parts(work)[5] - plain.pass_parts(work)[5]
         costs = {**COSTS, "clamped_intermediate": COSTS["gated_intermediate"]}  # the fallback: silu's cost
-        expected = 4096 * sum(costs[k] * v for k, v in spec.prefill_elementwise_elements.items()) / tp
+        # the hidden state's norms and adds run whole on every GPU of a tensor-parallel group
+        expected = 4096 * sum(costs[k] * v / (1 if k == "hidden" else tp)
+                              for k, v in spec.prefill_elementwise_elements.items())
         assert el == pytest.approx(expected, rel=1e-12)
         assert el > 0
 

@@ -17,4 +17,4 @@ timeout 250 python3 -m calibrate.gpu_job --out "$W29/moe" --card h200 --engines 
   --models qwen3-30b-a3b,deepseek-v2-lite --prompts 512,4096 --gen 16 --batches 1,4,16,64,256 \
   --no-ceilings --budget-s 220 > "$W29/moe.log" 2>&1
 echo "== moe done at $(elapsed) s"; snap
-tail -3 "$W29/dense.log" "$W29/moe.log"
+tail -n 3 "$W29/dense.log" "$W29/moe.log"

@@ -217,9 +217,10 @@ var RooflineModel = (function () {
         Object.keys(elements).forEach(function (k) {
           var cost = perElement[k];
           if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;
-          m.preElS = m.preElS + (cost || 0.0) * elements[k];
+          // a tensor-parallel GPU holds its share of the heads and intermediate, the whole hidden state
+          m.preElS = m.preElS + (cost || 0.0) * elements[k] / (k === "hidden" ? 1 : tp);
         });
-        m.preElS = m.preElS / tp / (cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s);
+        m.preElS = m.preElS / (cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s);
       }
       m.bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
       // roofline.hardware.matmul_peak: the weight format's tensor path, scaled to a measured bf16 ceiling
