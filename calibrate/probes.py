@@ -1515,9 +1515,11 @@ def _write(path: Path, data: dict) -> None:
 
 
 def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: float | None = 90.0,
-               tiny: bool | None = None, jobs: int = 4, progress: Callable[[str], None] = print) -> dict[str, Path]:
+               tiny: bool | None = None, jobs: int = 4, progress: Callable[[str], None] = print,
+               kernels_points: tuple | None = None) -> dict[str, Path]:
     """Run the probes named in ``what``; returns {probe: json path}. An error in one probe is
-    written to its file (``error``, ``traceback``) and the next probe still runs."""
+    written to its file (``error``, ``traceback``) and the next probe still runs.
+    ``kernels_points``: the kernels probe's (model, layers, batch, context) points instead of its grid's."""
     unknown = [w for w in what if w not in PROBES]
     if unknown:
         from roofline.errors import RooflineError
@@ -1553,7 +1555,10 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 prefill_kernels_probe(device, TINY_PREFILL_KERNELS if tiny else FULL_PREFILL_KERNELS, path, deadline,
                                       progress)
             elif name == "kernels":
-                kernels_probe(device, TINY_KERNELS if tiny else FULL_KERNELS, path, deadline, progress)
+                grid = TINY_KERNELS if tiny else FULL_KERNELS
+                if kernels_points:
+                    grid = KernelsGrid(points=tuple(kernels_points), reps=grid.reps, top=grid.top)
+                kernels_probe(device, grid, path, deadline, progress)
             elif name == "moe":
                 moe_probe(device, TINY_MOE if tiny else FULL_MOE, path, deadline, progress)
             elif name == "prefill-attention":
@@ -1579,6 +1584,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=90.0, help="stop starting new work after this")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes (the default on the CPU)")
     ap.add_argument("--jobs", type=int, default=4, help="memory cases run at once (each its own process)")
+    ap.add_argument("--kernels-points", help="the kernels probe's points instead of its grid: "
+                    "MODEL:LAYERS:BATCH:CONTEXT,... (a model's decode step cut to LAYERS layers, BATCH sequences, "
+                    "a static cache of CONTEXT positions)")
     ap.add_argument("--memory-case", help=argparse.SUPPRESS)
     ap.add_argument("--case-out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -1598,9 +1606,19 @@ def main(argv: list[str] | None = None) -> int:
     what = [w.strip() for w in args.what.split(",") if w.strip()]
     from roofline.errors import RooflineError
 
+    points = None
+    if args.kernels_points:
+        try:
+            points = [(m, int(lay), int(b), int(c)) for m, lay, b, c in
+                      (x.strip().split(":") for x in args.kernels_points.split(",") if x.strip())]
+        except ValueError:
+            print(f"error: --kernels-points: give MODEL:LAYERS:BATCH:CONTEXT,..., not {args.kernels_points!r}",
+                  file=sys.stderr)
+            return 2
+
     try:
         paths = run_probes(Path(args.out), what, args.device, args.budget_s, True if args.tiny else None, args.jobs,
-                           progress=lambda m: print(m, flush=True))
+                           progress=lambda m: print(m, flush=True), kernels_points=points)
     except RooflineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
