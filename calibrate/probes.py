@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe,kernels,masked-attention [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe,kernels,masked-attention,prefill-kernels,attention-groups [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -112,6 +112,12 @@ prefill-kernels -> ``probe-prefill-kernels.json``
     queries are as wide as the hidden state and that have no q/k norms; qk-norm and wide-query
     models' prefills came out 9-24% fast (``roofline fit --prefill-kernels-probe``).
 
+attention-groups -> ``probe-attention-groups.json``
+    The attention probe's ``graph_attention`` op alone at generic shapes whose query heads per KV
+    head run from MHA's 1 to MQA's 64 (head widths 64 and 128), batches 1-256, 512-8,192 cached
+    tokens. Why: the calibrated attention family was fitted on models of 4-8 query heads a KV
+    head; falcon-7b (71 on one) came out 16% slow at batch 256 and the MHA phi-3-mini-4k ~10% fast.
+
 The graph engine's attention is timed through the engine's own function,The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
@@ -136,7 +142,7 @@ from typing import Callable
 from roofline.units import GiB, MiB
 
 PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
-          "masked-attention", "prefill-kernels")
+          "masked-attention", "prefill-kernels", "attention-groups")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -930,6 +936,7 @@ class AttentionGrid:
     #: skip sdpa_math where it would materialise (group + 1) x the cache (it repeats K and V per
     #: query head under enable_gqa)
     max_math_bytes: int
+    ops: tuple[str, ...] = ()  # the ops timed (empty: every op of OPS)
 
 
 FULL_ATTENTION = AttentionGrid(
@@ -942,6 +949,19 @@ FULL_ATTENTION = AttentionGrid(
 TINY_ATTENTION = AttentionGrid(
     shapes=(("tiny-qwen2", 4, 2, 16),), batches=(1, 2), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=64 * MiB,
+)
+#: the query heads a KV head serves, varied at generic shapes (MHA's 1 to MQA's 64, head widths 64
+#: and 128, none a catalog model's): the graph engine's decode attention alone
+FULL_ATTENTION_GROUPS = AttentionGrid(
+    shapes=(("g1-128", 16, 16, 128), ("g2-128", 16, 8, 128), ("g16-128", 32, 2, 128), ("g32-128", 32, 1, 128),
+            ("g1-64", 24, 24, 64), ("g8-64", 24, 3, 64), ("g64-64", 64, 1, 64)),
+    batches=(1, 16, 64, 256), contexts=(512, 2048, 8192),
+    max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
+    ops=("graph_attention",),
+)
+TINY_ATTENTION_GROUPS = AttentionGrid(
+    shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), batches=(1, 2), contexts=(16, 64),
+    max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=0, ops=("graph_attention",),
 )
 GRAPH_OPS = ("graph_attention", "graph_qk", "graph_softmax", "graph_pv", "graph_cache_write")
 SDPA_BACKENDS = ("default", "flash", "efficient", "math", "cudnn")
@@ -1188,7 +1208,7 @@ def _attention_combo(dev, grid: AttentionGrid, where: dict, sizes: dict, result:
         except Exception as exc:  # noqa: BLE001
             result["dispatch"].append({**where, "error": _short(exc)})
     group = q_heads // kv_heads
-    for op in OPS:
+    for op in grid.ops or OPS:
         point = {**where, "op": op, **sizes, **_op_cost(op, {**sizes, "context": context})}
         if op == "sdpa_math" and (group + 1) * sizes["kv_bytes"] > grid.max_math_bytes:
             result["skipped"].append({**where, "op": op, "why": "math backend would repeat K and V per query head"})
@@ -1536,12 +1556,15 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
-                                  "kernels", "masked-attention", "prefill-kernels") if p in what]:
+                                  "kernels", "masked-attention", "prefill-kernels", "attention-groups") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
             if name == "attention":
                 attention_probe(device, TINY_ATTENTION if tiny else FULL_ATTENTION, path, deadline, progress)
+            elif name == "attention-groups":
+                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_GROUPS, path, deadline,
+                                progress)
             elif name == "gemm":
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
             elif name == "chunk":
