@@ -382,8 +382,9 @@ TPOT_STATISTIC = ("mean", "median", "p10")
 @click.option("--model", "models", multiple=True, help="Fit only these models' rows (repeat; default: all).")
 @click.option("--tpot-statistic", type=click.Choice(TPOT_STATISTIC), default="mean", show_default=True,
               help="Which statistic of the measured decode steps to fit (median/p10 resist a noisy host).")
-@click.option("--attention-probe", type=click.Path(dir_okay=False),
-              help="Attention-probe file (calibrate.probes): the attention kernel timed alone, fitted with the decode terms.")
+@click.option("--attention-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Attention-probe file (calibrate.probes): the attention kernel timed alone, fitted with the decode terms "
+                   "(repeat: the attention probe's and the attention-groups probe's).")
 @click.option("--layers-probe", type=click.Path(dir_okay=False),
               help="Layers-probe file (calibrate.probes): the decode step of the fitted models cut to a few layer "
                    "counts, fitted with the decode terms (it splits the fixed time into the step's own and each layer's).")

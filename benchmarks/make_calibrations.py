@@ -47,7 +47,8 @@ def main() -> None:
     ceilings = M / "h200-ceilings-grid.json"
     dense = api.fit(
         [M / "h200-graph-grid.csv"], card="h200", ceilings=ceilings, models=GRID_MODELS,
-        attention_probe=M / "h200-probe-attention.json", collectives=M / "h200-collectives-tp2.json",
+        attention_probe=[M / "h200-probe-attention.json", M / "h200-probe-attention-groups.json"],
+        collectives=M / "h200-collectives-tp2.json",
         layers_probe=M / "h200-probe-layers.json", prefill_attention_probe=M / "h200-probe-prefill-attention.json",
         masked_attention_probe=M / "h200-probe-masked-attention.json",
         prefill_kernels_probe=M / "h200-probe-prefill-kernels.json",

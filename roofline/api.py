@@ -453,7 +453,9 @@ def fit(
     if attention_probe is not None:
         from roofline.probes import attention_points
 
-        probe = attention_points(attention_probe)
+        # one file, or several (the attention probe's and the attention-groups probe's)
+        files = [attention_probe] if isinstance(attention_probe, (str, Path)) else list(attention_probe)
+        probe = [p for f in files for p in attention_points(f)]
     cuts = ()
     if layers_probe is not None:
         from roofline.probes import layers_points

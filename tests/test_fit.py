@@ -10,6 +10,7 @@ from roofline.calibration import Calibration, load_calibration
 from roofline.fitting import compare, fit_calibration
 from roofline.hardware import load_card
 from roofline.measurements import MeasurementRow, write_measurements
+from roofline.api import fit as api_fit
 from roofline.api import predict
 
 TRUE = Calibration(
@@ -300,3 +301,25 @@ def test_fit_stores_the_probes_attention_rates_as_measured(tmp_path):
     slow = predict("h200", "mistral-7b-v0.1", [4], prompt_tokens=16384, gen_tokens=16, calibration=cal)
     fast = predict("h200", "mistral-7b-v0.1", [4], prompt_tokens=16384, gen_tokens=16, calibration=plain)
     assert slow.columns["ttft_s"][0] > 1.3 * fast.columns["ttft_s"][0]  # 16k past a 4,096 window: ~2x the work
+
+
+def test_fit_reads_several_attention_probe_files(tmp_path):
+    # `roofline fit --attention-probe A --attention-probe B`: both files' points are fitted with the
+    # decode terms (what api.fit does with the list), and they move the attention terms
+    rows = synthetic_rows("qwen2.5-1.5b") + synthetic_rows("qwen2.5-7b")
+    csv = write_measurements(tmp_path / "m.csv", rows)
+    a = "hardware_profiles/measurements/h200-probe-attention.json"
+    b = "hardware_profiles/measurements/h200-probe-attention-groups.json"
+    out = tmp_path / "cal.json"
+    r = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "-o", str(out), "--attention-probe", a,
+                                  "--attention-probe", b])
+    assert r.exit_code == 0, r.output
+    from roofline.calibration import DECODE_TERMS
+
+    def terms(c):
+        return [getattr(c, t) for t in DECODE_TERMS]
+
+    both = load_calibration(out)
+    assert terms(both) == pytest.approx(terms(api_fit([csv], card="h200", attention_probe=[a, b])), rel=1e-9)
+    one = api_fit([csv], card="h200", attention_probe=a)
+    assert terms(both) != pytest.approx(terms(one), rel=1e-3)

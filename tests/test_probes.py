@@ -445,3 +445,16 @@ def test_prefill_kernels_probe_on_cpu_profiles_both_cuts(tmp_path):
     wide = next(p for p in data["points"] if p["label"] == "tiny wide queries")
     assert wide["shapes"]["heads"] == 8 and wide["shapes"]["head_dim"] == 16  # the override reached the engine
     assert next(p for p in data["points"] if p["kind"] == "model")["shapes"]["qk_norm"]  # tiny-qwen3-moe
+
+
+def test_attention_groups_probe_on_cpu_times_only_the_engines_attention(tmp_path):
+    # the tiny grid: MHA and MQA shapes, the graph engine's whole decode attention alone (the grid's
+    # ops), every point with its score elements (batch x query heads x cached tokens)
+    path = tmp_path / "probe-attention-groups.json"
+    grid = probes.TINY_ATTENTION_GROUPS
+    data = probes.attention_probe("cpu", grid, path, None, lambda m: None)
+    assert {p["op"] for p in data["points"]} == {"graph_attention"}
+    assert len(data["points"]) == len(grid.shapes) * len(grid.batches) * len(grid.contexts)
+    for p in data["points"]:
+        assert p["score_elements"] == p["batch"] * p["q_heads"] * p["context_tokens"] and p["s"] > 0
+    assert {p["q_heads"] // p["kv_heads"] for p in data["points"]} == {1, 4}
