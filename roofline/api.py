@@ -429,7 +429,8 @@ def fit(
     MoE terms on MoE runs, say); its ``fitted_on`` is carried over. ``moe_probe``: a calibrate.probes
     MoE file, with ``base`` and MoE runs: the routed rows' gather and combine cost
     (``expert_row_traffic_coeff``) measured on the fitted MoE models' own shapes, held while the
-    other MoE terms are fitted; and, where the base prices the prefill's elementwise kernels by
+    other MoE terms are fitted, and the rate a prefill's grouped expert matmuls run at
+    (``expert_prefill_flop_per_s``, the same shapes, 16,384 tokens and more); and, where the base prices the prefill's elementwise kernels by
     kind, gpt-oss's clamped activation (its act stage's extra cost per element over silu's). ``masked_attention_probe``: a calibrate.probes masked-attention file:
     the engine's masked prefill path's FLOP rate by head width, stored as measured
     (``masked_prefill_attention_flop_per_s``): windowed layers past their window, and sinks layers,
@@ -493,8 +494,11 @@ def fit(
         base_cal = base if isinstance(base, Calibration) else load_calibration(base)
         held = None
         if moe_probe is not None:
-            held = {"expert_row_traffic_coeff": moe_row_traffic_coeff(base_cal, card_p, moe_probe,
-                                                                       sorted({r.model for r in rows}))}
+            from roofline.probes import moe_grouped_flop_per_s
+
+            fitted = sorted({r.model for r in rows})
+            held = {"expert_row_traffic_coeff": moe_row_traffic_coeff(base_cal, card_p, moe_probe, fitted),
+                    "expert_prefill_flop_per_s": moe_grouped_flop_per_s(moe_probe, fitted)}
             if base_cal.prefill_elementwise_bytes_per_element:
                 # the prefill's elementwise costs gain gpt-oss's clamped activation: silu's (the
                 # prefill-kernels probe's gated intermediate) plus what the MoE probe's act stage adds

@@ -176,6 +176,11 @@ class Calibration(BaseModel):
         "prompt, or the model has attention sinks, the graph engine runs SDPA with an explicit mask over every "
         "tile of the (P, P [+1]) square, K/V repeated to every head (sinks: the head padded to d + 1 rounded up "
         "to 8); those layers' prompt attention is priced so; None: as the window's causal pairs")
+    expert_prefill_flop_per_s: float | None = Field(
+        None, gt=0, description="the rate a prefill's routed-expert matmuls run at (FLOP/s): the engine's grouped "
+        "GEMMs, measured alone by the MoE probe (calibrate.probes) at the fitted MoE models' shapes (median over "
+        "16,384 tokens and more); a prompt token's routed-expert FLOPs are priced at it instead of the prefill "
+        "matmuls' rate; None: at the prefill matmuls' rate")
     prefill_elementwise_bytes_per_element: dict[str, float] | None = Field(
         None, description="bytes per element of a prefill layer's non-matmul kernels, by kind (hidden, "
         "gated_intermediate, plain_intermediate, query, key_value, qk_norm, clamped_intermediate: "

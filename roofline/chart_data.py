@@ -175,7 +175,8 @@ def model_entry(spec: ModelSpec) -> dict:
         "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
         "attention_groups": [
             {"layers": g.layers, "kind": g.kind, "window": g.window, "q_heads": g.q_heads, "kv_heads": g.kv_heads,
-             "kv_elements_per_token": g.kv_elements_per_token, "flop_per_pair": g.flop_per_pair, "sinks": g.sinks}
+             "kv_elements_per_token": g.kv_elements_per_token, "flop_per_pair": g.flop_per_pair, "sinks": g.sinks,
+             "prefill_flop_per_pair": g.prefill_flop_per_pair}
             for g in spec.attention_groups
         ],
         # roofline.servers.build: the continuous server's max_model_len (None: no limit)
@@ -190,6 +191,8 @@ def model_entry(spec: ModelSpec) -> dict:
         # StepModel's expert_row_flop before the split over GPUs
         entry["expert_row_flop"] = spec.moe_layers * (2.0 * spec.routed_expert_weight_params
                                                       + spec.routed_expert_bias_params)
+        # StepModel's routed-expert FLOPs of a prompt token (priced at the grouped GEMMs' rate)
+        entry["routed_flop_per_token"] = spec.moe_layers * spec.experts_per_token * 2.0 * spec.routed_expert_weight_params
     return entry
 
 

@@ -46,7 +46,11 @@ class AttentionGroup:
     the scores and 2·q_heads·kv_lora_rank for the weighted sum). ``window``: a token attends to at
     most this many cached tokens (itself included) and the cache keeps no more; None = all.
     For MLA, ``kv_heads`` is 1 (one latent shared by every head) and ``head_dim`` the latent width
-    a score is a dot product over (kv_lora_rank + qk_rope_head_dim).
+    a score is a dot product over (kv_lora_rank + qk_rope_head_dim). ``prefill_flop_per_pair``: the
+    same for a prompt's (query, key) pairs; MLA prefills decompressed, each head's keys and values
+    built from the latent (as transformers, vLLM and the graph engine do): 2·q_heads·qk_head_dim
+    for the scores and as much for the values, padded to the keys' width for flash kernels
+    (qk_head_dim = nope + rope); GQA: ``flop_per_pair``.
     """
 
     layers: int
@@ -59,6 +63,7 @@ class AttentionGroup:
     flop_per_pair: int
     sinks: bool
     indices: tuple[int, ...] = ()
+    prefill_flop_per_pair: int = 0  # 0: flop_per_pair
 
 
 class ModelSpec(BaseModel):
@@ -413,7 +418,8 @@ class ModelSpec(BaseModel):
         if self.attention_kind == "mla":
             latent = self.kv_lora_rank + self.qk_rope_head_dim
             shape = dict(kind="mla", q_heads=n, kv_heads=1, head_dim=latent, kv_elements_per_token=latent,
-                         flop_per_pair=2 * n * latent + 2 * n * self.kv_lora_rank)
+                         flop_per_pair=2 * n * latent + 2 * n * self.kv_lora_rank,
+                         prefill_flop_per_pair=4 * n * (self.qk_nope_head_dim + self.qk_rope_head_dim))
         else:
             shape = dict(kind="gqa", q_heads=n, kv_heads=self.num_key_value_heads, head_dim=self.head_dim,
                          kv_elements_per_token=2 * self.kv_dim, flop_per_pair=4 * self.q_dim)

@@ -279,3 +279,30 @@ def clamped_activation_extra_s_per_element(path: str | Path, min_tokens: int = 4
         raise RooflineError(f"{path}: the clamped activation needs act timings of a gpt-oss model and of another "
                             f"at {min_tokens} tokens or more")
     return max(0.0, statistics.median(clamped) - statistics.median(silu))
+
+
+def moe_grouped_flop_per_s(path: str | Path, models, min_tokens: int = 16384) -> float:
+    """FLOP/s of the engine's grouped expert matmuls (the MoE probe's ``gemm_gate_up`` and
+    ``gemm_down`` stages: tokens x k routed rows through gate-up and down, 2 FLOPs a weight) at
+    ``models``' shapes, ``min_tokens`` tokens and more (a prefill's size): the median."""
+    import statistics
+
+    data = read_json(Path(path), "MoE probe")
+    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+        raise RooflineError(f"{path}: not a MoE probe file (no points)")
+    wanted = set(models)
+    by: dict[tuple, dict] = {}
+    try:
+        for p in data["points"]:
+            if p["model"] in wanted and int(p["tokens"]) >= min_tokens and p["stage"] in ("gemm_gate_up", "gemm_down"):
+                key = (p["model"], int(p["tokens"]))
+                flop = 2.0 * 3.0 * int(p["tokens"]) * int(p["top_k"]) * int(p["hidden"]) * int(p["moe_inter"])
+                by.setdefault(key, {"flop": flop})[p["stage"]] = float(p["seconds"])
+    except (KeyError, TypeError, ValueError):
+        raise RooflineError(f"{path}: a point lacks model, tokens, stage, top_k, hidden, moe_inter or seconds") from None
+    rates = [v["flop"] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values()
+             if "gemm_gate_up" in v and "gemm_down" in v and v["gemm_gate_up"] + v["gemm_down"] > 0]
+    if not rates:
+        raise RooflineError(f"{path}: no grouped matmul timings of {', '.join(sorted(wanted)) or 'any model'} "
+                            f"at {min_tokens} tokens or more")
+    return statistics.median(rates)

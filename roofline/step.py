@@ -148,6 +148,9 @@ class StepModel:
     kv_window_bytes_per_token: float = field(init=False)
     attention_flop_per_pair: float = field(init=False)
     attention_window_flop_per_pair: float = field(init=False)
+    #: a prompt's (query, key) pair's FLOPs, full and windowed layers (MLA: decompressed)
+    prefill_flop_per_pair: float = field(init=False)
+    prefill_window_flop_per_pair: float = field(init=False)
     window: int | None = field(init=False)
     #: (pair factor, sinks) where the engine's prefill attention takes a masked path (the calibration's
     #: masked_prefill_attention_flop_per_s), else None: roofline.prefill.static_prefill_work
@@ -177,6 +180,7 @@ class StepModel:
         # the attention layout, one GPU's share: (layers, KV elements, FLOPs, score elements) per token or pair
         kv_b = dtype_bytes(self.kv_dtype)
         full_kv = win_kv = full_flop = win_flop = full_scores = win_scores = full_lane = win_lane = 0.0
+        full_pflop = win_pflop = 0.0  # a prompt's pairs (MLA: decompressed)
         full_heads = win_heads = 0.0  # query heads x layers: a prefill's score elements per pair
         full_read = win_read = 0.0
         windows = {g.window for g in spec.attention_groups if g.window is not None}
@@ -188,6 +192,7 @@ class StepModel:
             kv_share = g.kv_elements_per_token * kv_heads_share(g.kind, g.kv_heads, tp)
             kv = g.layers * kv_share * kv_b
             flop = g.layers * g.flop_per_pair / tp
+            pflop = g.layers * (g.prefill_flop_per_pair or g.flop_per_pair) / tp
             # score elements per pair, weighted by their bytes relative to a plain layer's
             heads = g.layers * g.q_heads / tp
             scores = heads
@@ -201,13 +206,17 @@ class StepModel:
             if g.window is None:
                 full_kv, full_flop, full_scores = full_kv + kv, full_flop + flop, full_scores + scores
                 full_lane, full_read, full_heads = full_lane + lane, full_read + read, full_heads + heads
+                full_pflop += pflop
             else:
                 win_kv, win_flop, win_scores = win_kv + kv, win_flop + flop, win_scores + scores
                 win_lane, win_read, win_heads = win_lane + lane, win_read + read, win_heads + heads
+                win_pflop += pflop
         set_(self, "window", next(iter(windows)) if windows else None)
         set_(self, "_window_layers", sum(g.layers for g in spec.attention_groups if g.window is not None))
         set_(self, "attention_flop_per_pair", full_flop)
         set_(self, "attention_window_flop_per_pair", win_flop)
+        set_(self, "prefill_flop_per_pair", full_pflop)
+        set_(self, "prefill_window_flop_per_pair", win_pflop)
         set_(self, "kv_bytes_per_token", full_kv + win_kv)
         set_(self, "kv_window_bytes_per_token", win_kv)
         width_bytes = activation_width_bytes(spec, ad) / tp
@@ -250,6 +259,11 @@ class StepModel:
         set_(self, "masked_prefill", masked)
         score_s = cal.attention_score_bytes * s_per_byte
         prefill_score_s = cal.prefill_score_bytes * s_per_byte
+        # a prompt token's routed-expert FLOPs (k experts a MoE layer) run the grouped GEMMs, at their
+        # measured rate where the calibration has it
+        routed_flop = spec.moe_layers * spec.experts_per_token * 2.0 * spec.routed_expert_weight_params
+        s_per_expert_prefill_flop = (1.0 / cal.expert_prefill_flop_per_s if cal.expert_prefill_flop_per_s
+                                     else s_per_prefill_flop)
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
         # (min_rows x touched - tokens x k, when positive) costs FLOPs of one expert row each
         expert_row_flop = spec.moe_layers * (2.0 * spec.routed_expert_weight_params + spec.routed_expert_bias_params) / tp
@@ -270,12 +284,13 @@ class StepModel:
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
             self.dense_read_bytes * s_per_byte,                                   # 2 matmul memory, dense weights
             float(spec.linear_flop_per_token) / tp * s_per_decode_flop,           # 3 per decode token
-            float(spec.body_linear_flop_per_token) / tp * s_per_prefill_flop,     # 4 per prompt token
+            (float(spec.body_linear_flop_per_token) - routed_flop) / tp * s_per_prefill_flop
+            + routed_flop / tp * s_per_expert_prefill_flop,                       # 4 per prompt token
             float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop,      # 5 per prefill logit row
             full_read * s_per_byte,                                               # 6 per KV token moved, full layers
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
             full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers
-            full_flop * s_per_prefill_pair_flop,                                  # 9 per prefill pair, full layers
+            full_pflop * s_per_prefill_pair_flop,                                 # 9 per prefill pair, full layers
             self.act_bytes_per_token * s_per_byte,                                # 10 per decode token
             self.prefill_act_bytes_per_token * s_per_byte
             + self.prefill_elementwise_s_per_token,                               # 11 per prompt token
@@ -283,7 +298,7 @@ class StepModel:
             float(cal.overhead_exponent),                                         # 13 q
             win_read * s_per_byte,                                                # 14 per KV token moved, windowed
             win_flop * s_per_attention_flop,                                      # 15 per decode pair, windowed
-            win_flop * s_per_prefill_pair_flop,                                   # 16 per prefill pair, windowed
+            win_pflop * s_per_prefill_pair_flop,                                  # 16 per prefill pair, windowed
             full_scores * score_s,                                                # 17 score traffic per pair, full
             win_scores * score_s,                                                 # 18 score traffic per pair, windowed
             cal.attention_sequence_overhead_s * spec.num_hidden_layers,           # 19 per decoding sequence
@@ -447,7 +462,8 @@ class StepModel:
         d, kv, p, pairs, rows, kvw, pairsw = work
         kvw = kv if kvw is None else kvw
         pairsw = pairs if pairsw is None else pairsw
-        return (kv + pairs) * self.attention_flop_per_pair + (kvw + pairsw) * self.attention_window_flop_per_pair
+        return (kv * self.attention_flop_per_pair + pairs * self.prefill_flop_per_pair
+                + kvw * self.attention_window_flop_per_pair + pairsw * self.prefill_window_flop_per_pair)
 
     def weight_bytes_read(self, work: PassWork):
         """Weight bytes the pass reads (dense weights and the experts its tokens touch), one GPU's share."""

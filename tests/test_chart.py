@@ -84,9 +84,13 @@ def test_model_scalars_are_what_the_python_model_uses(model, tp):
             assert m["routed_expert_bytes"][d] / tp == step.expert_bytes > 0
     assert ("routed_expert_bytes" in m) == (spec.moe_layers > 0)
     groups = [{k: getattr(g, k) for k in ("layers", "kind", "window", "q_heads", "kv_heads", "kv_elements_per_token",
-                                          "flop_per_pair", "sinks")} for g in spec.attention_groups]
+                                          "flop_per_pair", "sinks", "prefill_flop_per_pair")}
+              for g in spec.attention_groups]
     assert m["attention_groups"] == groups
     assert m["linear_flop_per_token"] == spec.linear_flop_per_token
+    assert m["prefill_elementwise_elements"] == spec.prefill_elementwise_elements
+    if spec.moe_layers:  # a prompt token's routed-expert FLOPs (the grouped GEMMs' rate prices them)
+        assert m["routed_flop_per_token"] == spec.moe_layers * spec.experts_per_token * 2.0 * spec.routed_expert_weight_params
     assert m["lm_head_flop_per_position"] == spec.lm_head_flop_per_position
     assert (m["num_experts"], m["experts_per_token"], m["moe_layers"]) == (spec.num_experts, spec.experts_per_token,
                                                                           spec.moe_layers)

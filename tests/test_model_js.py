@@ -58,6 +58,7 @@ SYNTHETIC = dict(
     masked_prefill_attention_flop_per_s={"64": 2.0e14, "72": 1.1e14, "128": 3.0e14, "256": 2.4e14},
     # the prefill-kernels probe's bytes per element by kind, at the ceiling; no clamped activation
     # (gpt-oss's is then priced as silu's, the fallback both sides take)
+    expert_prefill_flop_per_s=5.5e14,  # a prompt's routed-expert matmuls at the grouped GEMMs' rate
     prefill_elementwise_bytes_per_element={"hidden": 25.0, "gated_intermediate": 25.6, "plain_intermediate": 5.7,
                                            "query": 58.0, "key_value": 84.0, "qk_norm": 29.0},
 )
@@ -379,8 +380,8 @@ def _drifted_copy(script, needle, replacement, tmp_path):
 
 @pytest.mark.parametrize("needle, replacement, page, index, where", [
     # the prefill's per-token matmul cost
-    ("model.body_linear_flop_per_token / tp * sPerPrefillFlop,",
-     "model.body_linear_flop_per_token / tp * sPerPrefillFlop * 1.001,", "shipped-hf-eager", 0, "ttft_s"),
+    ("(model.body_linear_flop_per_token - routedFlop) / tp * sPerPrefillFlop",
+     "(model.body_linear_flop_per_token - routedFlop) / tp * sPerPrefillFlop * 1.001", "shipped-hf-eager", 0, "ttft_s"),
     # the all-reduces' bytes (tp > 1 only)
     ("reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS;",
      "reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS * 1.01;",
@@ -389,6 +390,10 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     ("for (var it = 0; it < 200; it++)", "for (var it = 0; it < 20; it++)", "shipped-graph", 5, "tpot_s"),
     # the expected error's nearest context (a tie goes to the first, as Python's min)
     ("if (d < best)", "if (d <= best)", "foreign", 0, "expected_error"),
+    # a prompt's routed-expert FLOPs at the dense prefill rate instead of the grouped GEMMs'
+    ("+ routedFlop / tp * sPerExpertPrefillFlop,", "+ routedFlop / tp * sPerPrefillFlop,", "synthetic", 3, "ttft_s"),
+    # MLA's prompt pairs at the absorbed (decode) FLOPs instead of the decompressed prefill's
+    ("        fullPflop * sPerPrefillPairFlop,", "        fullFlop * sPerPrefillPairFlop,", "synthetic", 4, "ttft_s"),
     # gpt-oss's clamped activation priced at nothing where the calibration lacks its cost (not silu's)
     ('if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;',
      "", "synthetic", 3, "ttft_s"),

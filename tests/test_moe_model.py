@@ -87,7 +87,8 @@ def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
     assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
     assert 1.1 < cal.expert_traffic_factor < 1.4
     # and gpt-oss's clamped activation joins the prefill's elementwise costs (the probe's act stage)
-    assert cal.fit_report["extra"]["held"] == ["expert_row_traffic_coeff", "prefill_elementwise_bytes_per_element"]
+    assert cal.fit_report["extra"]["held"] == ["expert_prefill_flop_per_s", "expert_row_traffic_coeff",
+                                               "prefill_elementwise_bytes_per_element"]
     per = cal.prefill_elementwise_bytes_per_element
     assert 1.7 < per["clamped_intermediate"] / per["gated_intermediate"] < 2.2
 
@@ -125,3 +126,39 @@ def test_a_masked_prefill_prices_the_square_the_engine_computes():
     assert StepModel(load_model("mistral-7b-v0.1"), card, base.model_copy(
         update={"masked_prefill_attention_flop_per_s": None})).masked_prefill is None
     assert StepModel(load_model("qwen2.5-7b"), card, base).masked_prefill is None
+
+
+def test_the_grouped_gemm_rate_from_the_moe_probe_prices_a_prompts_routed_flops():
+    # hardware_profiles/measurements/h200-probe-moe.json (device call 19): qwen3-30b-a3b's grouped expert
+    # matmuls run at ~620-650 TFLOP/s from 16,384 tokens up, below the dense prefill matmuls' ~765
+    from roofline.probes import moe_grouped_flop_per_s
+    from roofline.step import prefill_work
+
+    rate = moe_grouped_flop_per_s("hardware_profiles/measurements/h200-probe-moe.json", ["qwen3-30b-a3b"])
+    assert rate == pytest.approx(6.35e14, rel=0.05)
+    cal = load_calibration(GRAPH)
+    assert cal.expert_prefill_flop_per_s == pytest.approx(rate, rel=1e-12)
+    card, spec = load_card("h200"), load_model("qwen3-30b-a3b")
+    dense_rate = cal.model_copy(update={"expert_prefill_flop_per_s": None})
+    work = prefill_work(8192.0, 8192.0 * 8193 / 2, 1.0)
+    slow, fast = (StepModel(spec, card, c).pass_parts(work).matmul_compute_s for c in (cal, dense_rate))
+    routed = spec.moe_layers * spec.experts_per_token * 2.0 * spec.routed_expert_weight_params * 8192.0
+    peak = StepModel(spec, card, cal).peak_flop_per_s * cal.prefill_compute_efficiency
+    assert slow - fast == pytest.approx(routed / rate - routed / peak, rel=1e-9)
+    # a dense model is untouched
+    dense = load_model("qwen2.5-7b")
+    assert (StepModel(dense, card, cal).pass_parts(work).matmul_compute_s
+            == StepModel(dense, card, dense_rate).pass_parts(work).matmul_compute_s)
+
+
+def test_mla_prompt_pairs_are_priced_decompressed():
+    # an MLA prefill builds each head's keys and values from the latent: 4 x heads x (nope + rope)
+    # FLOPs a pair (values padded to the keys' width), not the absorbed decode's 2 x heads x (2r + rope)
+    spec = load_model("deepseek-v2-lite")
+    (g,) = spec.attention_groups
+    assert g.prefill_flop_per_pair == 4 * 16 * 192 and g.flop_per_pair == 2 * 16 * (512 + 64) + 2 * 16 * 512
+    m = StepModel(spec, load_card("h200"), load_calibration(GRAPH))
+    assert m.prefill_flop_per_pair == 27 * 4 * 16 * 192 and m.attention_flop_per_pair == 27 * g.flop_per_pair
+    assert m.attention_flop((0.0, 0.0, 64.0, 100.0, 1.0, None, None)) == pytest.approx(100.0 * 27 * 4 * 16 * 192)
+    gqa = load_model("qwen2.5-7b").attention_groups[0]
+    assert gqa.prefill_flop_per_pair == 0  # GQA: the decode pair's FLOPs

@@ -176,6 +176,7 @@ var RooflineModel = (function () {
       var fullKv = 0.0, winKv = 0.0, fullFlop = 0.0, winFlop = 0.0, fullScores = 0.0, winScores = 0.0;
       var fullLane = 0.0, winLane = 0.0, fullRead = 0.0, winRead = 0.0, windows = [];
       var fullHeads = 0.0, winHeads = 0.0;  // query heads x layers: a prefill's score elements per pair
+      var fullPflop = 0.0, winPflop = 0.0;  // a prompt's pair (MLA: decompressed)
       model.attention_groups.forEach(function (g) {
         if (g.window !== null && windows.indexOf(g.window) < 0) windows.push(g.window);
       });
@@ -187,6 +188,7 @@ var RooflineModel = (function () {
         var kvShare = g.kv_elements_per_token * kvHeadsShare(g.kind, g.kv_heads, tp);
         var kv = g.layers * kvShare * kvB;
         var flop = g.layers * g.flop_per_pair / tp;
+        var pflop = g.layers * (g.prefill_flop_per_pair || g.flop_per_pair) / tp;
         var heads = g.layers * g.q_heads / tp;
         var scores = heads;
         if (g.sinks && cal.attention_score_bytes > 0) scores *= 1.0 + cal.sink_score_bytes / cal.attention_score_bytes;
@@ -195,14 +197,18 @@ var RooflineModel = (function () {
         if (g.window === null) {
           fullKv = fullKv + kv; fullFlop = fullFlop + flop; fullScores = fullScores + scores;
           fullLane = fullLane + lane; fullRead = fullRead + read; fullHeads = fullHeads + heads;
+          fullPflop = fullPflop + pflop;
         } else {
           winKv = winKv + kv; winFlop = winFlop + flop; winScores = winScores + scores;
           winLane = winLane + lane; winRead = winRead + read; winHeads = winHeads + heads;
+          winPflop = winPflop + pflop;
         }
       });
       m.window = windows.length ? windows[0] : null;
       m.attnFlopPerPair = fullFlop;
       m.attnWindowFlopPerPair = winFlop;
+      m.prefillFlopPerPair = fullPflop;
+      m.prefillWindowFlopPerPair = winPflop;
       m.kvb = fullKv + winKv;            // kv_bytes_per_token
       m.kvWindowB = winKv;               // kv_window_bytes_per_token
       var widthBytes = model.act_width_bytes_per_token / tp;
@@ -248,6 +254,9 @@ var RooflineModel = (function () {
       var scoreS = cal.attention_score_bytes * sPerByte;
       var prefillScoreS = (cal.prefill_score_bytes || 0.0) * sPerByte;
       var expertRowFlop = moe ? model.expert_row_flop / tp : 0.0;
+      // roofline.step: a prompt token's routed-expert FLOPs at the grouped GEMMs' measured rate
+      var routedFlop = moe ? model.routed_flop_per_token : 0.0;
+      var sPerExpertPrefillFlop = cal.expert_prefill_flop_per_s ? 1.0 / cal.expert_prefill_flop_per_s : sPerPrefillFlop;
       var reduceFixed = 0.0, reducePerToken = 0.0, gatherPerRow = 0.0;
       if (tp > 1) { // StepModel.link_bytes_per_s, link_latency_s
         var link = cal.allreduce_bandwidth_bytes_per_s || card.tp_link_bytes_per_s[String(tp)];
@@ -265,19 +274,20 @@ var RooflineModel = (function () {
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
         m.denseRead * sPerByte,                                             // 2 matmul memory, dense weights
         model.linear_flop_per_token / tp * sPerDecodeFlop,                  // 3 per decode token
-        model.body_linear_flop_per_token / tp * sPerPrefillFlop,            // 4 per prompt token
+        (model.body_linear_flop_per_token - routedFlop) / tp * sPerPrefillFlop
+          + routedFlop / tp * sPerExpertPrefillFlop,                        // 4 per prompt token
         model.lm_head_flop_per_position / tp * sPerPrefillFlop,             // 5 per prefill logit row
         fullRead * sPerByte,                                                // 6 per KV token moved, full layers
         cal.kv_traffic_factor,                                              // 7 KV moved per KV read
         fullFlop * sPerAttentionFlop,                                       // 8 per decode pair, full layers
-        fullFlop * sPerPrefillPairFlop,                                     // 9 per prefill pair, full layers
+        fullPflop * sPerPrefillPairFlop,                                    // 9 per prefill pair, full layers
         m.actBpt * sPerByte,                                                // 10 per decode token
         m.preActBpt * sPerByte + m.preElS,                                  // 11 per prompt token
         cal.roofline_exponent,                                              // 12 p
         cal.overhead_exponent,                                              // 13 q
         winRead * sPerByte,                                                 // 14 per KV token moved, windowed
         winFlop * sPerAttentionFlop,                                        // 15 per decode pair, windowed
-        winFlop * sPerPrefillPairFlop,                                      // 16 per prefill pair, windowed
+        winPflop * sPerPrefillPairFlop,                                     // 16 per prefill pair, windowed
         fullScores * scoreS,                                                // 17 score traffic per pair, full
         winScores * scoreS,                                                 // 18 score traffic per pair, windowed
         cal.attention_sequence_overhead_s * model.num_hidden_layers,        // 19 per decoding sequence
@@ -382,7 +392,8 @@ var RooflineModel = (function () {
     }
     function attentionFlop(m, w) {
       var kvw = w.kvw === null ? w.kv : w.kvw, pairsw = w.pairsw === null ? w.pairs : w.pairsw;
-      return (w.kv + w.pairs) * m.attnFlopPerPair + (kvw + pairsw) * m.attnWindowFlopPerPair;
+      return w.kv * m.attnFlopPerPair + w.pairs * m.prefillFlopPerPair + kvw * m.attnWindowFlopPerPair
+        + pairsw * m.prefillWindowFlopPerPair;
     }
     function weightBytesRead(m, w) {
       return m.denseRead + m.model.moe_layers * m.expertBytes * expertsTouched(m, w.d + w.p);
