@@ -80,13 +80,9 @@ def layers_points(path: str | Path) -> list[LayersPoint]:
     return out
 
 
-def moe_row_seconds_per_element(path: str | Path, models, min_tokens: int = 4096) -> float:
-    """Seconds per element of a routed row's hidden-wide work outside the expert matmuls (the
-    ``gather`` of each (token, expert) row and the weighted ``combine`` back into its token), from
-    the MoE probe's points of ``models`` at ``min_tokens`` tokens and more, where that work has
-    long outgrown the kernels' fixed cost: the median of (gather + combine) / (rows x hidden)."""
-    import statistics
-
+def _moe_stage_pairs(path, models, min_tokens: int, stages: tuple[str, str], size) -> dict[tuple, dict]:
+    """{(model, tokens): {stage: seconds, "size": size(point)}} of the MoE probe's points of ``models``
+    at ``min_tokens`` tokens and more, for the two ``stages``; only keys with both stages."""
     data = read_json(Path(path), "MoE probe")
     if not isinstance(data, dict) or not isinstance(data.get("points"), list):
         raise RooflineError(f"{path}: not a MoE probe file (no points)")
@@ -94,18 +90,30 @@ def moe_row_seconds_per_element(path: str | Path, models, min_tokens: int = 4096
     by: dict[tuple, dict] = {}
     try:
         for p in data["points"]:
-            if p["model"] in wanted and int(p["tokens"]) >= min_tokens and p["stage"] in ("gather", "combine"):
-                key = (p["model"], int(p["tokens"]))
-                by.setdefault(key, {"elements": float(p["rows"]) * float(p["hidden"])})[p["stage"]] = float(p["seconds"])
+            if p["model"] in wanted and int(p["tokens"]) >= min_tokens and p["stage"] in stages:
+                by.setdefault((p["model"], int(p["tokens"])), {"size": size(p)})[p["stage"]] = float(p["seconds"])
     except (KeyError, TypeError, ValueError):
-        raise RooflineError(f"{path}: a point lacks model, tokens, stage, rows, hidden or seconds") from None
-    per = [(v["gather"] + v["combine"]) / v["elements"] for v in by.values() if "gather" in v and "combine" in v]
-    if not per:
-        raise RooflineError(f"{path}: no gather and combine timings of {', '.join(sorted(wanted)) or 'any model'} "
+        raise RooflineError(f"{path}: a point lacks model, tokens, stage, rows, hidden, top_k, moe_inter or "
+                            "seconds") from None
+    out = {k: v for k, v in by.items() if all(st in v for st in stages)}
+    if not out:
+        raise RooflineError(f"{path}: no {' and '.join(stages)} timings of {', '.join(sorted(wanted)) or 'any model'} "
                             f"at {min_tokens} tokens or more")
-    if min(per) <= 0:
+    if min(v[st] for v in out.values() for st in stages) <= 0:
         raise RooflineError(f"{path}: a timing must be positive")
-    return statistics.median(per)
+    return out
+
+
+def moe_row_seconds_per_element(path: str | Path, models, min_tokens: int = 4096) -> float:
+    """Seconds per element of a routed row's hidden-wide work outside the expert matmuls (the
+    ``gather`` of each (token, expert) row and the weighted ``combine`` back into its token), from
+    the MoE probe's points of ``models`` at ``min_tokens`` tokens and more, where that work has
+    long outgrown the kernels' fixed cost: the median of (gather + combine) / (rows x hidden)."""
+    import statistics
+
+    by = _moe_stage_pairs(path, models, min_tokens, ("gather", "combine"),
+                          lambda p: float(p["rows"]) * float(p["hidden"]))
+    return statistics.median((v["gather"] + v["combine"]) / v["size"] for v in by.values())
 
 
 def masked_attention_rates(path: str | Path, min_prompt_tokens: int = 2048) -> dict[str, float]:
@@ -287,22 +295,7 @@ def moe_grouped_flop_per_s(path: str | Path, models, min_tokens: int = 16384) ->
     ``models``' shapes, ``min_tokens`` tokens and more (a prefill's size): the median."""
     import statistics
 
-    data = read_json(Path(path), "MoE probe")
-    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
-        raise RooflineError(f"{path}: not a MoE probe file (no points)")
-    wanted = set(models)
-    by: dict[tuple, dict] = {}
-    try:
-        for p in data["points"]:
-            if p["model"] in wanted and int(p["tokens"]) >= min_tokens and p["stage"] in ("gemm_gate_up", "gemm_down"):
-                key = (p["model"], int(p["tokens"]))
-                flop = 2.0 * 3.0 * int(p["tokens"]) * int(p["top_k"]) * int(p["hidden"]) * int(p["moe_inter"])
-                by.setdefault(key, {"flop": flop})[p["stage"]] = float(p["seconds"])
-    except (KeyError, TypeError, ValueError):
-        raise RooflineError(f"{path}: a point lacks model, tokens, stage, top_k, hidden, moe_inter or seconds") from None
-    rates = [v["flop"] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values()
-             if "gemm_gate_up" in v and "gemm_down" in v and v["gemm_gate_up"] + v["gemm_down"] > 0]
-    if not rates:
-        raise RooflineError(f"{path}: no grouped matmul timings of {', '.join(sorted(wanted)) or 'any model'} "
-                            f"at {min_tokens} tokens or more")
-    return statistics.median(rates)
+    by = _moe_stage_pairs(path, models, min_tokens, ("gemm_gate_up", "gemm_down"),
+                          lambda p: 2.0 * 3.0 * int(p["tokens"]) * int(p["top_k"]) * int(p["hidden"])
+                          * int(p["moe_inter"]))
+    return statistics.median(v["size"] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values())
