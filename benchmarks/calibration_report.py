@@ -332,6 +332,7 @@ def main() -> None:
     check25 = compare(f"{M}/h200-graph-check-call25.csv", GRAPH)
     check26 = compare([f"{M}/h200-graph-check-call26.csv", f"{M}/h200-graph-check-call26-llama2.csv"], GRAPH)
     check29 = compare([f"{M}/h200-graph-check-call29.csv", f"{M}/h200-graph-moe-check-call29.csv"], GRAPH)
+    check32 = compare([f"{M}/h200-graph-check-call32.csv", f"{M}/h200-graph-moe-check-call32.csv"], GRAPH)
     tp2 = compare(f"{M}/h200-graph-tp2.csv", GRAPH)
     doc = [
         "# Calibration: the model against real decode\n\n",
@@ -489,6 +490,19 @@ def main() -> None:
         "over the straight line from 2,048 to 4,128 positions (`h200-probe-kernels-call30.json`). The attention "
         "probe's contexts are powers of two (2,048, then 8,192), so the fitted attention terms are smooth across "
         "that step; 64-wide heads feel it most (llama-3.2-1b: 5-8% fast at batches 64-256 there).\n",
+        "\n**And one more** (device call 32, `h200-graph-check-call32.csv`, `h200-graph-moe-check-call32.csv`, "
+        "after the MoE prefill's grouped-GEMM rate and MLA's decompressed prompt pairs were committed: four MoE "
+        "models at prompts 1,024 and 4,096, phi-3-mini-4k at 1,024 and qwen2.5-14b at 2,048, none measured "
+        "there before):\n\n",
+        per_model_context(check32),
+        "\nphi-3-mini-4k's decode at 1,024 + 16 ran 16-23% slower than priced from batch 16 up, where its rows "
+        "at 528, 2,064 and 4,112 positions are within 5-8%. The kernels probe (device call 33, "
+        "`h200-probe-kernels-call33.json`) names it: the engine's decode attention is cuBLAS batched matmuls over "
+        "the whole static cache, and for an MHA model's QK product cuBLAS picks a tile ~1.9x slower at 1,040, "
+        "1,056 and 1,088 positions (388-392 us for two layers at batch 64) than at 1,024 (209 us) or 1,536 (293 "
+        "us); llama-2-7b (MHA, 128-wide heads) pays it too (+14% on its step at 1,040), a GQA model hardly (its "
+        "QK product is a few percent of the step). The step model has one attention family, smooth in the "
+        "context; a cache length's kernel choice is not in it.\n",
         "\n**Where it still misses.** With the elementwise kinds every dense model's TTFT from batch 16 is within "
         "10% MAPE per context (falcon-7b the worst at 8%: its 71 query heads share one KV head). "
         "phi-3-mini-4k's TPOT stays 8-9% MAPE at prompts 4,096 and 8,192 (MHA with 96-wide heads, priced ~10% "

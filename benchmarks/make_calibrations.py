@@ -74,22 +74,25 @@ def main() -> None:
     check26 = (M / "h200-graph-check-call26.csv", M / "h200-graph-check-call26-llama2.csv")  # and more after
     # after the seventh session's prefill elementwise kinds were committed (call 29), unseen by them
     check29, moe29 = M / "h200-graph-check-call29.csv", M / "h200-graph-moe-check-call29.csv"
+    # after the MoE grouped-GEMM rate and MLA's decompressed prompt pairs were committed (call 32)
+    check32, moe32 = M / "h200-graph-check-call32.csv", M / "h200-graph-moe-check-call32.csv"
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
         "dense": validation_entry(
             graph, read_measurements(heldout) + [r for r in read_measurements(arch20) if r.model not in again]
             + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"]
-            + [r for f in check26 for r in read_measurements(f)] + read_measurements(check29),
+            + [r for f in check26 for r in read_measurements(f)] + read_measurements(check29)
+            + read_measurements(check32),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
-            + [check29.name]),
+            + [check29.name, check32.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
-            + read_measurements(moe29), card,
+            + read_measurements(moe29) + read_measurements(moe32), card,
             "mixture-of-experts models whose MoE terms were not fitted (qwen3-30b-a3b at contexts the MoE fit did not see)",
-            [moe.name, moe19.name, again22.name, check25.name, moe29.name]),
+            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})
