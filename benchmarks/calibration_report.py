@@ -344,11 +344,14 @@ def main() -> None:
         table(["calibration", "fitted on", "measurements"], [
             ["`h200-graph.json`", ", ".join(graph.fitted_on),
              "dense terms: the default grid (`h200-graph-grid.csv`: prompts 128, 512, 2048, 8192, 16384 x batches 1-1024 "
-             "until out of memory) of the three dense models, the attention probe (`h200-probe-attention.json`), the "
+             "until out of memory) of the three dense models, the attention probes (`h200-probe-attention.json`, and "
+             "`h200-probe-attention-groups.json` at generic shapes), the "
              "layers probe's cut steps of the same three models (`h200-probe-layers.json`); stored as measured: the "
              "prefill-attention and masked-attention probes' rates by head width (`h200-probe-prefill-attention.json`, "
-             "`h200-probe-masked-attention.json`) and the TP2 link (`h200-collectives-tp2.json`); MoE terms: the qwen3-30b-a3b rows of `h200-graph-moe.csv` only, "
-             "with the MoE probe's routed-row cost at qwen3-30b-a3b's shape (`h200-probe-moe.json`)"],
+             "`h200-probe-masked-attention.json`), the prefill-kernels probe's cost per element by kind at generic "
+             "shapes (`h200-probe-prefill-kernels.json`) and the TP2 link (`h200-collectives-tp2.json`); MoE terms: "
+             "the qwen3-30b-a3b rows of `h200-graph-moe.csv` only, with the MoE probe's routed-row cost, grouped-GEMM "
+             "rate and (gpt-oss's) clamped activation, the first two at qwen3-30b-a3b's shape (`h200-probe-moe.json`)"],
             ["`h200-hf-eager.json`", ", ".join(load_calibration(ROOT / EAGER).fitted_on),
              "`h200-hf-eager-grid.csv`: prompts 128, 2048, 8192 x batches 1-256"],
             ["`rtx3060-hf-eager.json`", ", ".join(load_calibration(ROOT / LESSON).fitted_on),

@@ -53,7 +53,7 @@ def main() -> None:
         masked_attention_probe=M / "h200-probe-masked-attention.json",
         prefill_kernels_probe=M / "h200-probe-prefill-kernels.json",
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
-              "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe; layers probe (the "
+              "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe and attention-groups probe (generic shapes of 1-64 query heads a KV head); layers probe (the "
               "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,7 +61,8 @@ def main() -> None:
         moe_csv = write_measurements(Path(tmp) / f"moe-{MOE_FIT_MODEL}.csv", moe_rows)
         graph = api.fit([moe_csv], card="h200", base=dense, moe_probe=M / "h200-probe-moe.json",
                         label=f"h200-graph-moe.csv rows of {MOE_FIT_MODEL} (the one MoE model fitted on); MoE probe "
-                              f"(its routed rows' gather and combine, at {MOE_FIT_MODEL}'s shape only)")
+                              f"(its routed rows' gather and combine and its grouped GEMMs' rate, at {MOE_FIT_MODEL}'s shape only; "
+                              f"the clamped activation's extra cost over silu's, for gpt-oss)")
     card = load_card("h200")
     heldout, moe, tp2 = (M / "h200-graph-heldout.csv", M / "h200-graph-moe.csv", M / "h200-graph-tp2.csv")
     moe19 = M / "h200-graph-moe-call19.csv"
