@@ -518,7 +518,8 @@ class ModelSpec(BaseModel):
         kinds whose costs the prefill-kernels probe measures (roofline.probes.ELEMENTWISE_KINDS):
         the hidden width, the MLP's active intermediate (gated or plain), the queries' and keys'
         widths and the q/k norms' (queries + keys); gpt-oss's intermediate is its own kind (a
-        clamped SwiGLU, about twice silu's cost per element). An MLA layer's prefill decompresses its latent
+        clamped SwiGLU, about twice silu's cost per element); an expert's biases on its routed rows
+        (gpt-oss) are gathered per row and added. An MLA layer's prefill decompresses its latent
         into per-head keys and values (every query head's, nope + rope wide: q_dim and kv_dim here)
         and ropes and concatenates them as a GQA layer does its heads: it counts as that MHA layer
         (not probed as such: the probe's shapes are GQA)."""
@@ -530,7 +531,8 @@ class ModelSpec(BaseModel):
         return {"hidden": layers * self.hidden_size, "gated_intermediate": gated,
                 "plain_intermediate": 0.0 if self.mlp_gated else inter, "query": q, "key_value": kv,
                 "qk_norm": q + kv if self.qk_norm != "none" else 0.0,
-                "clamped_intermediate": inter if clamped else 0.0}
+                "clamped_intermediate": inter if clamped else 0.0,
+                "expert_bias": float(self.moe_layers * self.experts_per_token * self.routed_expert_bias_params)}
 
     @cached_property
     def widest_intermediate(self) -> int:

@@ -163,9 +163,11 @@ def _median_rates(path: str | Path, probe: str, width: str, min_prompt_tokens: i
 #: copy), and the q/k norms' width (queries + keys, where the model norms them); the first six are
 #: what the prefill-kernels probe's generic shapes identify; ``clamped_intermediate`` is gpt-oss's
 #: clamped SwiGLU (its experts' activation), set from the MoE probe's activation stage
-#: (clamped_activation_extra_s_per_element) and priced as ``gated_intermediate`` where absent
+#: (clamped_activation_extra_s_per_element) and priced as ``gated_intermediate`` where absent;
+#: ``expert_bias`` is an expert's biases on its routed rows (gpt-oss: gate-up's and down's), each
+#: gathered per row and added, two one-pass kernels: twice ``plain_intermediate`` where absent
 PROBED_KINDS = ("hidden", "gated_intermediate", "plain_intermediate", "query", "key_value", "qk_norm")
-ELEMENTWISE_KINDS = PROBED_KINDS + ("clamped_intermediate",)
+ELEMENTWISE_KINDS = PROBED_KINDS + ("clamped_intermediate", "expert_bias")
 #: kernel names (CUDA kernels on a GPU; aten ops on the CPU) of the matmul and attention families;
 #: every other kernel of a prefill is elementwise work (norms, rope, activation, copies, adds)
 _MATMUL_KERNEL = ("gemm", "nvjet", "xmma", "cutlass", "cublas", "splitk", "sm90_", "grouped",

@@ -226,8 +226,10 @@ class StepModel:
         # the prefill-kernels probe's cost of each kind of element a prompt token's layers touch
         # (norms and residuals, activation, rope and cache writes, q/k norms): bytes at the ceiling
         per_element = dict(cal.prefill_elementwise_bytes_per_element or {})
-        if per_element:  # a calibration without the clamped activation's cost prices it as silu's
+        if per_element:  # a calibration without the clamped activation's cost prices it as silu's;
+            # an expert bias is gathered per routed row and added: two one-pass kernels (a GELU's pass)
             per_element.setdefault("clamped_intermediate", per_element.get("gated_intermediate", 0.0))
+            per_element.setdefault("expert_bias", 2.0 * per_element.get("plain_intermediate", 0.0))
         # each GPU of a tensor-parallel group holds its share of the heads and of the intermediate,
         # but the whole hidden state: its norms and residual adds run on every GPU in full
         elements = spec.prefill_elementwise_elements

@@ -130,6 +130,8 @@ def test_model_elements_by_kind():
     assert n["plain_intermediate"] == 32 * 16384 and n["gated_intermediate"] == 0 and n["qk_norm"] == 0
     oss = load_model("gpt-oss-20b").prefill_elementwise_elements
     assert oss["clamped_intermediate"] == 24 * 4 * 2880 and oss["gated_intermediate"] == 0
+    assert oss["expert_bias"] == 24 * 4 * (2 * 2880 + 2880)  # gate-up's and down's biases, each routed row
+    assert qwen3.prefill_elementwise_elements["expert_bias"] == 0
     mla = load_model("deepseek-v2-lite").prefill_elementwise_elements  # the decompressed heads: MHA of 192
     assert mla["query"] == mla["key_value"] == 27 * 16 * 192
 
@@ -146,7 +148,9 @@ def test_the_step_models_elementwise_term_is_the_sum_over_kinds():
         plain, priced = (StepModel(spec=spec, card=card, calibration=c, tp=tp) for c in (base, with_probe))
         work = (0.0, 0.0, 4096.0, 0.0, 1.0, None, None)  # a prefill of 4,096 tokens
         el = priced.pass_parts(work)[5] - plain.pass_parts(work)[5]
-        costs = {**COSTS, "clamped_intermediate": COSTS["gated_intermediate"]}  # the fallback: silu's cost
+        # the fallbacks: silu's cost for the clamped activation, two one-pass kernels for a bias
+        costs = {**COSTS, "clamped_intermediate": COSTS["gated_intermediate"],
+                 "expert_bias": 2 * COSTS["plain_intermediate"]}
         # the hidden state's norms and adds run whole on every GPU of a tensor-parallel group
         expected = 4096 * sum(costs[k] * v / (1 if k == "hidden" else tp)
                               for k, v in spec.prefill_elementwise_elements.items())

@@ -223,6 +223,8 @@ var RooflineModel = (function () {
         Object.keys(elements).forEach(function (k) {
           var cost = perElement[k];
           if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;
+          // an expert bias: gathered per routed row and added, two one-pass kernels
+          if (cost === undefined && k === "expert_bias") cost = 2.0 * (perElement.plain_intermediate || 0.0);
           // a tensor-parallel GPU holds its share of the heads and intermediate, the whole hidden state
           m.preElS = m.preElS + (cost || 0.0) * elements[k] / (k === "hidden" ? 1 : tp);
         });
