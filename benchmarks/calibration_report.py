@@ -333,6 +333,7 @@ def main() -> None:
     check26 = compare([f"{M}/h200-graph-check-call26.csv", f"{M}/h200-graph-check-call26-llama2.csv"], GRAPH)
     check29 = compare([f"{M}/h200-graph-check-call29.csv", f"{M}/h200-graph-moe-check-call29.csv"], GRAPH)
     check32 = compare([f"{M}/h200-graph-check-call32.csv", f"{M}/h200-graph-moe-check-call32.csv"], GRAPH)
+    check34 = compare(f"{M}/h200-graph-moe-check-call34.csv", GRAPH)
     tp2 = compare(f"{M}/h200-graph-tp2.csv", GRAPH)
     doc = [
         "# Calibration: the model against real decode\n\n",
@@ -507,6 +508,10 @@ def main() -> None:
         "us); llama-2-7b (MHA, 128-wide heads) pays it too (+14% on its step at 1,040), a GQA model hardly (its "
         "QK product is a few percent of the step). The step model has one attention family, smooth in the "
         "context; a cache length's kernel choice is not in it.\n",
+        "\nA last check (device call 34, `h200-graph-moe-check-call34.csv`, after gpt-oss's expert biases were "
+        "priced): gpt-oss-20b and deepseek-v2-lite at prompts 6,144 and 16,384, mixtral-8x7b at 6,144, never "
+        "measured there (TTFT timed at batches 1 and 4 only at these lengths):\n\n",
+        per_model_context(check34),
         "\n**Where it still misses.** With the elementwise kinds every dense model's TTFT from batch 16 is within "
         "10% MAPE per context (falcon-7b the worst at 8%: its 71 query heads share one KV head). "
         "phi-3-mini-4k's TPOT stays 8-9% MAPE at prompts 4,096 and 8,192 (MHA with 96-wide heads, priced ~10% "

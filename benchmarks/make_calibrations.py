@@ -77,6 +77,7 @@ def main() -> None:
     check29, moe29 = M / "h200-graph-check-call29.csv", M / "h200-graph-moe-check-call29.csv"
     # after the MoE grouped-GEMM rate and MLA's decompressed prompt pairs were committed (call 32)
     check32, moe32 = M / "h200-graph-check-call32.csv", M / "h200-graph-moe-check-call32.csv"
+    moe34 = M / "h200-graph-moe-check-call34.csv"  # and after the expert biases were priced (call 34)
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -91,9 +92,9 @@ def main() -> None:
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
-            + read_measurements(moe29) + read_measurements(moe32), card,
+            + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34), card,
             "mixture-of-experts models and contexts the MoE terms were not fitted on",
-            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name]),
+            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})
