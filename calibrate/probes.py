@@ -1536,10 +1536,12 @@ def _write(path: Path, data: dict) -> None:
 
 def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: float | None = 90.0,
                tiny: bool | None = None, jobs: int = 4, progress: Callable[[str], None] = print,
-               kernels_points: tuple | None = None) -> dict[str, Path]:
+               kernels_points: tuple | None = None, prefill_kernels_models: tuple | None = None) -> dict[str, Path]:
     """Run the probes named in ``what``; returns {probe: json path}. An error in one probe is
     written to its file (``error``, ``traceback``) and the next probe still runs.
-    ``kernels_points``: the kernels probe's (model, layers, batch, context) points instead of its grid's."""
+    ``kernels_points``: the kernels probe's (model, layers, batch, context) points instead of its grid's.
+    ``prefill_kernels_models``: the prefill-kernels probe at these catalog models' own layers only
+    (its grid's layer cuts, batches and prompt; evidence, not the generic shapes the fit reads)."""
     unknown = [w for w in what if w not in PROBES]
     if unknown:
         from roofline.errors import RooflineError
@@ -1575,8 +1577,12 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 masked_attention_probe(device, TINY_MASKED_ATTENTION if tiny else FULL_MASKED_ATTENTION, path,
                                        deadline, progress)
             elif name == "prefill-kernels":
-                prefill_kernels_probe(device, TINY_PREFILL_KERNELS if tiny else FULL_PREFILL_KERNELS, path, deadline,
-                                      progress)
+                grid = TINY_PREFILL_KERNELS if tiny else FULL_PREFILL_KERNELS
+                if prefill_kernels_models:
+                    from dataclasses import replace
+
+                    grid = replace(grid, points=tuple((m, m, (), "model") for m in prefill_kernels_models))
+                prefill_kernels_probe(device, grid, path, deadline, progress)
             elif name == "kernels":
                 grid = TINY_KERNELS if tiny else FULL_KERNELS
                 if kernels_points:
@@ -1607,6 +1613,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=90.0, help="stop starting new work after this")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes (the default on the CPU)")
     ap.add_argument("--jobs", type=int, default=4, help="memory cases run at once (each its own process)")
+    ap.add_argument("--prefill-kernels-models", help="the prefill-kernels probe at these catalog models' layers "
+                    "only (comma list; evidence beside the generic shapes, which it then skips)")
     ap.add_argument("--kernels-points", help="the kernels probe's points instead of its grid: "
                     "MODEL:LAYERS:BATCH:CONTEXT,... (a model's decode step cut to LAYERS layers, BATCH sequences, "
                     "a static cache of CONTEXT positions)")
@@ -1641,7 +1649,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         paths = run_probes(Path(args.out), what, args.device, args.budget_s, True if args.tiny else None, args.jobs,
-                           progress=lambda m: print(m, flush=True), kernels_points=points)
+                           progress=lambda m: print(m, flush=True), kernels_points=points,
+                           prefill_kernels_models=tuple(m.strip() for m in (args.prefill_kernels_models or "").split(",")
+                                                        if m.strip()) or None)
     except RooflineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
