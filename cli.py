@@ -394,9 +394,10 @@ TPOT_STATISTIC = ("mean", "median", "p10")
 @click.option("--masked-attention-probe", type=click.Path(dir_okay=False),
               help="Masked-attention-probe file (calibrate.probes): the engine's masked prefill path (a window "
                    "shorter than the prompt, attention sinks) by head width, stored as measured.")
-@click.option("--prefill-kernels-probe", type=click.Path(dir_okay=False),
+@click.option("--prefill-kernels-probe", type=click.Path(dir_okay=False), multiple=True,
               help="Prefill-kernels-probe file (calibrate.probes): each kind of element a prefill layer's non-matmul "
-                   "kernels touch (norms, activation, rope, cache writes, q/k norms), its cost stored as measured.")
+                   "kernels touch (norms, activation, rope, cache writes, q/k norms), its cost stored as measured "
+                   "(repeat: the files' points are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

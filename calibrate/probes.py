@@ -687,6 +687,13 @@ def _widths(hidden: int, heads: int, kv_heads: int, head_dim: int, inter: int) -
             ("head_dim", head_dim), ("intermediate_size", inter))
 
 
+def _mla(heads: int, nope: int, rope: int, v: int, latent: int) -> tuple:
+    """A dense deepseek-v2 layer's widths (no routed experts): hidden 2,048, intermediate 8,192."""
+    return (("hidden_size", 2048), ("intermediate_size", 8192), ("n_routed_experts", 0), ("num_attention_heads", heads),
+            ("num_key_value_heads", heads), ("qk_nope_head_dim", nope), ("qk_rope_head_dim", rope),
+            ("v_head_dim", v), ("kv_lora_rank", latent), ("q_lora_rank", None))
+
+
 #: generic shapes: from a base of hidden 3,072, 24 query heads and 8 KV heads of 128, intermediate
 #: 8,192, one width changed at a time (no catalog model's shape)
 FULL_PREFILL_KERNELS = PrefillKernelsGrid(points=(
@@ -704,6 +711,14 @@ FULL_PREFILL_KERNELS = PrefillKernelsGrid(points=(
     ("neox narrow intermediate", "pythia-6.9b", _widths(3072, 24, 24, 128, 6144), "generic"),
     ("llama narrow", "llama-3.1-8b", _widths(1536, 12, 2, 128, 6144), "generic"),
     ("qwen3 narrow", "qwen3-8b", _widths(1536, 16, 4, 128, 6144), "generic"),
+    # MLA (deepseek-v2's decompressed prefill), dense: from 16 heads of 128 + 64 rope, values of 128,
+    # a latent of 512, hidden 2,048, intermediate 8,192, one width changed at a time
+    ("mla base", "deepseek-v2-lite", _mla(16, 128, 64, 128, 512), "generic"),
+    ("mla more heads", "deepseek-v2-lite", _mla(32, 128, 64, 128, 512), "generic"),
+    ("mla narrow rope", "deepseek-v2-lite", _mla(16, 128, 32, 128, 512), "generic"),
+    ("mla narrow nope", "deepseek-v2-lite", _mla(16, 64, 64, 128, 512), "generic"),
+    ("mla narrow values", "deepseek-v2-lite", _mla(16, 128, 64, 64, 512), "generic"),
+    ("mla narrow latent", "deepseek-v2-lite", _mla(16, 128, 64, 128, 256), "generic"),
     ("llama-3.1-8b", "llama-3.1-8b", (), "model"),
     ("qwen2.5-1.5b", "qwen2.5-1.5b", (), "model"),
     ("qwen2.5-0.5b", "qwen2.5-0.5b", (), "model"),
@@ -719,6 +734,7 @@ FULL_PREFILL_KERNELS = PrefillKernelsGrid(points=(
 TINY_PREFILL_KERNELS = PrefillKernelsGrid(points=(
     ("tiny base", "tiny-llama", (), "generic"),
     ("tiny wide queries", "tiny-llama", (("num_attention_heads", 8), ("head_dim", 16)), "generic"),
+    ("tiny mla", "tiny-deepseek-v2", (("n_routed_experts", 0),), "generic"),
     ("tiny-qwen3-moe", "tiny-qwen3-moe", (), "model"),
 ), layers=(1, 2), batches=(2,), prompt=16, reps=2)
 
@@ -751,7 +767,9 @@ def prefill_kernels_probe(device: str, grid: PrefillKernelsGrid, out_path: Path,
                 s = engine.shapes
                 shapes = {"hidden": s.hidden, "heads": s.heads, "kv_heads": s.kv_heads, "head_dim": s.head_dim,
                           "inter": s.inter, "gated": s.gated, "act": s.act, "qk_norm": s.qk_norm,
-                          "experts": s.experts, "mla": s.mla, "windows": [w for w in s.windows if w]}
+                          "experts": s.experts, "mla": s.mla, "windows": [w for w in s.windows if w],
+                          "qk_nope_dim": s.qk_nope_dim, "qk_rope_dim": s.qk_rope_dim, "v_head_dim": s.v_head_dim,
+                          "kv_lora_rank": s.kv_lora_rank, "q_lora_rank": s.q_lora_rank}
                 for batch, point in points.items():
                     point["shapes"] = shapes
                     st = engine.new_state(batch, grid.prompt + 8)
@@ -1581,7 +1599,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 if prefill_kernels_models:
                     from dataclasses import replace
 
-                    grid = replace(grid, points=tuple((m, m, (), "model") for m in prefill_kernels_models))
+                    labels = {pt[0]: pt for pt in grid.points}  # a grid point by its label, else a catalog model's layers
+                    grid = replace(grid, points=tuple(labels.get(m, (m, m, (), "model")) for m in prefill_kernels_models))
                 prefill_kernels_probe(device, grid, path, deadline, progress)
             elif name == "kernels":
                 grid = TINY_KERNELS if tiny else FULL_KERNELS
@@ -1613,8 +1632,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=90.0, help="stop starting new work after this")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes (the default on the CPU)")
     ap.add_argument("--jobs", type=int, default=4, help="memory cases run at once (each its own process)")
-    ap.add_argument("--prefill-kernels-models", help="the prefill-kernels probe at these catalog models' layers "
-                    "only (comma list; evidence beside the generic shapes, which it then skips)")
+    ap.add_argument("--prefill-kernels-models", help="the prefill-kernels probe at these points only (comma list: a "
+                    "grid point's label, e.g. 'mla base', or a catalog model's own layers, evidence beside the generic "
+                    "shapes)")
     ap.add_argument("--kernels-points", help="the kernels probe's points instead of its grid: "
                     "MODEL:LAYERS:BATCH:CONTEXT,... (a model's decode step cut to LAYERS layers, BATCH sequences, "
                     "a static cache of CONTEXT positions)")

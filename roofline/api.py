@@ -471,6 +471,8 @@ def fit(
         from roofline.probes import masked_attention_rates
 
         fixed["masked_prefill_attention_flop_per_s"] = masked_attention_rates(masked_attention_probe)
+    if prefill_kernels_probe is not None and not isinstance(prefill_kernels_probe, (str, Path)):
+        prefill_kernels_probe = list(prefill_kernels_probe) or None  # the CLI's repeated option
     if prefill_kernels_probe is not None:
         from roofline.probes import prefill_elementwise_costs
 

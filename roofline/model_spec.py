@@ -520,19 +520,29 @@ class ModelSpec(BaseModel):
         widths and the q/k norms' (queries + keys); gpt-oss's intermediate is its own kind (a
         clamped SwiGLU, about twice silu's cost per element); an expert's biases on its routed rows
         (gpt-oss) are gathered per row and added. An MLA layer's prefill decompresses its latent
-        into per-head keys and values (every query head's, nope + rope wide: q_dim and kv_dim here)
-        and ropes and concatenates them as a GQA layer does its heads: it counts as that MHA layer
-        (not probed as such: the probe's shapes are GQA)."""
+        into per-head keys and values: its kinds are its own (roofline.probes.PROBED_KINDS: the
+        roped elements, the heads' concatenations and padding, the output's copy, the latent)."""
         layers = float(self.num_hidden_layers)
         inter = float(sum(self.active_intermediate_per_layer))
-        q, kv = layers * self.q_dim, layers * self.kv_dim
+        mla = self.attention_kind == "mla"
+        q, kv = (0.0, 0.0) if mla else (layers * self.q_dim, layers * self.kv_dim)
         clamped = self.model_type == "gpt_oss"  # its experts' clamped SwiGLU
         gated = inter if self.mlp_gated and not clamped else 0.0
         return {"hidden": layers * self.hidden_size, "gated_intermediate": gated,
                 "plain_intermediate": 0.0 if self.mlp_gated else inter, "query": q, "key_value": kv,
                 "qk_norm": q + kv if self.qk_norm != "none" else 0.0,
                 "clamped_intermediate": inter if clamped else 0.0,
-                "expert_bias": float(self.moe_layers * self.experts_per_token * self.routed_expert_bias_params)}
+                "expert_bias": float(self.moe_layers * self.experts_per_token * self.routed_expert_bias_params),
+                **self._mla_elements(layers)}
+
+    def _mla_elements(self, layers: float) -> dict[str, float]:
+        """An MLA model's prefill elements of the MLA kinds, all layers (0 for GQA)."""
+        if self.attention_kind != "mla":
+            return {"mla_rope": 0.0, "mla_heads": 0.0, "mla_out": 0.0, "mla_latent": 0.0}
+        n, rope = self.num_attention_heads, self.qk_rope_head_dim
+        return {"mla_rope": layers * (n * rope + rope), "mla_heads": layers * n * (self.qk_nope_head_dim + rope),
+                "mla_out": layers * n * self.v_head_dim,
+                "mla_latent": layers * (self.kv_lora_rank + rope + (self.q_lora_rank or 0))}
 
     @cached_property
     def widest_intermediate(self) -> int:

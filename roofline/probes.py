@@ -166,7 +166,13 @@ def _median_rates(path: str | Path, probe: str, width: str, min_prompt_tokens: i
 #: (clamped_activation_extra_s_per_element) and priced as ``gated_intermediate`` where absent;
 #: ``expert_bias`` is an expert's biases on its routed rows (gpt-oss: gate-up's and down's), each
 #: gathered per row and added, two one-pass kernels: twice ``plain_intermediate`` where absent
-PROBED_KINDS = ("hidden", "gated_intermediate", "plain_intermediate", "query", "key_value", "qk_norm")
+#: An MLA layer's prefill (decompressed: the graph engine's, transformers' and vLLM's) has kinds of
+#: its own: ``mla_rope`` (the roped elements: heads x rope of the queries, rope of the key),
+#: ``mla_heads`` (heads x (nope + rope): the queries' and keys' concatenations and the values'
+#: padding to that width), ``mla_out`` (heads x value width: the output's copy), ``mla_latent``
+#: (the latent and rope key written to the cache, the latents' norms)
+PROBED_KINDS = ("hidden", "gated_intermediate", "plain_intermediate", "query", "key_value", "qk_norm",
+                "mla_rope", "mla_heads", "mla_out", "mla_latent")
 ELEMENTWISE_KINDS = PROBED_KINDS + ("clamped_intermediate", "expert_bias")
 #: kernel names (CUDA kernels on a GPU; aten ops on the CPU) of the matmul and attention families;
 #: every other kernel of a prefill is elementwise work (norms, rope, activation, copies, adds)
@@ -188,13 +194,20 @@ def kernel_family(name: str) -> str:
 def generic_elements(shapes: dict) -> dict[str, float]:
     """One layer's per-token elements of each PROBED_KINDS kind, from a prefill-kernels probe
     point's engine shapes (dense layers: the probe's generic shapes)."""
-    q = float(shapes["heads"]) * float(shapes["head_dim"])
-    kv = float(shapes["kv_heads"]) * float(shapes["head_dim"])
+    heads = float(shapes["heads"])
     inter = float(shapes["inter"])
     gated = bool(shapes["gated"])
-    return {"hidden": float(shapes["hidden"]), "gated_intermediate": inter if gated else 0.0,
-            "plain_intermediate": 0.0 if gated else inter, "query": q, "key_value": kv,
-            "qk_norm": q + kv if shapes["qk_norm"] else 0.0}
+    out = {"hidden": float(shapes["hidden"]), "gated_intermediate": inter if gated else 0.0,
+           "plain_intermediate": 0.0 if gated else inter}
+    if shapes.get("mla"):
+        rope, nope, v = float(shapes["qk_rope_dim"]), float(shapes["qk_nope_dim"]), float(shapes["v_head_dim"])
+        latent = float(shapes["kv_lora_rank"]) + rope + float(shapes.get("q_lora_rank") or 0)
+        return {**out, "query": 0.0, "key_value": 0.0, "qk_norm": 0.0, "mla_rope": heads * rope + rope,
+                "mla_heads": heads * (nope + rope), "mla_out": heads * v, "mla_latent": latent}
+    q = heads * float(shapes["head_dim"])
+    kv = float(shapes["kv_heads"]) * float(shapes["head_dim"])
+    return {**out, "query": q, "key_value": kv, "qk_norm": q + kv if shapes["qk_norm"] else 0.0,
+            "mla_rope": 0.0, "mla_heads": 0.0, "mla_out": 0.0, "mla_latent": 0.0}
 
 
 def prefill_kernel_layer_seconds(point: dict) -> dict[str, float]:
@@ -224,20 +237,25 @@ def prefill_kernel_layer_seconds(point: dict) -> dict[str, float]:
     return out
 
 
-def prefill_elementwise_costs(path: str | Path, min_tokens: int = 8192) -> dict[str, float]:
+def prefill_elementwise_costs(path, min_tokens: int = 8192) -> dict[str, float]:
     """{kind: seconds per element} of a prefill layer's elementwise kernels (PROBED_KINDS),
-    from the prefill-kernels probe's generic points of ``min_tokens`` tokens a forward and more
+    from the prefill-kernels probe's generic points (one file or several, their points pooled)
+    of ``min_tokens`` tokens a forward and more
     (all of them where none is that large; a batch of 16 and more, the TTFTs that matter, runs
     8,192-32,768): the non-negative least-squares fit of each point's elementwise seconds per
-    (token x layer), relative, to its elements of each kind. A kind no point varies (no plain MLP,
-    say) comes out 0."""
+    (token x layer), relative, to its elements of each kind. A kind no point has (no MLA shape in
+    an older file, say) is left out: the step model prices it as it did before (roofline.step)."""
     import numpy as np
     from scipy.optimize import nnls
 
-    data = read_json(Path(path), "prefill-kernels probe")
-    if not isinstance(data, dict) or not isinstance(data.get("points"), list):
-        raise RooflineError(f"{path}: not a prefill-kernels probe file (no points)")
-    generic = [p for p in data["points"] if isinstance(p, dict) and p.get("kind") == "generic"]
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    generic = []
+    for one in paths:
+        data = read_json(Path(one), "prefill-kernels probe")
+        if not isinstance(data, dict) or not isinstance(data.get("points"), list):
+            raise RooflineError(f"{one}: not a prefill-kernels probe file (no points)")
+        generic += [p for p in data["points"] if isinstance(p, dict) and p.get("kind") == "generic"]
+    path = ", ".join(str(p) for p in paths)
     try:
         large = [p for p in generic if int(p["batch"]) * int(p["prompt"]) >= min_tokens]
     except (KeyError, TypeError, ValueError):
@@ -250,14 +268,15 @@ def prefill_elementwise_costs(path: str | Path, min_tokens: int = 8192) -> dict[
             raise RooflineError(f"{path}: a generic point lacks its engine shapes") from None
         rows.append([elements[k] for k in PROBED_KINDS])
         target.append(prefill_kernel_layer_seconds(p)["elementwise"])
-    if len(rows) < len(PROBED_KINDS):
-        raise RooflineError(f"{path}: {len(rows)} generic points; the fit needs at least {len(PROBED_KINDS)}")
+    a, y = np.asarray(rows).reshape(len(rows), len(PROBED_KINDS)), np.asarray(target)
+    seen = [i for i, k in enumerate(PROBED_KINDS) if a[:, i].any()]
+    if len(rows) < len(seen) or not seen:
+        raise RooflineError(f"{path}: {len(rows)} generic points; the fit needs at least {max(len(seen), 1)}")
     if min(target) <= 0:
         raise RooflineError(f"{path}: a point's elementwise time per layer must be positive")
     # relative residuals: each row scaled by its own time, so small and large layers weigh alike
-    a, y = np.asarray(rows), np.asarray(target)
-    coef, _ = nnls(a / y[:, None], np.ones_like(y))
-    return {k: float(c) for k, c in zip(PROBED_KINDS, coef)}
+    coef, _ = nnls(a[:, seen] / y[:, None], np.ones_like(y))
+    return {PROBED_KINDS[i]: float(c) for i, c in zip(seen, coef)}
 
 
 def clamped_activation_extra_s_per_element(path: str | Path, min_tokens: int = 4096) -> float:

@@ -230,6 +230,9 @@ class StepModel:
             # an expert bias is gathered per routed row and added: two one-pass kernels (a GELU's pass)
             per_element.setdefault("clamped_intermediate", per_element.get("gated_intermediate", 0.0))
             per_element.setdefault("expert_bias", 2.0 * per_element.get("plain_intermediate", 0.0))
+            if "mla_heads" not in per_element:  # no MLA shapes probed: an MLA layer as the MHA layer
+                # its prefill decompresses to (heads x (nope + rope) queries, as many keys)
+                per_element["mla_heads"] = per_element.get("query", 0.0) + per_element.get("key_value", 0.0)
         # each GPU of a tensor-parallel group holds its share of the heads and of the intermediate,
         # but the whole hidden state: its norms and residual adds run on every GPU in full
         elements = spec.prefill_elementwise_elements

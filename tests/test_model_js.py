@@ -394,6 +394,9 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     ("+ routedFlop / tp * sPerExpertPrefillFlop,", "+ routedFlop / tp * sPerPrefillFlop,", "synthetic", 3, "ttft_s"),
     # MLA's prompt pairs at the absorbed (decode) FLOPs instead of the decompressed prefill's
     ("        fullPflop * sPerPrefillPairFlop,", "        fullFlop * sPerPrefillPairFlop,", "synthetic", 4, "ttft_s"),
+    # an MLA layer priced at nothing where the calibration has no MLA kinds (not as its MHA layer)
+    ('if (cost === undefined && k === "mla_heads") cost = (perElement.query || 0.0) + (perElement.key_value || 0.0);',
+     "", "synthetic", 4, "ttft_s"),
     # gpt-oss's expert biases priced at nothing where the calibration lacks their cost
     ('if (cost === undefined && k === "expert_bias") cost = 2.0 * (perElement.plain_intermediate || 0.0);', "",
      "synthetic", 3, "ttft_s"),

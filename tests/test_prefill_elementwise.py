@@ -20,7 +20,8 @@ from roofline.step import StepModel
 
 SHIPPED = "hardware_profiles/measurements/h200-probe-prefill-kernels.json"
 COSTS = {"hidden": 6e-12, "gated_intermediate": 6e-12, "plain_intermediate": 1.5e-12, "query": 1.4e-11,
-         "key_value": 2e-11, "qk_norm": 7e-12}
+         "key_value": 2e-11, "qk_norm": 7e-12, "mla_rope": 1.2e-11, "mla_heads": 5e-12, "mla_out": 2e-12,
+         "mla_latent": 8e-12}
 
 
 def test_kernel_families_by_name():
@@ -52,13 +53,20 @@ def _point(label, shapes, costs, batch=4, prompt=1024, kind="generic", mm=3e-10)
 
 def _shapes(hidden=3072, heads=24, kv=8, hd=128, inter=8192, gated=True, qk=False):
     return {"hidden": hidden, "heads": heads, "kv_heads": kv, "head_dim": hd, "inter": inter, "gated": gated,
-            "qk_norm": qk}
+            "qk_norm": qk, "mla": False}
+
+
+def _mla_shapes(heads=16, nope=128, rope=64, v=128, latent=512):
+    return {"hidden": 2048, "heads": heads, "kv_heads": heads, "head_dim": nope + rope, "inter": 8192, "gated": True,
+            "qk_norm": False, "mla": True, "qk_nope_dim": nope, "qk_rope_dim": rope, "v_head_dim": v,
+            "kv_lora_rank": latent, "q_lora_rank": None}
 
 
 def _synthetic_file(tmp_path, costs):
     shapes = [_shapes(), _shapes(inter=16384), _shapes(heads=48), _shapes(kv=24), _shapes(hidden=5120),
               _shapes(qk=True), _shapes(qk=True, heads=48), _shapes(gated=False, kv=24, inter=12288),
-              _shapes(gated=False, kv=24, inter=6144)]
+              _shapes(gated=False, kv=24, inter=6144), _mla_shapes(), _mla_shapes(heads=32), _mla_shapes(rope=32),
+              _mla_shapes(nope=64), _mla_shapes(v=64), _mla_shapes(latent=256)]
     points = [_point(f"g{i}", s, costs) for i, s in enumerate(shapes)]
     # a small forward (below min_tokens) far off, and a model point: neither enters the fit
     points.append(_point("small", _shapes(), {k: 3 * v for k, v in costs.items()}, batch=1, prompt=512))
@@ -95,7 +103,7 @@ def test_the_shipped_probe_prices_held_out_models_layers(tmp_path):
         if model and (p["shapes"]["experts"] or p["shapes"]["windows"]):
             continue
         measured = prefill_kernel_layer_seconds(p)["elementwise"]
-        priced = sum(costs[k] * v for k, v in generic_elements(p["shapes"]).items())
+        priced = sum(costs.get(k, 0.0) * v for k, v in generic_elements(p["shapes"]).items())
         assert priced == pytest.approx(measured, rel=0.12), (p["label"], p["batch"])
 
 
@@ -132,8 +140,10 @@ def test_model_elements_by_kind():
     assert oss["clamped_intermediate"] == 24 * 4 * 2880 and oss["gated_intermediate"] == 0
     assert oss["expert_bias"] == 24 * 4 * (2 * 2880 + 2880)  # gate-up's and down's biases, each routed row
     assert qwen3.prefill_elementwise_elements["expert_bias"] == 0
-    mla = load_model("deepseek-v2-lite").prefill_elementwise_elements  # the decompressed heads: MHA of 192
-    assert mla["query"] == mla["key_value"] == 27 * 16 * 192
+    mla = load_model("deepseek-v2-lite").prefill_elementwise_elements  # its decompressed prefill's own kinds
+    assert mla["query"] == mla["key_value"] == mla["qk_norm"] == 0
+    assert mla["mla_heads"] == 27 * 16 * 192 and mla["mla_rope"] == 27 * (16 * 64 + 64)
+    assert mla["mla_out"] == 27 * 16 * 128 and mla["mla_latent"] == 27 * (512 + 64)
 
 
 def test_the_step_models_elementwise_term_is_the_sum_over_kinds():
@@ -184,3 +194,17 @@ def test_fit_stores_the_probes_costs_and_holds_the_coefficient(tmp_path):
     r = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "-o", str(tmp_path / "x.json"),
                                   "--prefill-kernels-probe", str(tmp_path / "missing.json")])
     assert r.exit_code != 0 and "Traceback" not in r.output
+
+
+def test_a_calibration_without_mla_shapes_prices_mla_as_mha():
+    # a probe file with no MLA shape (the seventh session's first) gives no MLA kinds: an MLA layer is
+    # then priced as the MHA layer its prefill decompresses to (heads x (nope + rope) queries and keys)
+    card, spec = load_card("h200"), load_model("deepseek-v2-lite")
+    gqa_only = {k: COSTS[k] * 4.2e12 for k in ("hidden", "gated_intermediate", "plain_intermediate", "query",
+                                                "key_value", "qk_norm")}
+    cal = Calibration(card="h200", engine="graph", measured_bandwidth_bytes_per_s=4.2e12,
+                      prefill_elementwise_bytes_per_element=gqa_only)
+    e = spec.prefill_elementwise_elements
+    expected = (COSTS["hidden"] * e["hidden"] + COSTS["gated_intermediate"] * e["gated_intermediate"]
+                + (COSTS["query"] + COSTS["key_value"]) * e["mla_heads"])
+    assert StepModel(spec=spec, card=card, calibration=cal).prefill_elementwise_s_per_token == pytest.approx(expected)

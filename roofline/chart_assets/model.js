@@ -225,6 +225,8 @@ var RooflineModel = (function () {
           if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;
           // an expert bias: gathered per routed row and added, two one-pass kernels
           if (cost === undefined && k === "expert_bias") cost = 2.0 * (perElement.plain_intermediate || 0.0);
+          // no MLA shapes probed: an MLA layer as the MHA layer its prefill decompresses to
+          if (cost === undefined && k === "mla_heads") cost = (perElement.query || 0.0) + (perElement.key_value || 0.0);
           // a tensor-parallel GPU holds its share of the heads and intermediate, the whole hidden state
           m.preElS = m.preElS + (cost || 0.0) * elements[k] / (k === "hidden" ? 1 : tp);
         });
