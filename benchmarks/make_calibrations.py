@@ -51,7 +51,7 @@ def main() -> None:
         collectives=M / "h200-collectives-tp2.json",
         layers_probe=M / "h200-probe-layers.json", prefill_attention_probe=M / "h200-probe-prefill-attention.json",
         masked_attention_probe=M / "h200-probe-masked-attention.json",
-        prefill_kernels_probe=M / "h200-probe-prefill-kernels.json",
+        prefill_kernels_probe=[M / "h200-probe-prefill-kernels.json", M / "h200-probe-prefill-kernels-mla.json"],
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe and attention-groups probe (generic shapes of 1-64 query heads a KV head); layers probe (the "
               "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); TP2 link",
