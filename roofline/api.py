@@ -455,8 +455,7 @@ def fit(
         from roofline.probes import attention_points
 
         # one file, or several (the attention probe's and the attention-groups probe's)
-        files = [attention_probe] if isinstance(attention_probe, (str, Path)) else list(attention_probe)
-        probe = [p for f in files for p in attention_points(f)]
+        probe = [p for f in _paths(attention_probe) for p in attention_points(f)]
     cuts = ()
     if layers_probe is not None:
         from roofline.probes import layers_points
@@ -471,14 +470,12 @@ def fit(
         from roofline.probes import masked_attention_rates
 
         fixed["masked_prefill_attention_flop_per_s"] = masked_attention_rates(masked_attention_probe)
-    if prefill_kernels_probe is not None and not isinstance(prefill_kernels_probe, (str, Path)):
-        prefill_kernels_probe = list(prefill_kernels_probe) or None  # the CLI's repeated option
-    if prefill_kernels_probe is not None:
+    if _paths(prefill_kernels_probe):  # one file or several (the CLI's repeated option; empty: none)
         from roofline.probes import prefill_elementwise_costs
 
         ceiling = bw or card_p.bandwidth_bytes_per_s  # the probe's seconds, as bytes at the ceiling
         fixed["prefill_elementwise_bytes_per_element"] = {
-            k: v * ceiling for k, v in prefill_elementwise_costs(prefill_kernels_probe).items()}
+            k: v * ceiling for k, v in prefill_elementwise_costs(_paths(prefill_kernels_probe)).items()}
         fixed["prefill_activation_traffic_coeff"] = 0.0
     link = None
     if collectives is not None:
@@ -521,6 +518,13 @@ def fit(
     if output is not None:
         save_calibration(cal, output)
     return cal
+
+
+def _paths(files) -> list:
+    """A probe option's files: None -> [], one path -> [it], several -> them (the CLI's repeated option)."""
+    if files is None:
+        return []
+    return [files] if isinstance(files, (str, Path)) else list(files)
 
 
 def moe_row_traffic_coeff(cal, card, moe_probe, models) -> float:

@@ -192,7 +192,7 @@ def model_entry(spec: ModelSpec) -> dict:
         entry["expert_row_flop"] = spec.moe_layers * (2.0 * spec.routed_expert_weight_params
                                                       + spec.routed_expert_bias_params)
         # StepModel's routed-expert FLOPs of a prompt token (priced at the grouped GEMMs' rate)
-        entry["routed_flop_per_token"] = spec.moe_layers * spec.experts_per_token * 2.0 * spec.routed_expert_weight_params
+        entry["routed_flop_per_token"] = spec.routed_expert_flop_per_token
     return entry
 
 

@@ -464,6 +464,12 @@ class ModelSpec(BaseModel):
         return float(2 * self.lm_head_params + self.lm_head_bias_params)
 
     @cached_property
+    def routed_expert_flop_per_token(self) -> float:
+        """Matmul FLOPs of one token's k routed experts, all MoE layers (2 a weight; biases aside):
+        the part of ``body_linear_flop_per_token`` a prefill runs as grouped GEMMs."""
+        return float(self.moe_layers * self.experts_per_token * 2 * self.routed_expert_weight_params)
+
+    @cached_property
     def linear_flop_per_token(self) -> float:
         """FLOPs of the weight matmuls one token uses (2 per weight, one add per bias): attention,
         dense MLPs, the top-k routed experts, shared experts, routers and the LM head. For a dense

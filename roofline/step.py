@@ -223,6 +223,7 @@ class StepModel:
         set_(self, "act_bytes_per_token", cal.activation_traffic_coeff * width_bytes)
         set_(self, "prefill_act_bytes_per_token", cal.prefill_activation_traffic_coeff * width_bytes)
         bandwidth = float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s)
+        set_(self, "bandwidth_bytes_per_s", bandwidth)
         # the prefill-kernels probe's cost of each kind of element a prompt token's layers touch
         # (norms and residuals, activation, rope and cache writes, q/k norms): bytes at the ceiling
         per_element = dict(cal.prefill_elementwise_bytes_per_element or {})
@@ -239,7 +240,6 @@ class StepModel:
         set_(self, "prefill_elementwise_s_per_token",
              sum(float(per_element.get(k, 0.0)) * elements[k] / (1 if k == "hidden" else tp) for k in elements)
              / bandwidth)
-        set_(self, "bandwidth_bytes_per_s", float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s))
         # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
         # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak
         set_(self, "peak_flop_per_s", matmul_peak(self.card, wd, cal.measured_peak_flop_per_s).flop_per_s)
@@ -266,7 +266,7 @@ class StepModel:
         prefill_score_s = cal.prefill_score_bytes * s_per_byte
         # a prompt token's routed-expert FLOPs (k experts a MoE layer) run the grouped GEMMs, at their
         # measured rate where the calibration has it
-        routed_flop = spec.moe_layers * spec.experts_per_token * 2.0 * spec.routed_expert_weight_params
+        routed_flop = spec.routed_expert_flop_per_token
         s_per_expert_prefill_flop = (1.0 / cal.expert_prefill_flop_per_s if cal.expert_prefill_flop_per_s
                                      else s_per_prefill_flop)
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
