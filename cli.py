@@ -398,6 +398,10 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Prefill-kernels-probe file (calibrate.probes): each kind of element a prefill layer's non-matmul "
                    "kernels touch (norms, activation, rope, cache writes, q/k norms), its cost stored as measured "
                    "(repeat: the files' points are pooled).")
+@click.option("--layer-features-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Layer-features-probe file (calibrate.probes): the fixed time a decode step spends per layer on a "
+                   "feature's own kernels (q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer), net of what "
+                   "the fitted terms price the variants' shapes at (repeat: the files' points are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

@@ -177,6 +177,10 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                 # (roofline.engines.grouped_terms gathers the kinds back into the dict)
                 out.update({f"{k}.{kind}": float(b) / bw for kind, b in v.items()})
                 continue
+            if k == "layer_feature_overhead_s":
+                # seconds per layer of a feature's own kernels (launch-bound): carried as measured
+                out.update({f"{k}.{feature}": float(x) for feature, x in v.items()})
+                continue
             if k == "bandwidth_efficiency":
                 v = v * bw
             elif k in ("compute_efficiency", "attention_efficiency", "prefill_compute_efficiency"):

@@ -142,7 +142,7 @@ from typing import Callable
 from roofline.units import GiB, MiB
 
 PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
-          "masked-attention", "prefill-kernels", "attention-groups")
+          "masked-attention", "prefill-kernels", "attention-groups", "layer-features")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -492,6 +492,7 @@ class LayersGrid:
     batches: tuple[int, ...]
     context: int  # the static cache's positions (prompt + gen)
     reps: int
+    warmup: int = 1  # untimed replays before the timed ones
 
 
 FULL_LAYERS = LayersGrid(
@@ -510,19 +511,51 @@ TINY_LAYERS = LayersGrid(models=(("tiny-qwen2", "", ()), ("tiny-qwen2", "heads 2
                                                            (("num_attention_heads", 2), ("num_key_value_heads", 1),
                                                             ("head_dim", 32)))),
                          layers=(1, 2), batches=(1, 2), context=16, reps=2)
+#: the layer-features probe: the layers probe with one architecture feature of the graph engine's
+#: decode layer switched on at a fitted model's shape (q/k norms: model_type qwen3; one KV head per
+#: query head; 96-wide heads), each cut to two layer counts: the difference is what the feature adds
+#: per layer, at each batch (evidence for the decode step's per-layer terms, not read by the fit)
+_DEEPSEEK_LAYER = (("model_type", "deepseek_v2"), ("kv_lora_rank", 512), ("qk_rope_head_dim", 64),
+                   ("qk_nope_head_dim", 128), ("v_head_dim", 128), ("q_lora_rank", None), ("num_key_value_heads", 32),
+                   ("n_routed_experts", 128), ("first_k_dense_replace", 0), ("moe_layer_freq", 1),
+                   ("topk_method", "greedy"), ("routed_scaling_factor", 1.0))
+FULL_LAYER_FEATURES = LayersGrid(
+    models=(("llama-3.1-8b", "", ()),
+            ("llama-3.1-8b", "qk_norm", (("model_type", "qwen3"),)),
+            ("llama-3.1-8b", "heads 32/32 x 128", (("num_key_value_heads", 32),)),
+            ("llama-3.1-8b", "heads 32/32 x 128 qk_norm", (("num_key_value_heads", 32), ("model_type", "qwen3"))),
+            ("llama-3.1-8b", "heads 32/8 x 96", (("head_dim", 96),)),
+            ("llama-3.1-8b", "heads 32/32 x 96", (("num_key_value_heads", 32), ("head_dim", 96))),
+            ("qwen2.5-1.5b", "", ()),
+            ("qwen2.5-1.5b", "qk_norm", (("model_type", "qwen3"),)),
+            ("qwen2.5-1.5b", "heads 12/12 x 128", (("num_key_value_heads", 12),)),
+            # the fitted MoE model's layer with gpt-oss's features: sinks, router and expert biases,
+            # the clamped SwiGLU, top-k then softmax (and without qwen3's q/k norms)
+            ("qwen3-30b-a3b", "", ()),
+            # (gpt-oss's config reader takes intermediate_size as an expert's width: set to the engine's)
+            ("qwen3-30b-a3b", "gpt_oss", (("model_type", "gpt_oss"), ("num_local_experts", 128),
+                                          ("intermediate_size", 768))),
+            # ... with deepseek-v2's absorbed MLA decode (32 heads of 128 + 64 rope, a latent of 512,
+            # values of 128) and its router, without and with two shared experts
+            ("qwen3-30b-a3b", "mla", _DEEPSEEK_LAYER + (("n_shared_experts", 0),)),
+            ("qwen3-30b-a3b", "mla shared", _DEEPSEEK_LAYER + (("n_shared_experts", 2),))),
+    layers=(2, 6), batches=(1, 4, 16, 64, 256), context=2048, reps=20, warmup=5)
+TINY_LAYER_FEATURES = LayersGrid(models=(("tiny-qwen2", "", ()), ("tiny-qwen2", "qk_norm", (("model_type", "qwen3"),))),
+                                 layers=(1, 2), batches=(1, 2), context=16, reps=2)
 
 
 def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float | None,
-                 progress: Callable[[str], None]) -> dict:
+                 progress: Callable[[str], None], probe: str = "layers", count_kernels: bool = False) -> dict:
     """Time the graph engine's decode step of each model cut to each layer count; writes
-    ``out_path`` after each model."""
+    ``out_path`` after each model. ``count_kernels``: each point also counts the kernels of one
+    eager step (``kernels``)."""
     import torch
 
-    from calibrate.graph_engine import GraphEngine
+    from calibrate.graph_engine import GraphEngine, decode_step
     from calibrate.timing import free_memory, median_s, torch_device
 
     dev = torch_device(device)
-    result = _new_result("layers", dev, grid,
+    result = _new_result(probe, dev, grid,
                          "calibrate.graph_engine.decode_step of the model with num_hidden_layers cut to `layers` "
                          "(and the overrides), random bf16 weights, a random static cache of `context` positions "
                          "at position context / 2, captured in one CUDA graph as GraphEngine runs it; median of "
@@ -536,26 +569,31 @@ def layers_probe(device: str, grid: LayersGrid, out_path: Path, deadline: float 
                 engine = GraphEngine(config, device=str(dev))
                 s = engine.shapes
                 for batch in grid.batches:
-                    if _out_of_budget(deadline, result, out_path, progress, "layers",
+                    if _out_of_budget(deadline, result, out_path, progress, probe,
                                       f"{name} {variant} layers {layers} batch {batch}"):
                         return result
                     st = engine.new_state(batch, grid.context)
                     with torch.inference_mode():
                         replay = engine._capture(st, grid.context // 2)
                         st.pos.fill_(grid.context // 2)
-                        step_s = median_s(replay, dev, warmup=1, reps=grid.reps)
-                    result["points"].append({"model": name, "variant": variant, "q_heads": s.heads,
-                                             "kv_heads": s.kv_heads, "head_dim": s.head_dim, "hidden": s.hidden,
-                                             "layers": layers, "batch": batch, "context": grid.context,
-                                             "step_s": step_s, "graph": engine.use_graph})
+                        step_s = median_s(replay, dev, warmup=grid.warmup, reps=grid.reps)
+                    point = {"model": name, "variant": variant, "q_heads": s.heads,
+                             "kv_heads": s.kv_heads, "head_dim": s.head_dim, "hidden": s.hidden,
+                             "layers": layers, "batch": batch, "context": grid.context,
+                             "step_s": step_s, "graph": engine.use_graph}
                     engine._graph = None
+                    if count_kernels:  # the kernels one eager step launches (CPU: its top-level ops)
+                        with torch.inference_mode():
+                            st.pos.fill_(grid.context // 2)
+                            point["kernels"] = _count_kernels(lambda: decode_step(engine.weights, s, st), dev)
+                    result["points"].append(point)
                     del st
             except Exception as exc:  # noqa: BLE001 - record and go on
                 result["errors"].append({"model": name, "variant": variant, "layers": layers, "error": _short(exc)})
             del engine
             free_memory()
         _write(out_path, result)
-        progress(f"layers: {name} {variant} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+        progress(f"{probe}: {name} {variant} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
     return _finished(result, out_path, t0)
 
 
@@ -643,6 +681,23 @@ def kernels_probe(device: str, grid: KernelsGrid, out_path: Path, deadline: floa
         _write(out_path, result)
         progress(f"kernels: {name} b{batch} T{context} done ({time.monotonic() - t0:.1f} s)")
     return _finished(result, out_path, t0)
+
+
+def _count_kernels(fn: Callable[[], object], device) -> int:
+    """The kernels one call of ``fn`` launches (torch.profiler's CUDA events; on the CPU its top-level ops)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from calibrate.timing import synchronize
+
+    cuda = device.type == "cuda"
+    fn()  # warm: lazily built tensors (the q/k norm weights) are not counted
+    synchronize(device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        fn()
+        synchronize(device)
+    if cuda:
+        return sum(1 for ev in prof.events() if ev.device_type.name == "CUDA")
+    return sum(1 for ev in prof.events() if ev.cpu_parent is None)
 
 
 def _profile_kernels(fn: Callable[[], object], device, reps: int) -> dict[str, float]:
@@ -1576,7 +1631,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
-                                  "kernels", "masked-attention", "prefill-kernels", "attention-groups") if p in what]:
+                                  "kernels", "masked-attention", "prefill-kernels", "attention-groups",
+                                  "layer-features") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1591,6 +1647,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
+            elif name == "layer-features":
+                layers_probe(device, TINY_LAYER_FEATURES if tiny else FULL_LAYER_FEATURES, path, deadline, progress,
+                             probe="layer-features", count_kernels=True)
             elif name == "masked-attention":
                 masked_attention_probe(device, TINY_MASKED_ATTENTION if tiny else FULL_MASKED_ATTENTION, path,
                                        deadline, progress)

@@ -413,6 +413,7 @@ def fit(
     moe_probe=None,
     masked_attention_probe=None,
     prefill_kernels_probe=None,
+    layer_features_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -438,7 +439,11 @@ def fit(
     file: what each kind of element a prefill layer's non-matmul kernels touch costs, stored as
     measured, as bytes at the bandwidth ceiling (``prefill_elementwise_bytes_per_element``: the
     probe's seconds x ``ceilings``' bandwidth, else the card's); the fitted elementwise coefficient on hidden +
-    intermediate (``prefill_activation_traffic_coeff``) is then held at 0."""
+    intermediate (``prefill_activation_traffic_coeff``) is then held at 0. ``layer_features_probe``:
+    calibrate.probes layer-features files (one or several, pooled): the fixed time a decode step
+    spends per layer on a feature's own kernels (q/k norms, MLA's decode, shared experts, gpt-oss's
+    MoE layer), net of what the fitted terms (or the base's) price the variants' shapes at
+    (``layer_feature_overhead_s``, roofline.probes.layer_feature_seconds)."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -508,6 +513,11 @@ def fit(
                 per["clamped_intermediate"] = per.get("gated_intermediate", 0.0) + \
                     clamped_activation_extra_s_per_element(moe_probe) * ceiling
                 held["prefill_elementwise_bytes_per_element"] = per
+        if _paths(layer_features_probe):  # with a base: priced by it, set before the MoE fit
+            from roofline.probes import layer_feature_seconds
+
+            held = {**(held or {}), "layer_feature_overhead_s": layer_feature_seconds(
+                _paths(layer_features_probe), base_cal, card_p)}
         cal = fit_extra_terms(base_cal, rows, card_p, source=source, fixed=held)
     else:
         cal = fit_calibration(
@@ -515,6 +525,15 @@ def fit(
             tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link, layers_probe=cuts,
             fixed=fixed or None,
         )
+        if _paths(layer_features_probe):
+            # the features' own time, net of what the fitted terms price a variant's shape change at;
+            # the models fitted on have none of the features, so the fit does not depend on it
+            from roofline.probes import layer_feature_seconds
+
+            features = layer_feature_seconds(_paths(layer_features_probe), cal, card_p)
+            report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}),
+                                                  "layer_feature_overhead_s": features}}
+            cal = cal.model_copy(update={"layer_feature_overhead_s": features, "fit_report": report})
     if output is not None:
         save_calibration(cal, output)
     return cal

@@ -119,6 +119,18 @@ def _field(name: str):
     return Field(t.default, description=t.description, **bounds)
 
 
+def _table(v: dict | None, known, what: str, unit: str, most: float = math.inf, most_text: str = ""):
+    """A by-kind table of a calibration: known keys, finite values >= 0 (and at most ``most``)."""
+    if v is None:
+        return v
+    unknown = sorted(set(v) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {what} {', '.join(unknown)} (known: {', '.join(known)})")
+    if any(not math.isfinite(x) or x < 0 or x > most for x in v.values()):
+        raise ValueError(f"{unit} must be finite and >= 0" + (f" and at most {most_text}" if most_text else ""))
+    return v
+
+
 class Calibration(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -190,6 +202,13 @@ class Calibration(BaseModel):
         "prices them at its own; a prompt token's elementwise time is the sum over kinds of these x the model's "
         "elements (ModelSpec.prefill_elementwise_elements) / the ceiling, added to the "
         "prefill_activation_traffic_coeff term (held at 0 where this is measured); None: that term alone")
+    layer_feature_overhead_s: dict[str, float] | None = Field(
+        None, description="seconds a decode step spends per layer that has a feature, on that feature's own "
+        "kernels, by feature (qk_norm, biased_experts: roofline.probes.LAYER_FEATURES; the layers with it: "
+        "ModelSpec.decode_layer_features): the layer-features probe's (calibrate.probes: the engine's decode step "
+        "at a fitted model's shape with the feature switched on, cut to two layer counts, batches 1-16), added to "
+        "the step's fixed overhead; None: 0 (the feature's kernels priced only through the fitted per-layer time "
+        "of models without it)")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)
@@ -201,19 +220,19 @@ class Calibration(BaseModel):
     fitted_on: list[str] = []
     fit_report: dict = {}
 
+    @field_validator("layer_feature_overhead_s")
+    @classmethod
+    def _layer_features(cls, v):
+        from roofline.probes import LAYER_FEATURES
+
+        return _table(v, LAYER_FEATURES, "features", "seconds per layer", 1e-3, "1 ms")
+
     @field_validator("prefill_elementwise_bytes_per_element")
     @classmethod
     def _elementwise_kinds(cls, v):
         from roofline.probes import ELEMENTWISE_KINDS
 
-        if v is None:
-            return v
-        unknown = sorted(set(v) - set(ELEMENTWISE_KINDS))
-        if unknown:
-            raise ValueError(f"unknown kinds {', '.join(unknown)} (known: {', '.join(ELEMENTWISE_KINDS)})")
-        if any(not math.isfinite(x) or x < 0 for x in v.values()):
-            raise ValueError("bytes per element must be finite and >= 0")
-        return v
+        return _table(v, ELEMENTWISE_KINDS, "kinds", "bytes per element")
 
     @classmethod
     def uncalibrated(cls, card: str, kv_cache: str = "dynamic") -> "Calibration":

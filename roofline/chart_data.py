@@ -171,6 +171,8 @@ def model_entry(spec: ModelSpec) -> dict:
         "act_width_bytes_per_token": activation_width_bytes(spec, ad),
         # the prefill's elementwise elements per token by kind (the calibration's seconds per element)
         "prefill_elementwise_elements": spec.prefill_elementwise_elements,
+        # the layers with each decode-layer feature (the calibration's fixed seconds per such layer)
+        "decode_layer_features": spec.decode_layer_features,
         "weight_bytes": {d: spec.weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
         "decode_weight_bytes": {d: spec.decode_weight_bytes(d, ad) for d in WHAT_IF_DTYPES},
         "attention_groups": [

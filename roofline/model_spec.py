@@ -541,6 +541,18 @@ class ModelSpec(BaseModel):
                 "expert_bias": float(self.moe_layers * self.experts_per_token * self.routed_expert_bias_params),
                 **self._mla_elements(layers)}
 
+    @cached_property
+    def decode_layer_features(self) -> dict[str, int]:
+        """Layers that have each decode-layer feature whose own kernels a decode step pays a fixed time
+        for (roofline.probes.LAYER_FEATURES, the calibration's ``layer_feature_overhead_s``): the
+        q/k norms (qwen3, gemma-3, olmo-2), MLA's absorbed decode (deepseek), a MoE layer's shared
+        experts, and gpt-oss's MoE layer (its experts' biases gathered per routed row, the clamped
+        SwiGLU, the attention sink joining the softmax)."""
+        return {"qk_norm": self.num_hidden_layers if self.qk_norm != "none" else 0,
+                "mla": self.num_hidden_layers if self.attention_kind == "mla" else 0,
+                "shared_experts": self.moe_layers if self.shared_experts else 0,
+                "biased_experts": self.moe_layers if self.expert_bias else 0}
+
     def _mla_elements(self, layers: float) -> dict[str, float]:
         """An MLA model's prefill elements of the MLA kinds, all layers (0 for GQA)."""
         if self.attention_kind != "mla":

@@ -320,3 +320,149 @@ def moe_grouped_flop_per_s(path: str | Path, models, min_tokens: int = 16384) ->
                           lambda p: 2.0 * 3.0 * int(p["tokens"]) * int(p["top_k"]) * int(p["hidden"])
                           * int(p["moe_inter"]))
     return statistics.median(v["size"] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values())
+
+
+#: decode-layer features whose own kernels cost a decode step a fixed time per layer that has them
+#: (ModelSpec.decode_layer_features, the calibration's ``layer_feature_overhead_s``): ``qk_norm``, the
+#: per-head RMSNorm of queries and keys (qwen3, gemma-3, olmo-2: a norm and a scale); ``mla``, the
+#: absorbed multi-head latent attention's decode beside a GQA layer's (the latent projections, the
+#: queries' absorption, the rope part's concatenation: deepseek); ``shared_experts``, a MoE layer's
+#: shared experts (a dense MLP beside the routed ones: its matmuls, activation and add);
+#: ``biased_experts``, gpt-oss's MoE layer beside a plain one (its experts' biases gathered per routed
+#: row and added, the clamped SwiGLU, the attention sink's concatenation and padding)
+LAYER_FEATURES = ("qk_norm", "mla", "shared_experts", "biased_experts")
+
+
+def variant_spec(model: str, overrides=(), layers: int | None = None):
+    """The ModelSpec of catalog ``model``'s config.json with ``overrides`` ((key, value) pairs) applied
+    and, given ``layers``, cut to its first ``layers`` layers (per-layer lists cut alike), as the
+    layers and layer-features probes build their engines (calibrate.probes._cut_config)."""
+    import json
+
+    from roofline.model_spec import ModelSpec, resolve_model_config_path
+
+    def cut(c: dict) -> dict:
+        if layers is None:
+            return c
+        c = {**c, "num_hidden_layers": layers}
+        for key in ("layer_types", "max_window_layers"):
+            if isinstance(c.get(key), list):
+                c[key] = c[key][:layers]
+        return c
+
+    config = cut({**json.loads(resolve_model_config_path(model).read_text()), **dict(overrides)})
+    if isinstance(config.get("text_config"), dict):
+        config["text_config"] = cut(config["text_config"])
+    return ModelSpec.from_config_dict(config, model)
+
+
+def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 16) -> dict[str, float]:
+    """{feature: seconds per layer} from one or several layer-features probe files. At each fitted
+    model's shape and each batch up to ``max_batch`` (where a feature's kernels cost a fixed time), a
+    variant's per-layer step time (its two layer cuts' difference over their layer counts) minus its
+    reference's, less what ``calibration`` (on ``card``; its feature terms left out) prices that
+    difference at (the bytes and FLOPs a variant adds or removes: MLA's latent cache, shared experts'
+    weights). Each variant's median of these over the batches and files is one equation in the
+    variant's features minus its reference's (per layer, from roofline's own config reader: the
+    features the step model prices); least squares over the equations, clipped at 0. A variant's
+    reference is its model where that has the variant's head shape, else the sibling of that shape
+    listed before it in the grid (MHA with q/k norms: MHA). Without a calibration the price
+    difference is taken as 0. Variants that switch no feature (MHA, head widths: evidence for other
+    terms) are left out."""
+    import statistics
+
+    import numpy as np
+
+    grid: dict[tuple, tuple] = {}
+    cuts: dict[tuple, dict[int, tuple[float, int]]] = {}
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    for k, path in enumerate(files):
+        data = read_json(Path(path), "layer-features probe")
+        if not isinstance(data, dict) or data.get("probe") != "layer-features" or not isinstance(data.get("points"), list):
+            raise RooflineError(f"{path}: not a layer-features probe file")
+        try:
+            for m, v, ov in data["grid"]["models"]:
+                o = tuple(tuple(x) for x in ov)
+                if grid.setdefault((str(m), str(v)), o) != o:
+                    raise RooflineError(f"{path}: variant {m} {v!r} has other overrides than in {files[0]}")
+            for p in data["points"]:
+                cuts.setdefault((str(p["model"]), str(p["variant"]), int(p["batch"]), k), {})[int(p["layers"])] = \
+                    (float(p["step_s"]), int(p["context"]))
+        except (KeyError, TypeError, ValueError):
+            raise RooflineError(f"{path}: a point or the grid lacks model, variant, layers, batch, context or "
+                                f"step_s") from None
+    step = None
+    if calibration is not None:
+        from roofline.hardware import load_card
+        from roofline.step import StepModel, decode_work
+
+        cal = calibration.model_copy(update={"layer_feature_overhead_s": None})
+        card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or cal.card)
+
+        def priced(model, variant, layers, batch, context):
+            sm = StepModel(spec=variant_spec(model, grid[(model, variant)], layers), card=card_p, calibration=cal)
+            return float(sm.pass_s(decode_work(batch, batch * context)))
+
+        step = priced
+
+    def per_layer(model, variant, batch, k):
+        by = cuts.get((model, variant, batch, k), {})
+        if len(by) < 2:
+            return None
+        lo, hi = min(by), max(by)
+        measured = (by[hi][0] - by[lo][0]) / (hi - lo)
+        if step is None:
+            return measured
+        context = by[hi][1]
+        return measured - (step(model, variant, hi, batch, context) - step(model, variant, lo, batch, context)) / (hi - lo)
+
+    specs: dict[tuple, tuple] = {}
+
+    def features(model, variant):
+        if (model, variant) not in specs:
+            spec = variant_spec(model, grid[(model, variant)])
+            n = spec.decode_layer_features
+            specs[(model, variant)] = ([n.get(f, 0) / spec.num_hidden_layers for f in LAYER_FEATURES],
+                                       (spec.attention_kind, spec.num_attention_heads, spec.num_key_value_heads,
+                                        spec.head_dim))
+        return specs[(model, variant)]
+
+    def reference(model, variant):
+        f_v, shape_v = features(model, variant)
+        if features(model, "")[1] == shape_v:
+            return ""
+        best = None
+        for m, w in grid:
+            if (m, w) == (model, variant):
+                break
+            if m != model or features(m, w)[1] != shape_v:
+                continue
+            n = sum(a != b for a, b in zip(f_v, features(m, w)[0]))
+            if n and (best is None or n < best[0]):
+                best = (n, w)
+        return best[1] if best else ""
+
+    rows, deltas = [], []
+    for model, variant in grid:
+        if not variant or (model, "") not in grid:
+            continue
+        ref = reference(model, variant)
+        df = [a - b for a, b in zip(features(model, variant)[0], features(model, ref)[0])]
+        if not any(df):
+            continue
+        diffs = []
+        for (m, v, batch, k) in sorted(cuts):
+            if m == model and v == variant and batch <= max_batch:
+                s_v, s_0 = per_layer(model, variant, batch, k), per_layer(model, ref, batch, k)
+                if s_v is not None and s_0 is not None:
+                    diffs.append(s_v - s_0)
+        if diffs:
+            rows.append(df)
+            deltas.append(statistics.median(diffs))
+    if not rows:
+        raise RooflineError(f"{', '.join(map(str, files))}: no variant with a feature switched on at its model's "
+                            f"shape, timed at two layer counts at a batch of at most {max_batch}")
+    a, b = np.array(rows, dtype=float), np.array(deltas, dtype=float)
+    seen = [j for j in range(len(LAYER_FEATURES)) if np.any(a[:, j])]
+    x, *_ = np.linalg.lstsq(a[:, seen], b, rcond=None)
+    return {LAYER_FEATURES[j]: max(0.0, float(v)) for j, v in zip(seen, x)}

@@ -243,8 +243,12 @@ class StepModel:
         # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
         # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak
         set_(self, "peak_flop_per_s", matmul_peak(self.card, wd, cal.measured_peak_flop_per_s).flop_per_s)
+        # a layer with q/k norms (or gpt-oss's MoE layer) runs kernels of its own: a fixed time each
+        # such layer, measured by the layer-features probe (Calibration.layer_feature_overhead_s)
+        features = cal.layer_feature_overhead_s or {}
+        feature_s = sum(float(features.get(k, 0.0)) * n for k, n in spec.decode_layer_features.items())
         set_(self, "decode_overhead_s", cal.step_overhead_s + cal.layer_overhead_s * spec.num_hidden_layers
-             + cal.moe_layer_overhead_s * spec.moe_layers)
+             + cal.moe_layer_overhead_s * spec.moe_layers + feature_s)
         s_per_byte = 1.0 / (cal.bandwidth_efficiency * self.bandwidth_bytes_per_s)
         s_per_decode_flop = 1.0 / (cal.compute_efficiency * self.peak_flop_per_s)
         s_per_attention_flop = 1.0 / (cal.attention_efficiency * self.peak_flop_per_s)

@@ -61,6 +61,9 @@ SYNTHETIC = dict(
     expert_prefill_flop_per_s=5.5e14,  # a prompt's routed-expert matmuls at the grouped GEMMs' rate
     prefill_elementwise_bytes_per_element={"hidden": 25.0, "gated_intermediate": 25.6, "plain_intermediate": 5.7,
                                            "query": 58.0, "key_value": 84.0, "qk_norm": 29.0},
+    # a decode layer's features' own kernels: q/k norms (qwen3-30b-a3b, gemma-3-4b), MLA and shared
+    # experts (deepseek-v2-lite), gpt-oss's MoE layer
+    layer_feature_overhead_s={"qk_norm": 9e-6, "mla": 1.5e-5, "shared_experts": 1.1e-5, "biased_experts": 4e-6},
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and

@@ -239,6 +239,12 @@ var RooflineModel = (function () {
       m.balance = m.peak / m.bw;
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
+      // a layer's q/k norms (gpt-oss's MoE layer): a fixed time each such layer (layer_feature_overhead_s)
+      var features = cal.layer_feature_overhead_s || {};
+      var layerFeatures = model.decode_layer_features || {};
+      Object.keys(layerFeatures).forEach(function (k) {
+        m.overhead = m.overhead + (features[k] || 0.0) * layerFeatures[k];
+      });
       var sPerByte = 1.0 / (cal.bandwidth_efficiency * m.bw);
       var sPerDecodeFlop = 1.0 / (cal.compute_efficiency * m.peak);
       var sPerAttentionFlop = 1.0 / (cal.attention_efficiency * m.peak);

@@ -1,0 +1,180 @@
+"""A decode layer's features whose own kernels cost a fixed time per layer (q/k norms, MLA's decode,
+shared experts, gpt-oss's MoE layer): the counts a model has, how the step model prices them, the
+layer-features probe's reader, the fit option and the probe on the CPU."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from cli import main
+from roofline.calibration import Calibration, load_calibration
+from roofline.errors import RooflineError
+from roofline.hardware import load_card
+from roofline.model_spec import load_model
+from roofline.probes import LAYER_FEATURES, layer_feature_seconds, variant_spec
+from roofline.step import StepModel, decode_work
+
+SHIPPED = "hardware_profiles/calibrations/h200-graph.json"
+PROBES = ["hardware_profiles/measurements/h200-probe-layer-features.json",
+          "hardware_profiles/measurements/h200-probe-layer-features-2.json"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("llama-3.1-8b", {}),
+    ("qwen3-8b", {"qk_norm": 36}),
+    ("gemma-3-4b", {"qk_norm": 34}),
+    ("olmo-2-7b", {"qk_norm": 32}),
+    # 27 layers of MLA, the first one's MLP dense: 26 MoE layers with two shared experts
+    ("deepseek-v2-lite", {"mla": 27, "shared_experts": 26}),
+    ("gpt-oss-20b", {"biased_experts": 24}),
+    ("qwen3-30b-a3b", {"qk_norm": 48}),
+])
+def test_a_model_counts_the_layers_that_have_each_feature(name, expected):
+    got = load_model(name).decode_layer_features
+    assert set(got) == set(LAYER_FEATURES)
+    assert got == {k: expected.get(k, 0) for k in LAYER_FEATURES}
+
+
+def test_each_layer_with_a_feature_adds_its_fixed_time_to_the_decode_step():
+    base = load_calibration(SHIPPED).model_copy(update={"layer_feature_overhead_s": None})
+    with_ = base.model_copy(update={"layer_feature_overhead_s": {"qk_norm": 1e-5, "mla": 2e-5,
+                                                                 "shared_experts": 3e-5}})
+    card = load_card("h200")
+    for name, extra in (("qwen3-8b", 36 * 1e-5), ("deepseek-v2-lite", 27 * 2e-5 + 26 * 3e-5), ("llama-3.1-8b", 0.0)):
+        spec = load_model(name)
+        a, b = StepModel(spec=spec, card=card, calibration=base), StepModel(spec=spec, card=card, calibration=with_)
+        assert b.decode_overhead_s - a.decode_overhead_s == pytest.approx(extra, rel=1e-12, abs=1e-15)
+        work = decode_work(1, 2048)
+        grew = float(b.pass_s(work)) - float(a.pass_s(work))
+        # the overhead joins the rest at the fitted exponent (about 1: nearly a sum)
+        assert grew == pytest.approx(extra, rel=0.05, abs=1e-12)
+
+
+def test_the_calibration_refuses_unknown_features_and_bad_seconds():
+    for bad, needle in (({"flash": 1e-6}, "unknown features"), ({"qk_norm": -1e-6}, "finite and >= 0"),
+                        ({"qk_norm": 0.5}, "at most 1 ms")):
+        with pytest.raises(ValidationError, match=needle):
+            Calibration(card="h200", engine="graph", layer_feature_overhead_s=bad)
+
+
+def _probe(tmp_path, name, step_us, batches=(1, 4, 16), grid=None):
+    """A layer-features file: tiny-qwen2 and its q/k-norm variant, per-layer times ``step_us``
+    {(variant, batch): microseconds a layer}, a fixed 100 us besides, cut to 2 and 6 layers."""
+    grid = grid or [["tiny-qwen2", "", []], ["tiny-qwen2", "qk_norm", [["model_type", "qwen3"]]]]
+    points = [{"model": "tiny-qwen2", "variant": v, "layers": n, "batch": b, "context": 64,
+               "step_s": (100.0 + n * step_us[(v, b)]) * 1e-6}
+              for (v, b) in step_us for n in (2, 6) if b in batches]
+    path = tmp_path / name
+    path.write_text(json.dumps({"probe": "layer-features", "grid": {"models": grid}, "points": points}))
+    return path
+
+
+def test_the_reader_takes_a_features_time_per_layer_robust_to_one_odd_batch(tmp_path):
+    # the q/k-norm variant runs 7 us a layer more at batches 1 and 16, 40 us more at batch 4 (an
+    # odd point): the median over batches is 7 us; batch 64 is beyond the fixed-cost range
+    step = {("", 1): 50.0, ("", 4): 60.0, ("", 16): 80.0, ("", 64): 100.0,
+            ("qk_norm", 1): 57.0, ("qk_norm", 4): 100.0, ("qk_norm", 16): 87.0, ("qk_norm", 64): 300.0}
+    path = _probe(tmp_path, "a.json", step, batches=(1, 4, 16, 64))
+    got = layer_feature_seconds(path)
+    assert got == {"qk_norm": pytest.approx(7e-6, rel=1e-9)}
+    # two files pool their batches: a second run 9 us apart at every batch -> median of 7, 40, 7, 9, 9, 9
+    second = _probe(tmp_path, "b.json", {("", b): step[("", b)] for b in (1, 4, 16, 64)}
+                    | {("qk_norm", b): step[("", b)] + 9.0 for b in (1, 4, 16, 64)})
+    assert layer_feature_seconds([path, second])["qk_norm"] == pytest.approx(9e-6, rel=1e-9)
+    # a feature that makes a layer faster is clipped at 0
+    faster = _probe(tmp_path, "c.json", {("", 1): 50.0, ("qk_norm", 1): 45.0}, batches=(1,))
+    assert layer_feature_seconds(faster) == {"qk_norm": 0.0}
+
+
+def test_the_reader_takes_out_what_the_calibration_prices_a_variants_shape_change_at(tmp_path):
+    # an MHA variant with q/k norms is compared with the MHA variant (its head shape), not with the
+    # model: the heads' own cost cancels. Measured "times" are the calibration's own prices plus 5 us
+    # a layer for the norms: the reader recovers 5 us.
+    cal = load_calibration(SHIPPED).model_copy(update={"layer_feature_overhead_s": None})
+    card = load_card("h200")
+    grid = [["tiny-qwen2", "", []], ["tiny-qwen2", "mha", [["num_key_value_heads", 4]]],
+            ["tiny-qwen2", "mha qk_norm", [["num_key_value_heads", 4], ["model_type", "qwen3"]]]]
+    points = []
+    for name, o, extra in (("", [], 0.0), ("mha", [["num_key_value_heads", 4]], 0.0),
+                           ("mha qk_norm", [["num_key_value_heads", 4], ["model_type", "qwen3"]], 5e-6)):
+        for n in (2, 6):
+            for b in (1, 4, 16):
+                sm = StepModel(spec=variant_spec("tiny-qwen2", tuple(map(tuple, o)), n), card=card, calibration=cal)
+                points.append({"model": "tiny-qwen2", "variant": name, "layers": n, "batch": b, "context": 512,
+                               "step_s": float(sm.pass_s(decode_work(b, b * 512))) + n * extra})
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"probe": "layer-features", "grid": {"models": grid}, "points": points}))
+    assert layer_feature_seconds(path, cal, card)["qk_norm"] == pytest.approx(5e-6, rel=1e-6)
+    # without the calibration the sibling comparison cancels the heads, but what else the variant
+    # changes stays in (qwen3's config reader has no q/k/v biases where qwen2's has): near, not exact
+    plain = layer_feature_seconds(path)["qk_norm"]
+    assert plain != pytest.approx(5e-6, rel=1e-3) and plain == pytest.approx(5e-6, rel=0.3)
+
+
+def test_the_reader_refuses_what_is_not_a_layer_features_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    for text, needle in (('{"probe": "layers", "points": []}', "not a layer-features probe file"),
+                         ('{"probe": "layer-features", "points": [{"model": "m"}]}', "lacks model")):
+        bad.write_text(text)
+        with pytest.raises(RooflineError, match=needle):
+            layer_feature_seconds(bad)
+    only_base = _probe(tmp_path, "base.json", {("", 1): 50.0}, batches=(1,), grid=[["tiny-qwen2", "", []]])
+    with pytest.raises(RooflineError, match="no variant with a feature"):
+        layer_feature_seconds(only_base)
+    a = _probe(tmp_path, "a.json", {("", 1): 50.0, ("qk_norm", 1): 57.0}, batches=(1,))
+    b = _probe(tmp_path, "b.json", {("", 1): 50.0, ("qk_norm", 1): 57.0}, batches=(1,),
+               grid=[["tiny-qwen2", "", []], ["tiny-qwen2", "qk_norm", [["model_type", "olmo2"]]]])
+    with pytest.raises(RooflineError, match="other overrides"):
+        layer_feature_seconds([a, b])
+
+
+def test_the_shipped_graph_calibration_carries_the_probes_feature_times():
+    # golden values from the layer-features probe (device call 39, two runs, the files above): the
+    # q/k norms ~6 us a layer (7.4-8.4 us at the GQA shapes, 2.5 at the MHA one), MLA's decode
+    # ~10 us, two shared experts ~12 us, gpt-oss's MoE layer ~3 us over a plain one; 30% tolerance
+    # against a rerun of the probe (its per-layer differences repeat within ~1 us)
+    cal = load_calibration(SHIPPED)
+    got = cal.layer_feature_overhead_s
+    assert got["qk_norm"] == pytest.approx(6.1e-6, rel=0.3)
+    assert got["mla"] == pytest.approx(10.2e-6, rel=0.3)
+    assert got["shared_experts"] == pytest.approx(12.1e-6, rel=0.3)
+    assert got["biased_experts"] == pytest.approx(3.4e-6, rel=0.6)
+    assert "layer_feature_overhead_s" in cal.fit_report["fixed"]
+
+
+def test_fit_takes_layer_features_probe_files_on_the_command_line(tmp_path):
+    table = "hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv"
+    step = {("", 1): 50.0, ("", 4): 60.0, ("qk_norm", 1): 58.0, ("qk_norm", 4): 68.0}
+    probe = _probe(tmp_path, "lf.json", step, batches=(1, 4))
+    out = tmp_path / "cal.json"
+    r = CliRunner().invoke(main, ["fit", table, "--card", "rtx3060", "-o", str(out),
+                                  "--layer-features-probe", str(probe)])
+    assert r.exit_code == 0, r.output
+    cal = load_calibration(out)
+    # the tiny variant's price difference under the fitted terms is ~0 (the same shape): ~8 us
+    assert cal.layer_feature_overhead_s["qk_norm"] == pytest.approx(8e-6, rel=0.02)
+    probe.write_text("{}")
+    r = CliRunner().invoke(main, ["fit", table, "--card", "rtx3060", "-o", str(out),
+                                  "--layer-features-probe", str(probe)])
+    assert r.exit_code != 0 and "not a layer-features probe file" in r.output and "Traceback" not in r.output
+
+
+def test_the_layer_features_probe_runs_on_the_cpu_and_counts_each_layers_kernels(tmp_path):
+    from calibrate import probes
+
+    grid = probes.TINY_LAYER_FEATURES
+    path = tmp_path / "probe-layer-features.json"
+    data = probes.layers_probe("cpu", grid, path, None, lambda m: None, probe="layer-features", count_kernels=True)
+    assert not data["errors"] and data["probe"] == "layer-features"
+    assert [(p["variant"], p["layers"], p["batch"]) for p in data["points"]] == [
+        (v, n, b) for _, v, _ in grid.models for n in grid.layers for b in grid.batches]
+    kernels = {(p["variant"], p["layers"], p["batch"]): p["kernels"] for p in data["points"]}
+    lo, hi = grid.layers
+    per_layer = {v: (kernels[(v, hi, 1)] - kernels[(v, lo, 1)]) / (hi - lo) for _, v, _ in grid.models}
+    # the q/k norms: an RMSNorm and a scale more in each layer
+    assert per_layer["qk_norm"] - per_layer[""] == 2
+    assert layer_feature_seconds(path).keys() == {"qk_norm"}
