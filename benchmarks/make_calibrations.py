@@ -79,6 +79,8 @@ def main() -> None:
     # after the MoE grouped-GEMM rate and MLA's decompressed prompt pairs were committed (call 32)
     check32, moe32 = M / "h200-graph-check-call32.csv", M / "h200-graph-moe-check-call32.csv"
     moe34 = M / "h200-graph-moe-check-call34.csv"  # and after the expert biases were priced (call 34)
+    # after the decode-layer features were committed (call 40: q/k-norm models at 1,024 and 3,072; MLA, gpt-oss)
+    check40, moe40 = M / "h200-graph-check-call40.csv", M / "h200-graph-moe-check-call40.csv"
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -86,16 +88,17 @@ def main() -> None:
             graph, read_measurements(heldout) + [r for r in read_measurements(arch20) if r.model not in again]
             + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"]
             + [r for f in check26 for r in read_measurements(f)] + read_measurements(check29)
-            + read_measurements(check32),
+            + read_measurements(check32) + read_measurements(check40),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
-            + [check29.name, check32.name]),
+            + [check29.name, check32.name, check40.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
-            + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34), card,
+            + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34)
+            + read_measurements(moe40), card,
             "mixture-of-experts models and contexts the MoE terms were not fitted on",
-            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name]),
+            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})

@@ -572,7 +572,12 @@ class ModelSpec(BaseModel):
         """The prefill's transient MLP buffers per token, in units of a gated MLP's intermediate
         width: at its peak a gated MLP holds gate-up (2 I), the activation (I) and the product (I);
         a plain one (GPT-NeoX, GPT-J, Falcon) only up (I) and GELU(up) (I), half as much
-        (measured: the three plain-MLP models' peaks in h200-graph-dense-call20.csv)."""
+        (measured: the three plain-MLP models' peaks in h200-graph-dense-call20.csv); gpt-oss's
+        clamped SwiGLU, ``(clamp(up) + 1) * (clamp(gate) * sigmoid(alpha clamp(gate)))``, holds
+        seven at its last product (gate-up, the clamped gate and up, up + 1, the gated sigmoid and
+        the product: counted from the graph engine's calibrate/graph_engine._act), 7/4 as much."""
+        if self.model_type == "gpt_oss":
+            return self.widest_intermediate * 7.0 / 4.0
         return self.widest_intermediate * (1.0 if self.mlp_gated else 0.5)
 
     @cached_property
