@@ -402,6 +402,9 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Layer-features-probe file (calibrate.probes): the fixed time a decode step spends per layer on a "
                    "feature's own kernels (q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer), net of what "
                    "the fitted terms price the variants' shapes at (repeat: the files' points are pooled).")
+@click.option("--attention-contexts-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Attention-contexts-probe file (calibrate.probes): the windows of cache lengths where the engine's "
+                   "decode attention runs a slower kernel, and by how much (repeat: the files' points are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

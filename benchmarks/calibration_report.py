@@ -348,6 +348,45 @@ def layer_features_section() -> str:
     return probe, table(["model", "prompt/gen", "TPOT MAPE", "without the feature times", "points"], held)
 
 
+def contexts_section() -> str:
+    """The attention-contexts probe: at each probed cache length, the median (and range) over shapes
+    and batches of the measured attention's residual from its trend in log length, against the
+    shipped calibration's price without its windows."""
+    import math
+
+    from roofline.calibration import load_calibration
+    from roofline.fitting import _probe_attention_s, _probe_models
+    from roofline.hardware import load_card
+    from roofline.probes import attention_points
+
+    cal, card = load_calibration(ROOT / GRAPH), load_card("h200")
+    plain = cal.model_copy(update={"attention_context_factors": None})
+    pts = attention_points(ROOT / f"{M}/h200-probe-attention-contexts.json")
+    priced = _probe_attention_s(card, plain, _probe_models(card, pts), pts)
+    series: dict = defaultdict(dict)
+    for p, s in zip(pts, priced):
+        series[(p.shape, p.batch)][p.context_tokens] = math.log(p.seconds / s)
+    res: dict = defaultdict(list)
+    for by in series.values():
+        t = np.array(sorted(by), dtype=float)
+        y = np.array([by[int(x)] for x in t])
+        x, keep = np.log(t), np.ones(len(t), dtype=bool)
+        for _ in range(3):
+            r = y - np.polyval(np.polyfit(x[keep], y[keep], 2), x)
+            keep = np.abs(r) < 0.06
+        for ti, ri in zip(t, r):
+            res[int(ti)].append(ri)
+    windows = cal.attention_context_factors or []
+    rows = []
+    for t in sorted(res):
+        v = np.array(res[t])
+        inside = next((f"x{f:.3f}" for lo, hi, f in windows if lo < t <= hi), "")
+        rows.append([f"{t:,}", signed(float(np.exp(np.median(v)) - 1)), signed(float(np.exp(v.min()) - 1)),
+                     signed(float(np.exp(v.max()) - 1)), len(v), inside])
+    return table(["cache positions", "median over shapes and batches", "least", "most", "series",
+                  "window's factor"], rows)
+
+
 def floor_section() -> str:
     data = json.loads((ROOT / M / "floor-errors.json").read_text())
     rows = []
@@ -485,12 +524,24 @@ def main() -> None:
         "the q/k-norm models at 1,024 and 3,072, deepseek-v2-lite, gpt-oss-20b and mixtral-8x7b at 3,072. With the "
         "feature times removed the same rows are at: qwen3-8b 8.4% and 4.0%, qwen3-32b 5.4% and 2.5%, olmo-2-7b "
         "10.3% and 4.5%, gemma-3-4b 6.9% and 5.4%, gemma-3-12b 5.0% and 4.1%, deepseek-v2-lite 3.5% (the previous "
-        "calibration's figures; mixtral-8x7b was 3.5%). At 1,024 + 16 the larger batches are priced fast (olmo-2-7b "
-        "-11% from batch 16, qwen3-8b -10% at 64): the QK product's kernel regime past 1,024 cached positions "
-        "(device call 33, section \"Where the model is known to be wrong\" in method.md). gpt-oss-20b's batch 16 is "
+        "calibration's figures; mixtral-8x7b was 3.5%). At 1,024 + 16 the larger batches were priced fast (olmo-2-7b "
+        "-11% from batch 16, qwen3-8b -10% at 64: 7.9% and 5.8% MAPE) until the attention-contexts probe's windows "
+        "(next section) were written after this check; the table is with them. gpt-oss-20b's batch 16 is "
         "+11%: its random routing touched 22.5 experts a layer there (28.2 at 6,144), and the model prices "
         "uniform routing's 28.2:\n\n",
         per_model_context(compare([f"{M}/h200-graph-check-call40.csv", f"{M}/h200-graph-moe-check-call40.csv"], GRAPH)),
+        "\n## Cache lengths where the attention runs a slower kernel: the attention-contexts probe\n\n",
+        "`python3 -m calibrate.probes --what attention-contexts` (device call 42, `h200-probe-attention-contexts.json`; "
+        "call 41 ran 19 of its lengths first) times the engine's decode attention alone at generic shapes (1, 4 "
+        "and 8 query heads a KV head of 128, 7 of 64), batches 16, 64 and 256, over 40 cache lengths around the "
+        "powers of two. Against the calibration's price each series follows a smooth trend in log length; its "
+        "residual from the trend, per length (`roofline fit --attention-contexts-probe` makes a window of every "
+        "run of lengths more than 8% over it; [method.md](method.md#attention)):\n\n",
+        contexts_section(),
+        "\nThe windows change only the rows whose cache is in them. With them (the tables in this file): "
+        "olmo-2-7b at 1,024 + 16 7.9% -> 3.9% TPOT MAPE, qwen3-8b 5.8% -> 2.7%, qwen3-32b 4.0% -> 1.6% (call 40); "
+        "llama-3.2-3b at 1,000 + 50 6.8% -> 3.3%, mistral-7b-v0.3 4.5% -> 1.6% (call 23); phi-3-mini-4k at "
+        "1,024 + 16 16.3% -> 11.0% (call 32). These rows were seen before the windows were written.\n",
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",

@@ -168,6 +168,10 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                      "sink_score_bytes", "prefill_chunk_tokens", "allreduce_latency_s", "allgather_latency_s",
                      "allreduce_bandwidth_bytes_per_s") or v is None:
                 continue
+            if k == "attention_context_factors":
+                # which cache lengths cuBLAS serves with a slower kernel is this card's library's choice:
+                # not carried to another card
+                continue
             if k in ("prefill_attention_flop_per_s", "masked_prefill_attention_flop_per_s", "expert_prefill_flop_per_s"):
                 # the H200's own prefill-attention rates by head width (absolute FLOP/s, not a fraction of
                 # a ceiling): another card's prompt attention is priced at its prefill matmul rate instead

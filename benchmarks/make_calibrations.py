@@ -53,9 +53,10 @@ def main() -> None:
         masked_attention_probe=M / "h200-probe-masked-attention.json",
         prefill_kernels_probe=[M / "h200-probe-prefill-kernels.json", M / "h200-probe-prefill-kernels-mla.json"],
         layer_features_probe=[M / "h200-probe-layer-features.json", M / "h200-probe-layer-features-2.json"],
+        attention_contexts_probe=M / "h200-probe-attention-contexts.json",
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe and attention-groups probe (generic shapes of 1-64 query heads a KV head); layers probe (the "
-              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]

@@ -142,7 +142,7 @@ from typing import Callable
 from roofline.units import GiB, MiB
 
 PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
-          "masked-attention", "prefill-kernels", "attention-groups", "layer-features")
+          "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1032,6 +1032,20 @@ FULL_ATTENTION_GROUPS = AttentionGrid(
     max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
     ops=("graph_attention",),
 )
+#: the cached tokens around the powers of two (a cache of prompt + gen positions, rounded up to 8; call
+#: 41 ran 19 of them, 1,024-8,224, call 42 these 40):
+#: the graph engine's decode attention and its QK product alone, at generic shapes of 1-8 query heads
+#: a KV head (cuBLAS picks the QK kernel by the row's length; device call 33 saw it slow by 1.9x at
+#: 1,040-1,088 positions for one KV head a query head)
+FULL_ATTENTION_CONTEXTS = AttentionGrid(
+    shapes=(("g1-128", 16, 16, 128), ("g4-128", 32, 8, 128), ("g8-128", 32, 4, 128), ("g7-64", 14, 2, 64)),
+    batches=(16, 64, 256),
+    contexts=(512, 520, 528, 544, 576, 640, 768, 1024, 1032, 1040, 1056, 1088, 1096, 1104, 1112, 1120, 1128, 1136,
+              1144, 1152, 1280, 1536, 2048, 2056, 2064, 2080, 2112, 2176, 2304, 2560, 3072, 3088, 4096, 4112, 4160,
+              8192, 8208, 8224, 16384, 16416),
+    max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
+    ops=("graph_attention", "graph_qk"),
+)
 TINY_ATTENTION_GROUPS = AttentionGrid(
     shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), batches=(1, 2), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=0, ops=("graph_attention",),
@@ -1632,7 +1646,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
                                   "kernels", "masked-attention", "prefill-kernels", "attention-groups",
-                                  "layer-features") if p in what]:
+                                  "layer-features", "attention-contexts") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1640,6 +1654,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                 attention_probe(device, TINY_ATTENTION if tiny else FULL_ATTENTION, path, deadline, progress)
             elif name == "attention-groups":
                 attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_GROUPS, path, deadline,
+                                progress)
+            elif name == "attention-contexts":
+                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_CONTEXTS, path, deadline,
                                 progress)
             elif name == "gemm":
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)

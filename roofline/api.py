@@ -414,6 +414,7 @@ def fit(
     masked_attention_probe=None,
     prefill_kernels_probe=None,
     layer_features_probe=None,
+    attention_contexts_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -443,7 +444,10 @@ def fit(
     calibrate.probes layer-features files (one or several, pooled): the fixed time a decode step
     spends per layer on a feature's own kernels (q/k norms, MLA's decode, shared experts, gpt-oss's
     MoE layer), net of what the fitted terms (or the base's) price the variants' shapes at
-    (``layer_feature_overhead_s``, roofline.probes.layer_feature_seconds)."""
+    (``layer_feature_overhead_s``, roofline.probes.layer_feature_seconds). ``attention_contexts_probe``:
+    calibrate.probes attention-contexts files: the windows of cache lengths where the engine's decode
+    attention runs a slower kernel, against the fitted terms' (or the base's) price
+    (``attention_context_factors``, roofline.probes.attention_context_factors)."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -518,6 +522,11 @@ def fit(
 
             held = {**(held or {}), "layer_feature_overhead_s": layer_feature_seconds(
                 _paths(layer_features_probe), base_cal, card_p)}
+        if _paths(attention_contexts_probe):
+            from roofline.probes import attention_context_factors
+
+            held = {**(held or {}), "attention_context_factors": attention_context_factors(
+                _paths(attention_contexts_probe), base_cal, card_p)}
         cal = fit_extra_terms(base_cal, rows, card_p, source=source, fixed=held)
     else:
         cal = fit_calibration(
@@ -534,6 +543,15 @@ def fit(
             report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}),
                                                   "layer_feature_overhead_s": features}}
             cal = cal.model_copy(update={"layer_feature_overhead_s": features, "fit_report": report})
+        if _paths(attention_contexts_probe):
+            # the probe's windows against the fitted attention terms' price (no fitted context falls
+            # in one: the fit does not depend on them)
+            from roofline.probes import attention_context_factors
+
+            windows = attention_context_factors(_paths(attention_contexts_probe), cal, card_p)
+            report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}),
+                                                  "attention_context_factors": windows}}
+            cal = cal.model_copy(update={"attention_context_factors": windows, "fit_report": report})
     if output is not None:
         save_calibration(cal, output)
     return cal

@@ -466,3 +466,65 @@ def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 1
     seen = [j for j in range(len(LAYER_FEATURES)) if np.any(a[:, j])]
     x, *_ = np.linalg.lstsq(a[:, seen], b, rcond=None)
     return {LAYER_FEATURES[j]: max(0.0, float(v)) for j, v in zip(seen, x)}
+
+
+def attention_context_factors(paths, calibration, card=None, threshold: float = 0.08,
+                              trend_tolerance: float = 0.06) -> list[tuple[float, float, float]]:
+    """Windows of cache lengths where the engine's decode attention runs a slower kernel, from one
+    or several attention-contexts probe files (the engine's decode attention alone at generic
+    shapes over cache lengths around the powers of two). Each (shape, batch)'s measured time over
+    ``calibration``'s price is followed in log cache length by a quadratic trend (three passes,
+    points more than ``trend_tolerance`` off it left out); the residuals' median over shapes and
+    batches at each probed length; a run of consecutive probed lengths whose median is more than
+    ``threshold`` above the trend is a window, from just past the probed length before it (at most
+    8 positions: the engine's cache is rounded up to 8) to its last, its factor the run's pooled
+    median. [] where no length stands out."""
+    import math
+
+    import numpy as np
+
+    from roofline.fitting import _probe_attention_s, _probe_models
+    from roofline.hardware import load_card
+
+    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
+              for p in attention_points(f, "graph_attention")]
+    card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
+    cal = calibration.model_copy(update={"attention_context_factors": None})
+    priced = _probe_attention_s(card_p, cal, _probe_models(card_p, points), points)
+    series: dict = {}
+    for p, s in zip(points, priced):
+        if s > 0 and p.seconds > 0:
+            series.setdefault((p.q_heads, p.kv_heads, p.head_dim, p.batch), {})[p.context_tokens] = \
+                math.log(p.seconds / s)
+    residuals: dict[int, list[float]] = {}
+    for by in series.values():
+        if len(by) < 5:
+            continue
+        t = np.array(sorted(by), dtype=float)
+        y = np.array([by[int(x)] for x in t])
+        x = np.log(t)
+        keep = np.ones(len(t), dtype=bool)
+        for _ in range(3):
+            r = y - np.polyval(np.polyfit(x[keep], y[keep], 2), x)
+            keep = np.abs(r) < trend_tolerance
+            if keep.sum() < 3:
+                break
+        for ti, ri in zip(t, r):
+            residuals.setdefault(int(ti), []).append(float(ri))
+    if not residuals:
+        raise RooflineError("the attention-contexts probe has no shape and batch timed at five cache lengths or more")
+    lengths = sorted(residuals)
+    high = [float(np.median(residuals[t])) > math.log1p(threshold) for t in lengths]
+    windows, i = [], 0
+    while i < len(lengths):
+        if not high[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(lengths) and high[j + 1]:
+            j += 1
+        run = [r for t in lengths[i:j + 1] for r in residuals[t]]
+        before = lengths[i - 1] if i else 0
+        windows.append((float(max(before, lengths[i] - 8)), float(lengths[j]), float(math.exp(np.median(run)))))
+        i = j + 1
+    return windows

@@ -167,6 +167,7 @@ class StepModel:
     _c: tuple = field(init=False, repr=False)
     _touched_table: object = field(init=False, repr=False, default=None)
     _window_layers: int = field(init=False, repr=False, default=0)
+    _context_windows: tuple = field(init=False, repr=False, default=())
 
     def __post_init__(self):
         cal, spec, tp = self.calibration, self.spec, self.tp
@@ -328,6 +329,9 @@ class StepModel:
             spec.moe_layers * spec.experts_per_token * spec.hidden_size * dtype_bytes(ad)
             * cal.expert_row_traffic_coeff * s_per_byte,                          # 34 routed rows' gather and combine, per token
         ))
+        # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
+        set_(self, "_context_windows", tuple((float(a), float(b), float(f))
+                                             for a, b, f in (cal.attention_context_factors or ())))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         dtype_bytes(self.act_dtype)  # validate
@@ -401,6 +405,8 @@ class StepModel:
             kvw = kv
         if pairsw is None:
             pairsw = pairs
+        if self._context_windows:  # a cache length in a slower kernel's window (windowed layers: their ring's)
+            kv, kvw = kv * self._context_factor(kv, d), kvw * self._context_factor(kvw, d)
         matmul_memory = c[2]
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
         if c[21]:
@@ -424,6 +430,23 @@ class StepModel:
             d * c[10] + p * c[11] + (d + p) * c[34],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
         )
+
+    def _context_factor(self, kv, d):
+        """The attention factor of the window a decoding sequence's cache (kv / d positions) falls
+        in (1 outside every window and without decoding sequences)."""
+        if type(kv) is float and type(d) is float:
+            if d > 0.0:
+                t = kv / d
+                for lo, hi, f in self._context_windows:
+                    if lo < t <= hi:
+                        return f
+            return 1.0
+        kv, d = np.asarray(kv, dtype=float), np.asarray(d, dtype=float)
+        t = np.divide(kv, d, out=np.zeros(np.broadcast(kv, d).shape), where=d > 0)
+        out = np.ones_like(t)
+        for lo, hi, f in self._context_windows:
+            out = np.where((t > lo) & (t <= hi), f, out)
+        return out
 
     def pass_s(self, work: PassWork):
         """Seconds of one pass doing ``work`` (a PassWork, or any tuple of its seven counts in its order)."""

@@ -197,3 +197,74 @@ def test_gpt_oss_prefill_holds_seven_intermediates_at_its_clamped_activations_pe
     assert len(rows) >= 20
     worst = max(abs(r["peak_mem_predicted_bytes"] / r["peak_mem_measured_bytes"] - 1) for r in rows)
     assert worst < 0.015
+
+
+def _contexts_probe(tmp_path, cal, card, bump: dict, contexts=(512, 768, 1024, 1040, 1056, 1096, 1152, 1536, 2048)):
+    """An attention-contexts file whose times are ``cal``'s prices x a smooth trend in the cache
+    length x ``bump`` {length: factor} (two shapes, two batches)."""
+    from roofline.fitting import _probe_attention_s, _probe_models
+    from roofline.probes import AttentionPoint
+
+    pts = [AttentionPoint(f"g{q // kv}", q, kv, 128, b, t, 1.0) for q, kv in ((16, 16), (32, 4))
+           for b in (16, 256) for t in contexts]
+    priced = _probe_attention_s(card, cal, _probe_models(card, pts), pts)
+    points = [{"op": "graph_attention", "shape": p.shape, "q_heads": p.q_heads, "kv_heads": p.kv_heads,
+               "head_dim": p.head_dim, "batch": p.batch, "context_tokens": p.context_tokens,
+               "s": float(s) * (p.context_tokens / 1024) ** 0.1 * bump.get(p.context_tokens, 1.0)}
+              for p, s in zip(pts, priced)]
+    path = tmp_path / "contexts.json"
+    path.write_text(json.dumps({"probe": "attention-contexts", "points": points}))
+    return path
+
+
+def test_the_contexts_reader_finds_a_slower_kernels_window_and_its_factor(tmp_path):
+    from roofline.probes import attention_context_factors
+
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    card = load_card("h200")
+    path = _contexts_probe(tmp_path, cal, card, {1040: 1.3, 1056: 1.3})
+    # the window runs from just past the probed length before it (at most 8 positions: the engine
+    # rounds its cache up to 8) to its last elevated length
+    ((lo, hi, f),) = attention_context_factors(path, cal, card)
+    assert (lo, hi) == (1032.0, 1056.0) and f == pytest.approx(1.3, rel=0.02)
+    # a bump under the threshold is no window
+    assert attention_context_factors(_contexts_probe(tmp_path, cal, card, {1040: 1.05}), cal, card) == []
+
+
+def test_a_decode_step_in_a_window_prices_its_attention_by_the_factor():
+    base = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    windowed = base.model_copy(update={"attention_context_factors": [(1024.0, 1088.0, 1.25)]})
+    card = load_card("h200")
+    spec = load_model("llama-3.1-8b")
+    a, b = StepModel(spec=spec, card=card, calibration=base), StepModel(spec=spec, card=card, calibration=windowed)
+    for t, factor in ((1040.0, 1.25), (1088.0, 1.25), (1024.0, 1.0), (1096.0, 1.0)):
+        pa, pb = a.pass_parts(decode_work(64.0, 64.0 * t)), b.pass_parts(decode_work(64.0, 64.0 * t))
+        # the attention's compute scales by the factor; its memory too, but for the cache writes
+        assert pb.attention_compute_s == pytest.approx(factor * pa.attention_compute_s, rel=1e-12)
+        if factor == 1.0:
+            assert pb == pa
+        else:
+            assert pb.attention_memory_s > 1.2 * pa.attention_memory_s
+            assert pb.matmul_memory_s == pa.matmul_memory_s
+    # the same on arrays (predict's sweeps) as on floats (the simulators)
+    import numpy as np
+
+    t = np.array([1000.0, 1040.0, 1100.0])
+    arr = b.pass_s(decode_work(np.full(3, 64.0), 64.0 * t))
+    assert list(arr) == pytest.approx([b.pass_s(decode_work(64.0, 64.0 * x)) for x in t], rel=1e-12)
+    # a prefill has no decoding sequence: no factor
+    from roofline.step import prefill_work
+
+    assert b.pass_s(prefill_work(1040.0, 1040.0 * 1041 / 2, 1.0)) == a.pass_s(prefill_work(1040.0, 1040.0 * 1041 / 2, 1.0))
+
+
+def test_the_shipped_graph_calibration_carries_the_contexts_probes_windows():
+    # golden: the attention-contexts probe (device call 42, h200-probe-attention-contexts.json): caches
+    # of 1,032-1,088 positions run cuBLAS's QK product on a slower kernel, the whole attention ~17%
+    # over its price (median over 4 shapes x 3 batches; 1.0-1.4x), and exactly 640 ~11%
+    cal = load_calibration(SHIPPED)
+    windows = {(lo, hi): f for lo, hi, f in cal.attention_context_factors}
+    assert windows.keys() == {(632.0, 640.0), (1024.0, 1088.0)}
+    assert windows[(1024.0, 1088.0)] == pytest.approx(1.17, abs=0.05)
+    with pytest.raises(ValidationError, match="after < to"):
+        Calibration(card="h200", engine="graph", attention_context_factors=[(1088.0, 1024.0, 1.2)])

@@ -64,6 +64,9 @@ SYNTHETIC = dict(
     # a decode layer's features' own kernels: q/k norms (qwen3-30b-a3b, gemma-3-4b), MLA and shared
     # experts (deepseek-v2-lite), gpt-oss's MoE layer
     layer_feature_overhead_s={"qk_norm": 9e-6, "mla": 1.5e-5, "shared_experts": 1.1e-5, "biased_experts": 4e-6},
+    # cache lengths whose decode attention runs a slower kernel: deepseek-v2-lite at 3,000 + 300 and
+    # qwen3-30b-a3b at 9,000 + 64 decode inside them (gemma-3-4b's windowed layers' ring of 1,024 too)
+    attention_context_factors=[[1000.0, 1100.0, 1.3], [3000.0, 3400.0, 1.2], [9000.0, 9100.0, 1.15]],
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and

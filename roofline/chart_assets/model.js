@@ -237,6 +237,7 @@ var RooflineModel = (function () {
       m.peak = card.matmul_peak_flop_per_s[wd];
       if (cal.measured_peak_flop_per_s) m.peak = m.peak * cal.measured_peak_flop_per_s / card.peak_flop_per_s;
       m.balance = m.peak / m.bw;
+      m.contextWindows = cal.attention_context_factors || [];
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
       // a layer's q/k norms (gpt-oss's MoE layer): a fixed time each such layer (layer_feature_overhead_s)
@@ -348,11 +349,27 @@ var RooflineModel = (function () {
 
     function perSequence(total, sequences) { return sequences > 0.0 ? total / sequences : 0.0; }
 
+    function contextFactor(m, kv, d) {
+      if (d > 0.0) {
+        var t = kv / d;
+        for (var i = 0; i < m.contextWindows.length; i++) {
+          var win = m.contextWindows[i];
+          if (t > win[0] && t <= win[1]) return win[2];
+        }
+      }
+      return 1.0;
+    }
+
     // StepModel._parts: [overhead, matmul memory, matmul compute, attention memory, attention compute,
     // elementwise, collectives]
     function passParts(m, w) {
       var c = m.c, d = w.d, kv = w.kv, p = w.p, pairs = w.pairs, rows = w.rows;
       var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
+      // StepModel._context_factor: a cache length in a slower kernel's window (attention_context_factors)
+      if (m.contextWindows.length) {
+        kvw = kvw * contextFactor(m, kvw, d);
+        kv = kv * contextFactor(m, kv, d);
+      }
       var matmulMemory = c[2];
       var matmulCompute = d * c[3] + p * c[4] + rows * c[5];
       if (c[21]) {
