@@ -330,8 +330,10 @@ class StepModel:
             * cal.expert_row_traffic_coeff * s_per_byte,                          # 34 routed rows' gather and combine, per token
         ))
         # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
-        set_(self, "_context_windows", tuple((float(a), float(b), float(f))
-                                             for a, b, f in (cal.attention_context_factors or ())))
+        # (measured at some head widths: a model of another width, or MLA, runs other kernels)
+        set_(self, "_context_windows", () if spec.attention_kind == "mla" else tuple(
+            (float(a), float(b), float(f)) for a, b, f, d_lo, d_hi in (cal.attention_context_factors or ())
+            if d_lo <= spec.head_dim <= d_hi))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         dtype_bytes(self.act_dtype)  # validate
