@@ -209,12 +209,12 @@ class Calibration(BaseModel):
         "at a fitted model's shape with the feature switched on, cut to two layer counts, batches 1-16), added to "
         "the step's fixed overhead; None: 0 (the feature's kernels priced only through the fitted per-layer time "
         "of models without it)")
-    attention_context_factors: list[tuple[float, float, float, float, float]] | None = Field(
+    attention_context_factors: list[tuple[float, float, float, float, float, float, float]] | None = Field(
         None, description="windows of cached positions where the engine's decode attention runs a slower kernel: "
-        "(after_tokens, to_tokens, factor, head_dim_from, head_dim_to), a decoding sequence's cache of more than "
-        "after_tokens and at most to_tokens positions costs factor x its price (a windowed layer's: its ring of at "
-        "most the window) in a model whose head width is within the probed ones (GQA/MHA; an MLA layer's latent "
-        "runs other kernels); the attention-contexts probe's "
+        "(after_tokens, to_tokens, factor, head_dim_from, head_dim_to, group_from, group_to), a decoding "
+        "sequence's cache of more than after_tokens and at most to_tokens positions costs factor x its price (a "
+        "windowed layer's: its ring of at most the window) in a model whose head width and query heads per KV head "
+        "are within the probed ones (GQA/MHA; an MLA layer's latent runs other kernels); the attention-contexts probe's "
         "(calibrate.probes: the engine's decode attention alone at generic shapes over cache lengths around the "
         "powers of two; roofline.probes.attention_context_factors); None: none")
     # optional ceilings measured alongside the calibration (replace the profile's)
@@ -240,11 +240,11 @@ class Calibration(BaseModel):
     def _context_windows(cls, v):
         if v is None:
             return v
-        for lo, hi, f, d_lo, d_hi in v:
-            if not (all(math.isfinite(x) for x in (lo, hi, f, d_lo, d_hi)) and 0 <= lo < hi and 0 < f <= 10
-                    and 0 < d_lo <= d_hi):
-                raise ValueError("each window is (after_tokens, to_tokens, factor, head_dim_from, head_dim_to) with "
-                                 "0 <= after < to, 0 < factor <= 10 and 0 < head_dim_from <= head_dim_to")
+        for lo, hi, f, d_lo, d_hi, g_lo, g_hi in v:
+            if not (all(math.isfinite(x) for x in (lo, hi, f, d_lo, d_hi, g_lo, g_hi)) and 0 <= lo < hi
+                    and 0 < f <= 10 and 0 < d_lo <= d_hi and 0 < g_lo <= g_hi):
+                raise ValueError("each window is (after_tokens, to_tokens, factor, head_dim_from, head_dim_to, "
+                                 "group_from, group_to) with 0 <= after < to, 0 < factor <= 10 and 0 < from <= to")
         return v
 
     @field_validator("prefill_elementwise_bytes_per_element")

@@ -160,6 +160,8 @@ def model_entry(spec: ModelSpec) -> dict:
         "num_hidden_layers": spec.num_hidden_layers,
         "hidden_size": spec.hidden_size,
         "head_dim": spec.head_dim,  # roofline.step.head_dim_rate: the prefill attention's measured rate
+        # query heads a KV head (StepModel._context_windows: the windows' probed groups)
+        "heads_per_kv_head": spec.num_attention_heads / spec.num_key_value_heads,
         "vocab_size": spec.vocab_size,
         "widest_intermediate": spec.widest_intermediate,
         "prefill_transient_width": spec.prefill_transient_width,

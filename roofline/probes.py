@@ -469,7 +469,7 @@ def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 1
 
 
 def attention_context_factors(paths, calibration, card=None, threshold: float = 0.08,
-                              trend_tolerance: float = 0.06) -> list[tuple[float, float, float, float, float]]:
+                              trend_tolerance: float = 0.06) -> list[tuple]:
     """Windows of cache lengths where the engine's decode attention runs a slower kernel, from one
     or several attention-contexts probe files (the engine's decode attention alone at generic
     shapes over cache lengths around the powers of two). Each (shape, batch)'s measured time over
@@ -478,7 +478,8 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
     batches at each probed length; a run of consecutive probed lengths whose median is more than
     ``threshold`` above the trend is a window, from just past the probed length before it (at most
     8 positions: the engine's cache is rounded up to 8) to its last, its factor the run's pooled
-    median, and the head widths it holds for the probe's (another width's kernels are other tiles).
+    median, and the head widths and query heads a KV head it holds for: the probe's (others run
+    other tiles).
     [] where no length stands out."""
     import math
 
@@ -527,6 +528,8 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
         run = [r for t in lengths[i:j + 1] for r in residuals[t]]
         before = lengths[i - 1] if i else 0
         windows.append((float(max(before, lengths[i] - 8)), float(lengths[j]), float(math.exp(np.median(run))),
-                        float(min(p.head_dim for p in points)), float(max(p.head_dim for p in points))))
+                        float(min(p.head_dim for p in points)), float(max(p.head_dim for p in points)),
+                        float(min(p.q_heads / p.kv_heads for p in points)),
+                        float(max(p.q_heads / p.kv_heads for p in points))))
         i = j + 1
     return windows

@@ -330,10 +330,12 @@ class StepModel:
             * cal.expert_row_traffic_coeff * s_per_byte,                          # 34 routed rows' gather and combine, per token
         ))
         # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
-        # (measured at some head widths: a model of another width, or MLA, runs other kernels)
+        # (measured at some head widths and query heads a KV head: a model of other ones, or MLA, runs
+        # other kernels)
+        group = spec.num_attention_heads / spec.num_key_value_heads
         set_(self, "_context_windows", () if spec.attention_kind == "mla" else tuple(
-            (float(a), float(b), float(f)) for a, b, f, d_lo, d_hi in (cal.attention_context_factors or ())
-            if d_lo <= spec.head_dim <= d_hi))
+            (float(a), float(b), float(f)) for a, b, f, d_lo, d_hi, g_lo, g_hi in (cal.attention_context_factors or ())
+            if d_lo <= spec.head_dim <= d_hi and g_lo <= group <= g_hi))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         dtype_bytes(self.act_dtype)  # validate

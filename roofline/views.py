@@ -145,8 +145,8 @@ def fit_view(cal, output, fmt) -> str:
         if isinstance(v, dict):  # e.g. a measured rate by head width: "64: 4.527e+14, 128: 5.879e+14"
             return ", ".join(f"{k}: {x:.4g}" for k, x in v.items())
         if isinstance(v, (list, tuple)):  # windows of cache lengths: "(1024, 1088]: x1.175"
-            return ", ".join(f"({w[0]:.0f}, {w[1]:.0f}]: x{w[2]:.4g} (head width {w[3]:.0f}-{w[4]:.0f})"
-                             for w in v) or "-"
+            return ", ".join(f"({w[0]:.0f}, {w[1]:.0f}]: x{w[2]:.4g} (head width {w[3]:.0f}-{w[4]:.0f}, "
+                             f"{w[5]:.0f}-{w[6]:.0f} heads a KV head)" for w in v) or "-"
         return f"{v:.4g}"
 
     lines.append(report.table(["term", "value"], [[k, shown(v)] for k, v in terms.items()], "lr"))

@@ -225,16 +225,16 @@ def test_the_contexts_reader_finds_a_slower_kernels_window_and_its_factor(tmp_pa
     path = _contexts_probe(tmp_path, cal, card, {1040: 1.3, 1056: 1.3})
     # the window runs from just past the probed length before it (at most 8 positions: the engine
     # rounds its cache up to 8) to its last elevated length
-    ((lo, hi, f, d_lo, d_hi),) = attention_context_factors(path, cal, card)
+    ((lo, hi, f, d_lo, d_hi, g_lo, g_hi),) = attention_context_factors(path, cal, card)
     assert (lo, hi) == (1032.0, 1056.0) and f == pytest.approx(1.3, rel=0.02)
-    assert (d_lo, d_hi) == (128.0, 128.0)  # the probe's head widths
+    assert (d_lo, d_hi, g_lo, g_hi) == (128.0, 128.0, 1.0, 8.0)  # the probe's head widths and groups
     # a bump under the threshold is no window
     assert attention_context_factors(_contexts_probe(tmp_path, cal, card, {1040: 1.05}), cal, card) == []
 
 
 def test_a_decode_step_in_a_window_prices_its_attention_by_the_factor():
     base = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
-    windowed = base.model_copy(update={"attention_context_factors": [(1024.0, 1088.0, 1.25, 64.0, 128.0)]})
+    windowed = base.model_copy(update={"attention_context_factors": [(1024.0, 1088.0, 1.25, 64.0, 128.0, 1.0, 8.0)]})
     card = load_card("h200")
     spec = load_model("llama-3.1-8b")
     a, b = StepModel(spec=spec, card=card, calibration=base), StepModel(spec=spec, card=card, calibration=windowed)
@@ -253,8 +253,9 @@ def test_a_decode_step_in_a_window_prices_its_attention_by_the_factor():
     t = np.array([1000.0, 1040.0, 1100.0])
     arr = b.pass_s(decode_work(np.full(3, 64.0), 64.0 * t))
     assert list(arr) == pytest.approx([b.pass_s(decode_work(64.0, 64.0 * x)) for x in t], rel=1e-12)
-    # a model of another head width (gemma-2-9b: 256), or MLA, is priced without the window
-    for name in ("gemma-2-9b", "deepseek-v2-lite"):
+    # a model of another head width (gemma-2-9b: 256), of more query heads a KV head (falcon-7b: 71),
+    # or MLA, is priced without the window
+    for name in ("gemma-2-9b", "falcon-7b", "deepseek-v2-lite"):
         other = load_model(name)
         work = decode_work(64.0, 64.0 * 1040.0)
         assert StepModel(spec=other, card=card, calibration=windowed).pass_s(work) == \
@@ -273,6 +274,7 @@ def test_the_shipped_graph_calibration_carries_the_contexts_probes_windows():
     windows = {(w[0], w[1]): w[2:] for w in cal.attention_context_factors}
     assert windows.keys() == {(632.0, 640.0), (1024.0, 1088.0)}
     assert windows[(1024.0, 1088.0)][0] == pytest.approx(1.17, abs=0.05)
-    assert windows[(1024.0, 1088.0)][1:] == (64.0, 128.0)  # the probe's head widths
+    assert windows[(1024.0, 1088.0)][1:] == (64.0, 128.0, 1.0, 8.0)  # the probe's head widths and groups
     with pytest.raises(ValidationError, match="after < to"):
-        Calibration(card="h200", engine="graph", attention_context_factors=[(1088.0, 1024.0, 1.2, 64.0, 128.0)])
+        Calibration(card="h200", engine="graph",
+                    attention_context_factors=[(1088.0, 1024.0, 1.2, 64.0, 128.0, 1.0, 8.0)])

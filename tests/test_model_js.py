@@ -67,8 +67,8 @@ SYNTHETIC = dict(
     # cache lengths whose decode attention runs a slower kernel: deepseek-v2-lite at 3,000 + 300 and
     # qwen3-30b-a3b at 9,000 + 64 decode inside them (gemma-3-4b's windowed layers' ring of 1,024 too)
     # (the second for 64-128-wide heads only: qwen2.5-7b's 128; gpt-oss-20b's 64; MLA never)
-    attention_context_factors=[[1000.0, 1100.0, 1.3, 64.0, 256.0], [3000.0, 3400.0, 1.2, 64.0, 128.0],
-                               [9000.0, 9100.0, 1.15, 100.0, 256.0]],
+    attention_context_factors=[[1000.0, 1100.0, 1.3, 64.0, 256.0, 1.0, 8.0], [3000.0, 3400.0, 1.2, 64.0, 128.0, 1.0, 16.0],
+                               [9000.0, 9100.0, 1.15, 100.0, 256.0, 1.0, 8.0]],
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and

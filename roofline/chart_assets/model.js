@@ -237,10 +237,11 @@ var RooflineModel = (function () {
       m.peak = card.matmul_peak_flop_per_s[wd];
       if (cal.measured_peak_flop_per_s) m.peak = m.peak * cal.measured_peak_flop_per_s / card.peak_flop_per_s;
       m.balance = m.peak / m.bw;
-      // StepModel._context_windows: the windows measured at this head width (none for MLA)
+      // StepModel._context_windows: the windows measured at this head width and group (none for MLA)
       var mla = model.attention_groups.some(function (g) { return g.kind === "mla"; });
+      var group = model.heads_per_kv_head;
       m.contextWindows = mla ? [] : (cal.attention_context_factors || []).filter(function (w) {
-        return w[3] <= model.head_dim && model.head_dim <= w[4];
+        return w[3] <= model.head_dim && model.head_dim <= w[4] && w[5] <= group && group <= w[6];
       });
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
