@@ -477,10 +477,12 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
     points more than ``trend_tolerance`` off it left out); the residuals' median over shapes and
     batches at each probed length; a run of consecutive probed lengths whose median is more than
     ``threshold`` above the trend is a window, from just past the probed length before it (at most
-    8 positions: the engine's cache is rounded up to 8) to its last, its factor the run's pooled
-    median, and the head widths and query heads a KV head it holds for: the probe's (others run
-    other tiles).
-    [] where no length stands out."""
+    8 positions: the engine's cache is rounded up to 8) to its last. Its factor is taken at the
+    probe's largest batch, where the attention's time is its work (at small batches a fixed launch
+    time that the step model prices in the layer's overhead dilutes the slowdown): the median of
+    the run's residuals there, one factor per probed head width, each holding from the geometric
+    midpoint to the next width's; and only for the probe's query heads a KV head (others run other
+    tiles). [] where no length stands out."""
     import math
 
     import numpy as np
@@ -499,7 +501,11 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
             series.setdefault((p.q_heads, p.kv_heads, p.head_dim, p.batch), {})[p.context_tokens] = \
                 math.log(p.seconds / s)
     residuals: dict[int, list[float]] = {}
-    for by in series.values():
+    at_width: dict[tuple[int, int], list[float]] = {}  # (head width, length): the largest batch's residuals
+    largest = {}
+    for q, kv, d, b in series:
+        largest[d] = max(largest.get(d, 0), b)
+    for (q, kv, d, b), by in series.items():
         if len(by) < 5:
             continue
         t = np.array(sorted(by), dtype=float)
@@ -513,6 +519,8 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
                 break
         for ti, ri in zip(t, r):
             residuals.setdefault(int(ti), []).append(float(ri))
+            if b == largest[d]:
+                at_width.setdefault((d, int(ti)), []).append(float(ri))
     if not residuals:
         raise RooflineError("the attention-contexts probe has no shape and batch timed at five cache lengths or more")
     lengths = sorted(residuals)
@@ -525,11 +533,16 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
         j = i
         while j + 1 < len(lengths) and high[j + 1]:
             j += 1
-        run = [r for t in lengths[i:j + 1] for r in residuals[t]]
         before = lengths[i - 1] if i else 0
-        windows.append((float(max(before, lengths[i] - 8)), float(lengths[j]), float(math.exp(np.median(run))),
-                        float(min(p.head_dim for p in points)), float(max(p.head_dim for p in points)),
-                        float(min(p.q_heads / p.kv_heads for p in points)),
-                        float(max(p.q_heads / p.kv_heads for p in points))))
+        groups = (float(min(p.q_heads / p.kv_heads for p in points)), float(max(p.q_heads / p.kv_heads for p in points)))
+        widths = sorted(largest)
+        for k, d in enumerate(widths):
+            run = [r for t in lengths[i:j + 1] for r in at_width.get((d, t), [])]
+            if not run:
+                continue
+            d_lo = float(d) if k == 0 else math.sqrt(widths[k - 1] * d)
+            d_hi = float(d) if k == len(widths) - 1 else math.sqrt(d * widths[k + 1])
+            windows.append((float(max(before, lengths[i] - 8)), float(lengths[j]), float(math.exp(np.median(run))),
+                            d_lo, d_hi, *groups))
         i = j + 1
     return windows
