@@ -562,6 +562,11 @@ def main() -> None:
         "(written after this check saw falcon-7b; its rows are back at 3.5-5.4%). The table is with both rules "
         "(llama-3.2-1b at 4.1% and 5.1%):\n\n",
         per_model_context(compare(f"{M}/h200-graph-check-call44.csv", GRAPH)),
+        "\nDevice call 45 (`h200-graph-check-call45.csv`, after the per-width factors were committed): qwen2.5-0.5b "
+        "(64-wide heads), qwen2.5-3b and llama-3.2-3b at 512 + 128 and 1,024 + 48 (1,072 positions), never "
+        "measured there. Without the windows 1.6-6.1% TPOT MAPE (qwen2.5-0.5b -19% at batch 256 at 1,072); with "
+        "one median factor 1.1-4.5%; with the per-width factors:\n\n",
+        per_model_context(compare(f"{M}/h200-graph-check-call45.csv", GRAPH)),
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",

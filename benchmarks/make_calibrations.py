@@ -84,6 +84,7 @@ def main() -> None:
     check40, moe40 = M / "h200-graph-check-call40.csv", M / "h200-graph-moe-check-call40.csv"
     check43 = M / "h200-graph-check-call43.csv"  # after the attention-contexts windows (call 43: 640 and 1,056 positions)
     check44 = M / "h200-graph-check-call44.csv"  # and 640, 1,088, 1,128 positions (call 44)
+    check45 = M / "h200-graph-check-call45.csv"  # and after the per-width factors (call 45)
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -92,10 +93,10 @@ def main() -> None:
             + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"]
             + [r for f in check26 for r in read_measurements(f)] + read_measurements(check29)
             + read_measurements(check32) + read_measurements(check40) + read_measurements(check43)
-            + read_measurements(check44),
+            + read_measurements(check44) + read_measurements(check45),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
-            + [check29.name, check32.name, check40.name, check43.name, check44.name]),
+            + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
