@@ -19,6 +19,11 @@ where ``a (+)p b = (a^p + b^p)^(1/p)`` (``pnorm``): p = 1 adds the terms, a larg
 max. BW' is the bandwidth ceiling times the calibration's bandwidth efficiency; peak' the compute
 ceiling times the efficiency of the kernel family (decode matmuls, decode attention, prefill).
 Uncalibrated, each family is a pure roofline max(bytes/BW, FLOPs/peak) and there is no overhead.
+Calibrated, the overhead is a fixed time a step and a layer, plus a fixed time a layer for each
+feature whose own kernels the layer runs (q/k norms, MLA's decode, shared experts, gpt-oss's MoE
+layer: ``Calibration.layer_feature_overhead_s``); a decoding sequence whose cache length is in one
+of the engine's slower-kernel windows has its attention priced up by that window's factor
+(``Calibration.attention_context_factors``).
 
 The weights a pass reads: every dense weight, and of each mixture-of-experts layer only the
 experts its tokens were routed to (``experts_touched``). The KV it reads: full-attention layers
@@ -244,8 +249,9 @@ class StepModel:
         # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
         # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak
         set_(self, "peak_flop_per_s", matmul_peak(self.card, wd, cal.measured_peak_flop_per_s).flop_per_s)
-        # a layer with q/k norms (or gpt-oss's MoE layer) runs kernels of its own: a fixed time each
-        # such layer, measured by the layer-features probe (Calibration.layer_feature_overhead_s)
+        # a layer with q/k norms, MLA's absorbed decode, shared experts or gpt-oss's MoE layer runs
+        # kernels of its own: a fixed time each such layer, measured by the layer-features probe
+        # (Calibration.layer_feature_overhead_s)
         features = cal.layer_feature_overhead_s or {}
         feature_s = sum(float(features.get(k, 0.0)) * n for k, n in spec.decode_layer_features.items())
         set_(self, "decode_overhead_s", cal.step_overhead_s + cal.layer_overhead_s * spec.num_hidden_layers
