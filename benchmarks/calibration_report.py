@@ -296,40 +296,28 @@ def layer_features_section() -> str:
     from roofline import api
     from roofline.calibration import load_calibration
     from roofline.hardware import load_card
-    from roofline.probes import variant_spec
-    from roofline.step import StepModel, decode_work
+    from roofline.probes import priced_per_layer_s, read_layer_features
 
     cal, card = load_calibration(ROOT / GRAPH), load_card("h200")
-    per: dict = defaultdict(dict)
-    grid = {}
-    for k, name in enumerate(LAYER_FEATURE_PROBES):
-        data = json.loads((ROOT / f"{M}/{name}").read_text())
-        grid.update({(m, v): tuple(map(tuple, o)) for m, v, o in data["grid"]["models"]})
-        for p in data["points"]:
-            per[(p["model"], p["variant"], p["batch"], k)][p["layers"]] = (p["step_s"], p["context"])
+    runs = read_layer_features([ROOT / f"{M}/{name}" for name in LAYER_FEATURE_PROBES])
 
-    def slope(model, variant, batch, k, priced=False):
-        by = per[(model, variant, batch, k)]
-        lo, hi = min(by), max(by)
-        if not priced:
-            return (by[hi][0] - by[lo][0]) / (hi - lo)
-        ctx = by[hi][1]
-        t = [float(StepModel(spec=variant_spec(model, grid[(model, variant)], n), card=card, calibration=cal)
-                   .pass_s(decode_work(batch, batch * ctx))) for n in (lo, hi)]
-        return (t[1] - t[0]) / (hi - lo)
+    def measured(model, variant, batch, k):
+        return runs.per_layer_s(model, variant, batch, k)[0]
 
-    refs = {"heads 32/32 x 128 qk_norm": "heads 32/32 x 128", "mla shared": "mla"}
+    def priced(model, variant, batch):
+        _, layers, context = runs.per_layer_s(model, variant, batch, 0)
+        return priced_per_layer_s(cal, card, model, runs.grid[(model, variant)], layers, batch, context)
+
     rows = []
-    for (model, variant) in grid:
+    for (model, variant) in runs.grid:
         if not variant:
             continue
-        ref = refs.get(variant, "")
-        keys = sorted({(b, k) for (m, v, b, k) in per if m == model and v == variant and b <= 16})
-        meas = statistics.median(slope(model, variant, b, k) - slope(model, ref, b, k) for b, k in keys)
-        priced = statistics.median(slope(model, variant, b, 0, True) - slope(model, ref, b, 0, True)
-                                   for b in sorted({b for b, _ in keys}))
-        big = [slope(model, variant, b, 0) - slope(model, ref, b, 0) for b in (64, 256)]
-        rows.append([f"{model} {variant}", ref or "the model", f"{meas * 1e6:+.1f}", f"{priced * 1e6:+.1f}",
+        ref = runs.reference(model, variant)
+        keys = sorted({(b, k) for (m, v, b, k) in runs.cuts if m == model and v == variant and b <= 16})
+        meas = statistics.median(measured(model, variant, b, k) - measured(model, ref, b, k) for b, k in keys)
+        price = statistics.median(priced(model, variant, b) - priced(model, ref, b) for b in sorted({b for b, _ in keys}))
+        big = [measured(model, variant, b, 0) - measured(model, ref, b, 0) for b in (64, 256)]
+        rows.append([f"{model} {variant}", ref or "the model", f"{meas * 1e6:+.1f}", f"{price * 1e6:+.1f}",
                      " / ".join(f"{x * 1e6:+.0f}" for x in big)])
     probe = table(["variant", "against", "measured us a layer (batches 1-16)", "priced (shipped calibration)",
                    "measured at batches 64 / 256"], rows)
@@ -351,36 +339,23 @@ def layer_features_section() -> str:
 def contexts_section() -> str:
     """The attention-contexts probe: at each probed cache length, the median (and range) over shapes
     and batches of the measured attention's residual from its trend in log length, against the
-    shipped calibration's price without its windows."""
-    import math
-
+    shipped calibration's price without its windows (roofline.probes.attention_context_residuals)."""
     from roofline.calibration import load_calibration
-    from roofline.fitting import _probe_attention_s, _probe_models
     from roofline.hardware import load_card
-    from roofline.probes import attention_points
+    from roofline.probes import attention_context_residuals, attention_points
 
-    cal, card = load_calibration(ROOT / GRAPH), load_card("h200")
-    plain = cal.model_copy(update={"attention_context_factors": None})
-    pts = attention_points(ROOT / f"{M}/h200-probe-attention-contexts.json")
-    priced = _probe_attention_s(card, plain, _probe_models(card, pts), pts)
-    series: dict = defaultdict(dict)
-    for p, s in zip(pts, priced):
-        series[(p.shape, p.batch)][p.context_tokens] = math.log(p.seconds / s)
+    cal = load_calibration(ROOT / GRAPH)
+    series = attention_context_residuals(attention_points(ROOT / f"{M}/h200-probe-attention-contexts.json"), cal,
+                                         load_card("h200"))
     res: dict = defaultdict(list)
     for by in series.values():
-        t = np.array(sorted(by), dtype=float)
-        y = np.array([by[int(x)] for x in t])
-        x, keep = np.log(t), np.ones(len(t), dtype=bool)
-        for _ in range(3):
-            r = y - np.polyval(np.polyfit(x[keep], y[keep], 2), x)
-            keep = np.abs(r) < 0.06
-        for ti, ri in zip(t, r):
-            res[int(ti)].append(ri)
+        for t, r in by.items():
+            res[t].append(r)
     windows = cal.attention_context_factors or []
     rows = []
     for t in sorted(res):
         v = np.array(res[t])
-        inside = next((f"x{w[2]:.3f}" for w in windows if w[0] < t <= w[1]), "")
+        inside = " / ".join(f"x{w[2]:.3f} (heads {w[3]:.0f}-{w[4]:.0f} wide)" for w in windows if w[0] < t <= w[1])
         rows.append([f"{t:,}", signed(float(np.exp(np.median(v)) - 1)), signed(float(np.exp(v.min()) - 1)),
                      signed(float(np.exp(v.max()) - 1)), len(v), inside])
     return table(["cache positions", "median over shapes and batches", "least", "most", "series",

@@ -617,21 +617,12 @@ TINY_KERNELS = KernelsGrid(points=(("tiny-qwen2", 1, 2, 16), ("tiny-gpt-oss", 2,
 
 
 def _cut_config(name: str, layers: int, overrides=()) -> dict:
-    """``name``'s config.json with ``overrides`` and cut to its first ``layers`` layers (the per-layer
-    lists cut alike; Gemma 3's nested text_config too)."""
+    """``name``'s config.json with ``overrides`` and cut to its first ``layers`` layers
+    (roofline.probes.cut_config: what roofline prices a probe point's model as)."""
     from calibrate.configs import load_model_config
+    from roofline.probes import cut_config
 
-    def cut(c: dict) -> dict:
-        c = {**c, "num_hidden_layers": layers}
-        for key in ("layer_types", "max_window_layers"):
-            if isinstance(c.get(key), list):
-                c[key] = c[key][:layers]
-        return c
-
-    config = cut({**load_model_config(name), **dict(overrides)})
-    if isinstance(config.get("text_config"), dict):
-        config["text_config"] = cut(config["text_config"])
-    return config
+    return cut_config(load_model_config(name), layers, overrides)
 
 
 def kernels_probe(device: str, grid: KernelsGrid, out_path: Path, deadline: float | None,

@@ -517,16 +517,10 @@ def fit(
                 per["clamped_intermediate"] = per.get("gated_intermediate", 0.0) + \
                     clamped_activation_extra_s_per_element(moe_probe) * ceiling
                 held["prefill_elementwise_bytes_per_element"] = per
-        if _paths(layer_features_probe):  # with a base: priced by it, set before the MoE fit
-            from roofline.probes import layer_feature_seconds
-
-            held = {**(held or {}), "layer_feature_overhead_s": layer_feature_seconds(
-                _paths(layer_features_probe), base_cal, card_p)}
-        if _paths(attention_contexts_probe):
-            from roofline.probes import attention_context_factors
-
-            held = {**(held or {}), "attention_context_factors": attention_context_factors(
-                _paths(attention_contexts_probe), base_cal, card_p)}
+        # with a base: priced by it, set before the MoE fit
+        priced = _priced_probe_tables(layer_features_probe, attention_contexts_probe, base_cal, card_p)
+        if priced:
+            held = {**(held or {}), **priced}
         cal = fit_extra_terms(base_cal, rows, card_p, source=source, fixed=held)
     else:
         cal = fit_calibration(
@@ -534,27 +528,28 @@ def fit(
             tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link, layers_probe=cuts,
             fixed=fixed or None,
         )
-        if _paths(layer_features_probe):
-            # the features' own time, net of what the fitted terms price a variant's shape change at;
-            # the models fitted on have none of the features, so the fit does not depend on it
-            from roofline.probes import layer_feature_seconds
-
-            features = layer_feature_seconds(_paths(layer_features_probe), cal, card_p)
-            report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}),
-                                                  "layer_feature_overhead_s": features}}
-            cal = cal.model_copy(update={"layer_feature_overhead_s": features, "fit_report": report})
-        if _paths(attention_contexts_probe):
-            # the probe's windows against the fitted attention terms' price (no fitted context falls
-            # in one: the fit does not depend on them)
-            from roofline.probes import attention_context_factors
-
-            windows = attention_context_factors(_paths(attention_contexts_probe), cal, card_p)
-            report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}),
-                                                  "attention_context_factors": windows}}
-            cal = cal.model_copy(update={"attention_context_factors": windows, "fit_report": report})
+        # against the fitted terms' price; the models fitted on have none of the features and no
+        # fitted context falls in a window, so the fit does not depend on them
+        priced = _priced_probe_tables(layer_features_probe, attention_contexts_probe, cal, card_p)
+        if priced:
+            report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}), **priced}}
+            cal = cal.model_copy(update={**priced, "fit_report": report})
     if output is not None:
         save_calibration(cal, output)
     return cal
+
+
+def _priced_probe_tables(layer_features_probe, attention_contexts_probe, cal, card) -> dict:
+    """The calibration fields of the probes read against ``cal``'s price: the layer features' own
+    time (``layer_feature_overhead_s``) and the slower-kernel windows (``attention_context_factors``)."""
+    from roofline.probes import attention_context_factors, layer_feature_seconds
+
+    out = {}
+    if _paths(layer_features_probe):
+        out["layer_feature_overhead_s"] = layer_feature_seconds(_paths(layer_features_probe), cal, card)
+    if _paths(attention_contexts_probe):
+        out["attention_context_factors"] = attention_context_factors(_paths(attention_contexts_probe), cal, card)
+    return out
 
 
 def _paths(files) -> list:

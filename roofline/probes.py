@@ -11,6 +11,7 @@ time into the step's own and each layer's (models of 28-32 layers alone cannot).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from roofline.atomic import read_json
@@ -333,14 +334,10 @@ def moe_grouped_flop_per_s(path: str | Path, models, min_tokens: int = 16384) ->
 LAYER_FEATURES = ("qk_norm", "mla", "shared_experts", "biased_experts")
 
 
-def variant_spec(model: str, overrides=(), layers: int | None = None):
-    """The ModelSpec of catalog ``model``'s config.json with ``overrides`` ((key, value) pairs) applied
-    and, given ``layers``, cut to its first ``layers`` layers (per-layer lists cut alike), as the
-    layers and layer-features probes build their engines (calibrate.probes._cut_config)."""
-    import json
-
-    from roofline.model_spec import ModelSpec, resolve_model_config_path
-
+def cut_config(config: dict, layers: int | None = None, overrides=()) -> dict:
+    """``config`` (a config.json's dict) with ``overrides`` ((key, value) pairs) applied and, given
+    ``layers``, cut to its first ``layers`` layers (the per-layer lists cut alike; Gemma 3's nested
+    text_config too): how the layers and layer-features probes build their engines."""
     def cut(c: dict) -> dict:
         if layers is None:
             return c
@@ -350,32 +347,69 @@ def variant_spec(model: str, overrides=(), layers: int | None = None):
                 c[key] = c[key][:layers]
         return c
 
-    config = cut({**json.loads(resolve_model_config_path(model).read_text()), **dict(overrides)})
+    config = cut({**config, **dict(overrides)})
     if isinstance(config.get("text_config"), dict):
         config["text_config"] = cut(config["text_config"])
-    return ModelSpec.from_config_dict(config, model)
+    return config
 
 
-def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 16) -> dict[str, float]:
-    """{feature: seconds per layer} from one or several layer-features probe files. At each fitted
-    model's shape and each batch up to ``max_batch`` (where a feature's kernels cost a fixed time), a
-    variant's per-layer step time (its two layer cuts' difference over their layer counts) minus its
-    reference's, less what ``calibration`` (on ``card``; its feature terms left out) prices that
-    difference at (the bytes and FLOPs a variant adds or removes: MLA's latent cache, shared experts'
-    weights). Each variant's median of these over the batches and files is one equation in the
-    variant's features minus its reference's (per layer, from roofline's own config reader: the
-    features the step model prices); least squares over the equations, clipped at 0. A variant's
-    reference is its model where that has the variant's head shape, else the sibling of that shape
-    listed before it in the grid (MHA with q/k norms: MHA). Without a calibration the price
-    difference is taken as 0. Variants that switch no feature (MHA, head widths: evidence for other
-    terms) are left out."""
-    import statistics
+def variant_spec(model: str, overrides=(), layers: int | None = None):
+    """The ModelSpec of catalog ``model``'s config.json, ``cut_config`` with ``overrides`` and ``layers``."""
+    import json
 
-    import numpy as np
+    from roofline.model_spec import ModelSpec, resolve_model_config_path
 
+    config = json.loads(resolve_model_config_path(model).read_text())
+    return ModelSpec.from_config_dict(cut_config(config, layers, overrides), model)
+
+
+@dataclass(frozen=True)
+class LayerFeaturesRuns:
+    """One or several layer-features probe files, read: ``grid`` {(model, variant): overrides},
+    ``cuts`` {(model, variant, batch, file index): {layers: (step seconds, context)}}."""
+
+    files: tuple
+    grid: dict
+    cuts: dict
+
+    def per_layer_s(self, model: str, variant: str, batch: int, k: int):
+        """(seconds a layer: the two cuts' difference over their layer counts, (fewer, more layers),
+        context) of one variant at one batch in file ``k``; None without two cuts."""
+        by = self.cuts.get((model, variant, batch, k), {})
+        if len(by) < 2:
+            return None
+        lo, hi = min(by), max(by)
+        return (by[hi][0] - by[lo][0]) / (hi - lo), (lo, hi), by[hi][1]
+
+    def features(self, model: str, variant: str):
+        """(each LAYER_FEATURES feature's share of the variant's layers, its head shape)."""
+        return _variant_features(model, self.grid[(model, variant)])
+
+    def reference(self, model: str, variant: str) -> str:
+        """What a variant is compared with: its model where that has the variant's head shape, else
+        the sibling of that shape listed before it in the grid that differs in the fewest features
+        (MHA with q/k norms: MHA), else its model."""
+        f_v, shape_v = self.features(model, variant)
+        if self.features(model, "")[1] == shape_v:
+            return ""
+        best = None
+        for m, w in self.grid:
+            if (m, w) == (model, variant):
+                break
+            if m != model or self.features(m, w)[1] != shape_v:
+                continue
+            n = sum(a != b for a, b in zip(f_v, self.features(m, w)[0]))
+            if n and (best is None or n < best[0]):
+                best = (n, w)
+        return best[1] if best else ""
+
+
+def read_layer_features(paths) -> LayerFeaturesRuns:
+    """One or several layer-features probe files (their points pooled; a variant must have the same
+    overrides in each)."""
     grid: dict[tuple, tuple] = {}
     cuts: dict[tuple, dict[int, tuple[float, int]]] = {}
-    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    files = tuple([paths] if isinstance(paths, (str, Path)) else list(paths))
     for k, path in enumerate(files):
         data = read_json(Path(path), "layer-features probe")
         if not isinstance(data, dict) or data.get("probe") != "layer-features" or not isinstance(data.get("points"), list):
@@ -391,98 +425,90 @@ def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 1
         except (KeyError, TypeError, ValueError):
             raise RooflineError(f"{path}: a point or the grid lacks model, variant, layers, batch, context or "
                                 f"step_s") from None
-    step = None
+    return LayerFeaturesRuns(files, grid, cuts)
+
+
+@lru_cache(maxsize=None)
+def _variant_features(model: str, overrides: tuple):
+    spec = variant_spec(model, overrides)
+    n = spec.decode_layer_features
+    return ([n.get(f, 0) / spec.num_hidden_layers for f in LAYER_FEATURES],
+            (spec.attention_kind, spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim))
+
+
+def priced_per_layer_s(calibration, card, model: str, overrides, layers: tuple[int, int], batch: int,
+                       context: int) -> float:
+    """What ``calibration`` prices a layer of ``model`` (with ``overrides``) at: its decode step cut
+    to the two layer counts, the difference over their counts (as the probes measure it)."""
+    from roofline.step import StepModel, decode_work
+
+    lo, hi = layers
+    t = [float(StepModel(spec=variant_spec(model, overrides, n), card=card, calibration=calibration)
+               .pass_s(decode_work(batch, batch * context))) for n in (lo, hi)]
+    return (t[1] - t[0]) / (hi - lo)
+
+
+def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 16) -> dict[str, float]:
+    """{feature: seconds per layer} from one or several layer-features probe files. At each fitted
+    model's shape and each batch up to ``max_batch`` (where a feature's kernels cost a fixed time), a
+    variant's per-layer step time (its two layer cuts' difference over their layer counts) minus its
+    reference's (LayerFeaturesRuns.reference), less what ``calibration`` (on ``card``; its feature
+    terms left out) prices that difference at (the bytes and FLOPs a variant adds or removes: MLA's
+    latent cache, shared experts' weights). Each variant's median of these over the batches and
+    files is one equation in the variant's features minus its reference's (per layer, from
+    roofline's own config reader: the features the step model prices); least squares over the
+    equations, clipped at 0. Without a calibration the price difference is taken as 0. Variants
+    that switch no feature (MHA, head widths: evidence for other terms) are left out."""
+    import statistics
+
+    import numpy as np
+
+    runs = read_layer_features(paths)
+    cal = card_p = None
     if calibration is not None:
         from roofline.hardware import load_card
-        from roofline.step import StepModel, decode_work
 
         cal = calibration.model_copy(update={"layer_feature_overhead_s": None})
         card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or cal.card)
 
-        def priced(model, variant, layers, batch, context):
-            sm = StepModel(spec=variant_spec(model, grid[(model, variant)], layers), card=card_p, calibration=cal)
-            return float(sm.pass_s(decode_work(batch, batch * context)))
-
-        step = priced
-
-    def per_layer(model, variant, batch, k):
-        by = cuts.get((model, variant, batch, k), {})
-        if len(by) < 2:
-            return None
-        lo, hi = min(by), max(by)
-        measured = (by[hi][0] - by[lo][0]) / (hi - lo)
-        if step is None:
-            return measured
-        context = by[hi][1]
-        return measured - (step(model, variant, hi, batch, context) - step(model, variant, lo, batch, context)) / (hi - lo)
-
-    specs: dict[tuple, tuple] = {}
-
-    def features(model, variant):
-        if (model, variant) not in specs:
-            spec = variant_spec(model, grid[(model, variant)])
-            n = spec.decode_layer_features
-            specs[(model, variant)] = ([n.get(f, 0) / spec.num_hidden_layers for f in LAYER_FEATURES],
-                                       (spec.attention_kind, spec.num_attention_heads, spec.num_key_value_heads,
-                                        spec.head_dim))
-        return specs[(model, variant)]
-
-    def reference(model, variant):
-        f_v, shape_v = features(model, variant)
-        if features(model, "")[1] == shape_v:
-            return ""
-        best = None
-        for m, w in grid:
-            if (m, w) == (model, variant):
-                break
-            if m != model or features(m, w)[1] != shape_v:
-                continue
-            n = sum(a != b for a, b in zip(f_v, features(m, w)[0]))
-            if n and (best is None or n < best[0]):
-                best = (n, w)
-        return best[1] if best else ""
+    def net(model, variant, batch, k):
+        got = runs.per_layer_s(model, variant, batch, k)
+        if got is None or cal is None:
+            return None if got is None else got[0]
+        seconds, layers, context = got
+        return seconds - priced_per_layer_s(cal, card_p, model, runs.grid[(model, variant)], layers, batch, context)
 
     rows, deltas = [], []
-    for model, variant in grid:
-        if not variant or (model, "") not in grid:
+    for model, variant in runs.grid:
+        if not variant or (model, "") not in runs.grid:
             continue
-        ref = reference(model, variant)
-        df = [a - b for a, b in zip(features(model, variant)[0], features(model, ref)[0])]
+        ref = runs.reference(model, variant)
+        df = [a - b for a, b in zip(runs.features(model, variant)[0], runs.features(model, ref)[0])]
         if not any(df):
             continue
         diffs = []
-        for (m, v, batch, k) in sorted(cuts):
+        for (m, v, batch, k) in sorted(runs.cuts):
             if m == model and v == variant and batch <= max_batch:
-                s_v, s_0 = per_layer(model, variant, batch, k), per_layer(model, ref, batch, k)
+                s_v, s_0 = net(model, variant, batch, k), net(model, ref, batch, k)
                 if s_v is not None and s_0 is not None:
                     diffs.append(s_v - s_0)
         if diffs:
             rows.append(df)
             deltas.append(statistics.median(diffs))
     if not rows:
-        raise RooflineError(f"{', '.join(map(str, files))}: no variant with a feature switched on at its model's "
-                            f"shape, timed at two layer counts at a batch of at most {max_batch}")
+        raise RooflineError(f"{', '.join(map(str, runs.files))}: no variant with a feature switched on at its "
+                            f"model's shape, timed at two layer counts at a batch of at most {max_batch}")
     a, b = np.array(rows, dtype=float), np.array(deltas, dtype=float)
     seen = [j for j in range(len(LAYER_FEATURES)) if np.any(a[:, j])]
     x, *_ = np.linalg.lstsq(a[:, seen], b, rcond=None)
     return {LAYER_FEATURES[j]: max(0.0, float(v)) for j, v in zip(seen, x)}
 
 
-def attention_context_factors(paths, calibration, card=None, threshold: float = 0.08,
-                              trend_tolerance: float = 0.06) -> list[tuple]:
-    """Windows of cache lengths where the engine's decode attention runs a slower kernel, from one
-    or several attention-contexts probe files (the engine's decode attention alone at generic
-    shapes over cache lengths around the powers of two). Each (shape, batch)'s measured time over
-    ``calibration``'s price is followed in log cache length by a quadratic trend (three passes,
-    points more than ``trend_tolerance`` off it left out); the residuals' median over shapes and
-    batches at each probed length; a run of consecutive probed lengths whose median is more than
-    ``threshold`` above the trend is a window, from just past the probed length before it (at most
-    8 positions: the engine's cache is rounded up to 8) to its last. Its factor is taken at the
-    probe's largest batch, where the attention's time is its work (at small batches a fixed launch
-    time that the step model prices in the layer's overhead dilutes the slowdown): the median of
-    the run's residuals there, one factor per probed head width, each holding from the geometric
-    midpoint to the next width's; and only for the probe's query heads a KV head (others run other
-    tiles). [] where no length stands out."""
+def attention_context_residuals(points, calibration, card=None, trend_tolerance: float = 0.06) -> dict:
+    """{(query heads, KV heads, head width, batch): {cache length: log residual}} of attention probe
+    points: each series' measured time over ``calibration``'s price (its windows left out), less a
+    quadratic trend in log length (three passes, points more than ``trend_tolerance`` off it left
+    out of the trend); series of fewer than five lengths are left out."""
     import math
 
     import numpy as np
@@ -490,8 +516,6 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
     from roofline.fitting import _probe_attention_s, _probe_models
     from roofline.hardware import load_card
 
-    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
-              for p in attention_points(f, "graph_attention")]
     card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
     cal = calibration.model_copy(update={"attention_context_factors": None})
     priced = _probe_attention_s(card_p, cal, _probe_models(card_p, points), points)
@@ -500,12 +524,8 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
         if s > 0 and p.seconds > 0:
             series.setdefault((p.q_heads, p.kv_heads, p.head_dim, p.batch), {})[p.context_tokens] = \
                 math.log(p.seconds / s)
-    residuals: dict[int, list[float]] = {}
-    at_width: dict[tuple[int, int], list[float]] = {}  # (head width, length): the largest batch's residuals
-    largest = {}
-    for q, kv, d, b in series:
-        largest[d] = max(largest.get(d, 0), b)
-    for (q, kv, d, b), by in series.items():
+    out = {}
+    for key, by in series.items():
         if len(by) < 5:
             continue
         t = np.array(sorted(by), dtype=float)
@@ -517,10 +537,43 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
             keep = np.abs(r) < trend_tolerance
             if keep.sum() < 3:
                 break
-        for ti, ri in zip(t, r):
-            residuals.setdefault(int(ti), []).append(float(ri))
+        out[key] = {int(ti): float(ri) for ti, ri in zip(t, r)}
+    return out
+
+
+def attention_context_factors(paths, calibration, card=None, threshold: float = 0.08,
+                              trend_tolerance: float = 0.06) -> list[tuple]:
+    """Windows of cache lengths where the engine's decode attention runs a slower kernel, from one
+    or several attention-contexts probe files (the engine's decode attention alone at generic
+    shapes over cache lengths around the powers of two). Each (shape, batch)'s residual from its
+    trend (attention_context_residuals); their median over shapes and batches at each probed
+    length; a run of consecutive probed lengths whose median is more than
+    ``threshold`` above the trend is a window, from just past the probed length before it (at most
+    8 positions: the engine's cache is rounded up to 8) to its last. Its factor is taken at the
+    probe's largest batch, where the attention's time is its work (at small batches a fixed launch
+    time that the step model prices in the layer's overhead dilutes the slowdown): the median of
+    the run's residuals there, one factor per probed head width, each holding from the geometric
+    midpoint to the next width's; and only for the probe's query heads a KV head (others run other
+    tiles). [] where no length stands out."""
+    import math
+
+    import numpy as np
+
+    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
+              for p in attention_points(f, "graph_attention")]
+    series = attention_context_residuals(points, calibration, card, trend_tolerance)
+    residuals: dict[int, list[float]] = {}
+    at_width: dict[tuple[int, int], list[float]] = {}  # (head width, length): the largest batch's residuals
+    largest = {}
+    for q, kv, d, b in series:
+        largest[d] = max(largest.get(d, 0), b)
+    widths = sorted(largest)
+    groups = (float(min(p.q_heads / p.kv_heads for p in points)), float(max(p.q_heads / p.kv_heads for p in points)))
+    for (q, kv, d, b), by in series.items():
+        for ti, ri in by.items():
+            residuals.setdefault(ti, []).append(ri)
             if b == largest[d]:
-                at_width.setdefault((d, int(ti)), []).append(float(ri))
+                at_width.setdefault((d, ti), []).append(ri)
     if not residuals:
         raise RooflineError("the attention-contexts probe has no shape and batch timed at five cache lengths or more")
     lengths = sorted(residuals)
@@ -534,8 +587,6 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
         while j + 1 < len(lengths) and high[j + 1]:
             j += 1
         before = lengths[i - 1] if i else 0
-        groups = (float(min(p.q_heads / p.kv_heads for p in points)), float(max(p.q_heads / p.kv_heads for p in points)))
-        widths = sorted(largest)
         for k, d in enumerate(widths):
             run = [r for t in lengths[i:j + 1] for r in at_width.get((d, t), [])]
             if not run:

@@ -411,12 +411,14 @@ class StepModel:
         """pass_parts as a plain tuple: the formula, written once for floats and arrays alike."""
         d, kv, p, pairs, rows, kvw, pairsw = work
         c = self._c
-        if kvw is None:
+        uncapped = kvw is None  # the windowed layers read what the full ones do
+        if uncapped:
             kvw = kv
         if pairsw is None:
             pairsw = pairs
         if self._context_windows:  # a cache length in a slower kernel's window (windowed layers: their ring's)
-            kv, kvw = kv * self._context_factor(kv, d), kvw * self._context_factor(kvw, d)
+            f = self._context_factor(kv, d)
+            kv, kvw = kv * f, kvw * (f if uncapped else self._context_factor(kvw, d))
         matmul_memory = c[2]
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
         if c[21]:

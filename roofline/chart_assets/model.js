@@ -372,8 +372,9 @@ var RooflineModel = (function () {
       var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
       // StepModel._context_factor: a cache length in a slower kernel's window (attention_context_factors)
       if (m.contextWindows.length) {
-        kvw = kvw * contextFactor(m, kvw, d);
-        kv = kv * contextFactor(m, kv, d);
+        var f = contextFactor(m, kv, d);
+        kvw = kvw * (w.kvw === null ? f : contextFactor(m, kvw, d));
+        kv = kv * f;
       }
       var matmulMemory = c[2];
       var matmulCompute = d * c[3] + p * c[4] + rows * c[5];
