@@ -532,7 +532,7 @@ class ModelSpec(BaseModel):
         inter = float(sum(self.active_intermediate_per_layer))
         mla = self.attention_kind == "mla"
         q, kv = (0.0, 0.0) if mla else (layers * self.q_dim, layers * self.kv_dim)
-        clamped = self.model_type == "gpt_oss"  # its experts' clamped SwiGLU
+        clamped = self.clamped_swiglu
         gated = inter if self.mlp_gated and not clamped else 0.0
         return {"hidden": layers * self.hidden_size, "gated_intermediate": gated,
                 "plain_intermediate": 0.0 if self.mlp_gated else inter, "query": q, "key_value": kv,
@@ -540,6 +540,12 @@ class ModelSpec(BaseModel):
                 "clamped_intermediate": inter if clamped else 0.0,
                 "expert_bias": float(self.moe_layers * self.experts_per_token * self.routed_expert_bias_params),
                 **self._mla_elements(layers)}
+
+    @cached_property
+    def clamped_swiglu(self) -> bool:
+        """The MLP's activation is gpt-oss's clamped SwiGLU, ``(clamp(up) + 1) * (clamp(gate) *
+        sigmoid(alpha clamp(gate)))``: more elementwise passes and intermediates than silu's."""
+        return self.model_type == "gpt_oss"
 
     @cached_property
     def decode_layer_features(self) -> dict[str, int]:
@@ -576,7 +582,7 @@ class ModelSpec(BaseModel):
         clamped SwiGLU, ``(clamp(up) + 1) * (clamp(gate) * sigmoid(alpha clamp(gate)))``, holds
         seven at its last product (gate-up, the clamped gate and up, up + 1, the gated sigmoid and
         the product: counted from the graph engine's calibrate/graph_engine._act), 7/4 as much."""
-        if self.model_type == "gpt_oss":
+        if self.clamped_swiglu:
             return self.widest_intermediate * 7.0 / 4.0
         return self.widest_intermediate * (1.0 if self.mlp_gated else 0.5)
 

@@ -300,7 +300,7 @@ def clamped_activation_extra_s_per_element(path: str | Path, min_tokens: int = 4
                 continue
             name = p["model"]
             if name not in kinds:
-                kinds[name] = load_model(name).model_type == "gpt_oss"
+                kinds[name] = load_model(name).clamped_swiglu
             per = float(p["seconds"]) / (float(p["rows"]) * float(p["moe_inter"]))
             (clamped if kinds[name] else silu).append(per)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
