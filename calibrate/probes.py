@@ -142,7 +142,8 @@ from typing import Callable
 from roofline.units import GiB, MiB
 
 PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
-          "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts")
+          "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
+          "attention-widths")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1037,6 +1038,18 @@ FULL_ATTENTION_CONTEXTS = AttentionGrid(
     max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
     ops=("graph_attention", "graph_qk"),
 )
+#: the head width at small batches: 32 query heads of 64, 80, 96, 112, 128 (and 16 of 256), one and
+#: four a KV head, batches 1-64, three cache lengths outside the windows above; the decode attention
+#: and each of its kernels alone (phi-3-mini's 96-wide MHA heads ran 6-15 us a layer over the model at
+#: batches 1-16, device calls 22-32)
+FULL_ATTENTION_WIDTHS = AttentionGrid(
+    shapes=(("w64-g1", 32, 32, 64), ("w80-g1", 32, 32, 80), ("w96-g1", 32, 32, 96), ("w112-g1", 32, 32, 112),
+            ("w128-g1", 32, 32, 128), ("w256-g1", 16, 16, 256), ("w64-g4", 32, 8, 64), ("w96-g4", 32, 8, 96),
+            ("w128-g4", 32, 8, 128)),
+    batches=(1, 4, 16, 64), contexts=(528, 2048, 8192),
+    max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
+    ops=("graph_attention", "graph_qk", "graph_softmax", "graph_pv"),
+)
 TINY_ATTENTION_GROUPS = AttentionGrid(
     shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), batches=(1, 2), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=0, ops=("graph_attention",),
@@ -1637,7 +1650,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
                                   "kernels", "masked-attention", "prefill-kernels", "attention-groups",
-                                  "layer-features", "attention-contexts") if p in what]:
+                                  "layer-features", "attention-contexts", "attention-widths") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1648,6 +1661,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                                 progress)
             elif name == "attention-contexts":
                 attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_CONTEXTS, path, deadline,
+                                progress)
+            elif name == "attention-widths":
+                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_WIDTHS, path, deadline,
                                 progress)
             elif name == "gemm":
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
