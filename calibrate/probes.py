@@ -143,7 +143,7 @@ from roofline.units import GiB, MiB
 
 PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
-          "attention-widths")
+          "attention-widths", "sustained-matmul")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1593,6 +1593,137 @@ def memory_probe(device: str, cases: tuple[dict, ...], out_path: Path, deadline:
 
 # ---- driver ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class SustainedGrid:
+    m: int
+    n: int
+    k: int
+    #: ("load" | "idle", seconds) in order: the GEMM runs back to back under load, nothing runs idle
+    phases: tuple[tuple[str, float], ...]
+    window_calls: int  # GEMMs between two synchronised timestamps
+    clock_sample_ms: int  # nvidia-smi's sampling period (0: no sampling)
+    #: (model, batch, prompt tokens): the graph engine's prefill of the model, forwards back to back
+    #: (each its own window), through ``prefill_phases``
+    prefills: tuple[tuple[str, int, int], ...] = ()
+    prefill_phases: tuple[tuple[str, float], ...] = ()
+
+
+#: one large bf16 GEMM run back to back for 12 s, then bursts after idle gaps: the matmul rate and the
+#: SM clock against time under load (the ceilings and the gemm probe time short bursts, a prefill of
+#: seconds runs at the clock the card holds under its power limit)
+FULL_SUSTAINED = SustainedGrid(m=8192, n=8192, k=8192,
+                               phases=(("idle", 3.0), ("load", 12.0), ("idle", 1.0), ("load", 3.0), ("idle", 4.0),
+                                       ("load", 3.0), ("idle", 10.0), ("load", 3.0)),
+                               window_calls=8, clock_sample_ms=50,
+                               prefills=(("qwen2.5-7b", 4, 512), ("llama-3.1-8b", 16, 2048)),
+                               prefill_phases=(("idle", 3.0), ("load", 10.0), ("idle", 2.0), ("load", 3.0)))
+TINY_SUSTAINED = SustainedGrid(m=64, n=64, k=64, phases=(("idle", 0.1), ("load", 0.3), ("idle", 0.1), ("load", 0.2)),
+                               window_calls=4, clock_sample_ms=0, prefills=(("tiny-llama", 2, 16),),
+                               prefill_phases=(("idle", 0.1), ("load", 0.3)))
+
+
+def sustained_probe(device: str, grid: SustainedGrid, out_path: Path, deadline: float | None,
+                    progress: Callable[[str], None]) -> dict:
+    """Run one GEMM back to back through ``grid.phases``; each window of ``window_calls`` GEMMs is
+    timed from the host between synchronisations (its FLOP rate and its end on the probe's clock),
+    and nvidia-smi samples the SM clock, power and temperature alongside. Writes ``out_path``."""
+    import shutil
+    import subprocess
+
+    import torch
+    import torch.nn.functional as F
+
+    from calibrate.timing import synchronize, torch_device
+
+    dev = torch_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    result = _new_result("sustained-matmul", dev, grid,
+                         "F.linear(x (M, K), W (N, K)) back to back; host time after a synchronisation every "
+                         "window_calls calls; nvidia-smi --query-gpu clocks.sm,power.draw,temperature.gpu -lms "
+                         "alongside (its own timestamps, converted to the probe's clock)",
+                         dtype=str(dtype).removeprefix("torch."), windows=[], clocks=[])
+    t0 = time.monotonic()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    smi = None
+    if grid.clock_sample_ms and dev.type == "cuda" and shutil.which("nvidia-smi"):
+        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+                                "--format=csv,noheader,nounits", f"-lms={grid.clock_sample_ms}",
+                                f"--id={dev.index or 0}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        import threading
+
+        def read_clocks():
+            for line in smi.stdout:
+                try:
+                    clock, power, temp = (float(x) for x in line.strip().split(","))
+                except ValueError:
+                    continue
+                result["clocks"].append({"t_s": time.monotonic() - t0, "sm_mhz": clock, "power_w": power,
+                                         "temp_c": temp})
+
+        threading.Thread(target=read_clocks, daemon=True).start()
+    flop = 2.0 * grid.m * grid.n * grid.k * grid.window_calls
+
+    def run_phases(series: str, phases, window, flop_per_window: float | None) -> bool:
+        """``window()`` back to back through ``phases``; False when the budget ran out."""
+        for i, (kind, seconds) in enumerate(phases):
+            if _out_of_budget(deadline, result, out_path, progress, "sustained-matmul", f"{series} phase {i}"):
+                return False
+            start = time.monotonic()
+            if kind == "idle":
+                time.sleep(seconds)
+                continue
+            last = start
+            while last - start < seconds:
+                window()
+                now = time.monotonic()
+                result["windows"].append({"series": series, "phase": i, "t_s": now - t0, "load_s": now - start,
+                                          "seconds": now - last,
+                                          "flop_per_s": None if flop_per_window is None else flop_per_window / (now - last)})
+                last = now
+            progress(f"sustained-matmul: {series} phase {i} ({kind} {seconds} s) done")
+        _write(out_path, result)
+        return True
+
+    try:
+        with torch.inference_mode():
+            x = torch.randn(grid.m, grid.k, device=dev, dtype=dtype, generator=gen)
+            w = torch.randn(grid.n, grid.k, device=dev, dtype=dtype, generator=gen)
+            for _ in range(3):  # kernel chosen, memory cached
+                F.linear(x, w)
+            synchronize(dev)
+
+            def gemms():
+                for _ in range(grid.window_calls):
+                    F.linear(x, w)
+                synchronize(dev)
+
+            going = run_phases("gemm", grid.phases, gemms, flop)
+            del x, w
+            for name, batch, prompt in grid.prefills if going else ():
+                from calibrate.configs import load_model_config
+                from calibrate.graph_engine import GraphEngine
+                from calibrate.timing import free_memory
+
+                engine = GraphEngine(load_model_config(name), device=str(dev))
+                st = engine.new_state(batch, prompt + 1)
+                engine._prefill(st, batch, prompt)  # kernels chosen, memory cached
+                going = run_phases(f"prefill {name} {batch}x{prompt}", grid.prefill_phases,
+                                   lambda: engine._prefill(st, batch, prompt), None)
+                del st, engine
+                free_memory()
+                if not going:
+                    break
+    finally:
+        if smi is not None:
+            smi.terminate()
+            try:
+                smi.wait(timeout=5)
+            except Exception:  # noqa: BLE001
+                smi.kill()
+    return _finished(result, out_path, t0)
+
+
 def _new_result(probe: str, dev, grid, method: str, **extra) -> dict:
     """A probe's result as it starts: what ran where (environment, grid, timestamp), how it was
     timed, ``extra`` fields, and empty points, errors and stop."""
@@ -1650,7 +1781,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     # attention probe then takes what is left of the budget
     for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
                                   "kernels", "masked-attention", "prefill-kernels", "attention-groups",
-                                  "layer-features", "attention-contexts", "attention-widths") if p in what]:
+                                  "layer-features", "attention-contexts", "attention-widths", "sustained-matmul") if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:
@@ -1662,6 +1793,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "attention-contexts":
                 attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_CONTEXTS, path, deadline,
                                 progress)
+            elif name == "sustained-matmul":
+                sustained_probe(device, TINY_SUSTAINED if tiny else FULL_SUSTAINED, path, deadline, progress)
             elif name == "attention-widths":
                 attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_WIDTHS, path, deadline,
                                 progress)
