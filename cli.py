@@ -405,6 +405,10 @@ TPOT_STATISTIC = ("mean", "median", "p10")
 @click.option("--attention-contexts-probe", type=click.Path(dir_okay=False), multiple=True,
               help="Attention-contexts-probe file (calibrate.probes): the windows of cache lengths where the engine's "
                    "decode attention runs a slower kernel, and by how much (repeat: the files' points are pooled).")
+@click.option("--sustained-matmul-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Sustained-matmul-probe file (calibrate.probes): the card's matmul rate against time under load "
+                   "(the clock's fall from its boost), stored as measured; a prefill's compute-bound kernels run at "
+                   "its average over the pass (repeat: the files' windows are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

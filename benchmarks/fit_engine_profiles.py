@@ -168,6 +168,10 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                      "sink_score_bytes", "prefill_chunk_tokens", "allreduce_latency_s", "allgather_latency_s",
                      "allreduce_bandwidth_bytes_per_s") or v is None:
                 continue
+            if k == "matmul_load_curve":
+                # how this card's clock falls under load is its own (power limit, boost): not carried;
+                # its prefill efficiency is carried at a half-second prefill's average (below)
+                continue
             if k == "attention_context_factors":
                 # which cache lengths cuBLAS serves with a slower kernel is this card's library's choice:
                 # not carried to another card
@@ -188,6 +192,12 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
             if k == "bandwidth_efficiency":
                 v = v * bw
             elif k in ("compute_efficiency", "attention_efficiency", "prefill_compute_efficiency"):
+                if k == "prefill_compute_efficiency" and cal.matmul_load_curve:
+                    # fitted against the boost clock's first tens of ms: a card without its own
+                    # curve prices every prefill at a half-second one's average of this card's
+                    from roofline.prefill import load_average
+
+                    v = v * float(load_average(cal.matmul_load_curve, 0.5))
                 v = min(1.0, v * pk)
             out[k] = float(v)
         return out

@@ -54,9 +54,10 @@ def main() -> None:
         prefill_kernels_probe=[M / "h200-probe-prefill-kernels.json", M / "h200-probe-prefill-kernels-mla.json"],
         layer_features_probe=[M / "h200-probe-layer-features.json", M / "h200-probe-layer-features-2.json"],
         attention_contexts_probe=M / "h200-probe-attention-contexts.json",
+        sustained_matmul_probe=M / "h200-probe-sustained-matmul.json",
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe and attention-groups probe (generic shapes of 1-64 query heads a KV head); layers probe (the "
-              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); sustained-matmul probe (the matmul rate against time under load: the clock's fall from its boost); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]
@@ -85,6 +86,9 @@ def main() -> None:
     check43 = M / "h200-graph-check-call43.csv"  # after the attention-contexts windows (call 43: 640 and 1,056 positions)
     check44 = M / "h200-graph-check-call44.csv"  # and 640, 1,088, 1,128 positions (call 44)
     check45 = M / "h200-graph-check-call45.csv"  # and after the per-width factors (call 45)
+    # catalog models no H200 run had measured (call 47: gpt-neox-20b, falcon-40b, llama-2-70b), before
+    # the load curve (its TTFT misses led to the sustained-matmul probe: those rows are not unseen by it)
+    check47 = M / "h200-graph-check-call47.csv"
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -93,10 +97,10 @@ def main() -> None:
             + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"]
             + [r for f in check26 for r in read_measurements(f)] + read_measurements(check29)
             + read_measurements(check32) + read_measurements(check40) + read_measurements(check43)
-            + read_measurements(check44) + read_measurements(check45),
+            + read_measurements(check44) + read_measurements(check45) + read_measurements(check47),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
-            + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name]),
+            + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]

@@ -415,6 +415,7 @@ def fit(
     prefill_kernels_probe=None,
     layer_features_probe=None,
     attention_contexts_probe=None,
+    sustained_matmul_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -447,7 +448,10 @@ def fit(
     (``layer_feature_overhead_s``, roofline.probes.layer_feature_seconds). ``attention_contexts_probe``:
     calibrate.probes attention-contexts files: the windows of cache lengths where the engine's decode
     attention runs a slower kernel, against the fitted terms' (or the base's) price
-    (``attention_context_factors``, roofline.probes.attention_context_factors)."""
+    (``attention_context_factors``, roofline.probes.attention_context_factors). ``sustained_matmul_probe``:
+    calibrate.probes sustained-matmul files: the card's matmul rate against time under load, stored as
+    measured (``matmul_load_curve``, roofline.probes.sustained_matmul_curve) before the prefill terms are
+    fitted; a prefill's compute-bound kernels then run at its average over the pass."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -486,6 +490,10 @@ def fit(
         fixed["prefill_elementwise_bytes_per_element"] = {
             k: v * ceiling for k, v in prefill_elementwise_costs(_paths(prefill_kernels_probe)).items()}
         fixed["prefill_activation_traffic_coeff"] = 0.0
+    if _paths(sustained_matmul_probe):
+        from roofline.probes import sustained_matmul_curve
+
+        fixed["matmul_load_curve"] = sustained_matmul_curve(_paths(sustained_matmul_probe))
     link = None
     if collectives is not None:
         from roofline.atomic import read_json

@@ -87,8 +87,10 @@ TERMS: dict[str, Term] = {
 
     # prefill
     "prefill_overhead_s": Term(0.0, 0.0, INF, "fixed cost of a prefill, s", fit_upper=10.0),
-    "prefill_compute_efficiency": Term(1.0, 0.0, 1.0, "fraction of peak reached by prefill", lower_open=True,
-                                       fit_lower=0.02),
+    "prefill_compute_efficiency": Term(1.0, 0.0, 1.25, "fraction of peak reached by prefill (the peak: a measured "
+                                       "8192^3 GEMM's rate, or the datasheet's; a prefill's larger matmuls, in the "
+                                       "boost clock's first tens of ms of load, can run a few % above it)",
+                                       lower_open=True, fit_lower=0.02),
     "prefill_activation_traffic_coeff": Term(
         0.0, 0.0, 64.0, "as activation_traffic_coeff, for the prefill's large-M elementwise kernels"),
     "prefill_score_bytes": Term(
@@ -217,6 +219,13 @@ class Calibration(BaseModel):
         "are within the probed ones (GQA/MHA; an MLA layer's latent runs other kernels); the attention-contexts probe's "
         "(calibrate.probes: the engine's decode attention alone at generic shapes over cache lengths around the "
         "powers of two; roofline.probes.attention_context_factors); None: none")
+    matmul_load_curve: list[tuple[float, float]] | None = Field(
+        None, description="the card's matmul rate against time under load: (seconds of load, rate / the rate of "
+        "the first tens of ms), ascending in time, the last held after it; the sustained-matmul probe's (calibrate."
+        "probes: one large GEMM back to back for seconds; the clock falls from its boost within ~0.1 s and again at "
+        "the power limit; roofline.probes.sustained_matmul_curve). A prefill's compute-bound kernels run at the "
+        "average of this over the pass (roofline.prefill.prefill), and prefill_compute_efficiency is then relative "
+        "to the first tens of ms; None: one rate whatever the pass's length")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)
@@ -234,6 +243,17 @@ class Calibration(BaseModel):
         from roofline.probes import LAYER_FEATURES
 
         return _table(v, LAYER_FEATURES, "features", "seconds per layer", 1e-3, "1 ms")
+
+    @field_validator("matmul_load_curve")
+    @classmethod
+    def _load_curve(cls, v):
+        if v is None:
+            return v
+        times = [t for t, _ in v]
+        if not v or times != sorted(times) or len(set(times)) != len(times) or not all(
+                math.isfinite(t) and t >= 0 and math.isfinite(r) and 0.1 <= r <= 1.5 for t, r in v):
+            raise ValueError("matmul_load_curve: (seconds >= 0, ascending and distinct; relative rate 0.1-1.5) pairs")
+        return [(float(t), float(r)) for t, r in v]
 
     @field_validator("attention_context_factors")
     @classmethod

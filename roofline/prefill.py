@@ -8,11 +8,19 @@ the positions whose logits are kept (``logits="last"``: one per sequence, as ``l
 KV cache. An engine that prefills at most ``prefill_chunk_tokens`` tokens per forward (the
 calibration's; whole sequences, at least one) runs the batch as consecutive forwards of as many
 sequences as fit: TTFT is their sum. Priced by roofline.step.
+
+A card whose calibration holds its matmul rate against time under load
+(``Calibration.matmul_load_curve``, the sustained-matmul probe's) runs the prefill's compute-bound
+matmuls priced at the fitted efficiency at that rate's average over the prefill (the rates probes
+measured, the attention's and the routed experts', are held as timed), which starts on a rested card: the clock holds its
+boost for the first ~0.1 s of load, then falls (the H200's by ~14%, ~16% from 1 s on).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from functools import lru_cache
 
 from roofline.step import StepModel, bound_index, causal_pairs, prefill_work
 
@@ -58,6 +66,30 @@ def chunk_sequences(model: StepModel, batch, prompt_tokens):
     return np.minimum(batch, per)
 
 
+@lru_cache(maxsize=16)
+def _load_integral(curve: tuple) -> tuple:
+    """(times, rates, the integral of the rate from 0 to each time): the curve linear between its
+    points and its first value from 0 to the first."""
+    ts = np.array([0.0] + [t for t, _ in curve], dtype=float)
+    rs = np.array([curve[0][1]] + [r for _, r in curve], dtype=float)
+    integral = np.concatenate([[0.0], np.cumsum(np.diff(ts) * 0.5 * (rs[1:] + rs[:-1]))])
+    return ts, rs, integral
+
+
+def load_average(curve, seconds):
+    """The average of ``curve`` (Calibration.matmul_load_curve: (seconds of load, relative rate))
+    over the first ``seconds`` of load: linear between its points, its first value before the
+    first, its last after the last (its first value at 0 s)."""
+    ts, rs, integral = _load_integral(tuple(tuple(p) for p in curve))
+    t = np.asarray(seconds, dtype=float)
+    i = np.clip(np.searchsorted(ts, t, side="right") - 1, 0, len(ts) - 1)
+    nxt = np.minimum(i + 1, len(ts) - 1)
+    span = ts[nxt] - ts[i]
+    r_t = np.where(span > 0, rs[i] + (rs[nxt] - rs[i]) * (t - ts[i]) / np.where(span > 0, span, 1.0), rs[i])
+    total = integral[i] + 0.5 * (rs[i] + r_t) * (t - ts[i])
+    return np.where(t > 0, total / np.where(t > 0, t, 1.0), float(rs[0]))
+
+
 def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last") -> dict:
     """TTFT of a static batch: the prefill's time (the sum of its forwards), components, work and
     the largest term."""
@@ -71,6 +103,19 @@ def prefill(model: StepModel, batch, prompt_tokens, logits: str = "last") -> dic
     has_tail = rest > 0
     out = {k: full * v + np.where(has_tail, tail[k], 0.0) for k, v in head.items()}
     out["ttft_s"] = out.pop("step_s")
+    curve = model.calibration.matmul_load_curve
+    if curve:  # the matmuls priced at the fitted efficiency run at the clock's average over the pass
+        # (three fixed-point steps); the rates probes measured (attention's, the routed experts') were
+        # timed under the probes' own load and are held
+        fitted = full * model.prefill_fitted_compute_s(work) + np.where(
+            has_tail, model.prefill_fitted_compute_s(tail_work), 0.0)
+        burst = np.minimum(out["compute_s"], fitted)
+        other = out["ttft_s"] - burst
+        ttft = out["ttft_s"]
+        for _ in range(3):
+            ttft = other + burst / load_average(curve, ttft)
+        out["compute_s"] = out["compute_s"] + (ttft - out["ttft_s"])
+        out["ttft_s"] = ttft
     # the elementwise kernels' traffic: the fitted coefficient's bytes, and the probe-priced
     # kernels' time at the calibrated bandwidth
     act = batch * prompt * (model.prefill_act_bytes_per_token + model.prefill_elementwise_s_per_token

@@ -597,3 +597,44 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
                             d_lo, d_hi, *groups))
         i = j + 1
     return windows
+
+
+#: the sustained-matmul probe's bins (seconds of load): each window's rate goes to the bin holding its end
+LOAD_BINS_S = (0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0)
+
+
+def sustained_matmul_curve(paths, series: str | None = None) -> list[tuple[float, float]]:
+    """The card's rate against time under load, from calibrate.probes sustained-matmul files (one or
+    several, pooled): [(seconds of load, rate / the first bin's)], one pair per bin of ``LOAD_BINS_S``
+    that holds a window's midpoint (the bin's median rate at its midpoint; the first bin's at 0 s),
+    every load phase pooled (each starts after an idle gap that lets the clock recover).
+
+    ``series``: the windows of this series ("gemm": one GEMM back to back; "prefill MODEL BxP": the
+    graph engine's prefill forwards back to back, each a window); None: the prefill series with the
+    most windows (the finest in time), else the GEMM's (a file of before the prefill series had only it)."""
+    import numpy as np
+
+    from roofline.atomic import read_json
+
+    windows: dict[str, list] = {}
+    for path in [paths] if isinstance(paths, (str, Path)) else list(paths):
+        for w in read_json(Path(path), "sustained-matmul probe").get("windows") or ():
+            windows.setdefault(str(w.get("series", "gemm")), []).append(w)
+    if series is None:
+        prefills = sorted((len(v), k) for k, v in windows.items() if k.startswith("prefill"))
+        series = prefills[-1][1] if prefills else "gemm"
+    if series not in windows:
+        raise RooflineError(f"the sustained-matmul probe has no series {series!r} (it has: {', '.join(sorted(windows))})")
+    rates: dict[int, list[float]] = {}
+    for w in windows[series]:
+        end, seconds = float(w.get("load_s", -1.0)), float(w.get("seconds", 0.0))
+        if end < 0 or not seconds > 0:
+            continue
+        i = int(np.searchsorted(LOAD_BINS_S, end - 0.5 * seconds, side="right")) - 1
+        if 0 <= i < len(LOAD_BINS_S) - 1:
+            rates.setdefault(i, []).append(1.0 / seconds)  # each window of a series does the same work
+    if 0 not in rates or len(rates) < 3:
+        raise RooflineError("the sustained-matmul probe has no windows in its first bins: no curve to read")
+    burst = float(np.median(rates[0]))
+    return [(0.0 if i == 0 else 0.5 * (LOAD_BINS_S[i] + LOAD_BINS_S[i + 1]), float(np.median(r)) / burst)
+            for i, r in sorted(rates.items())]

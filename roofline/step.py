@@ -295,6 +295,11 @@ class StepModel:
             gather_per_row = spec.vocab_size * dtype_bytes(ad) * (tp - 1) / tp * link_s
         else:
             reduce_fixed = reduce_per_token = gather_per_row = 0.0
+        # the prefill matmuls priced at the fitted efficiency (not the probes' measured rates): what
+        # a load curve stretches (roofline.prefill.prefill)
+        set_(self, "_prefill_fitted_s", (
+            (float(spec.body_linear_flop_per_token) - routed_flop) / tp * s_per_prefill_flop,
+            float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop))
         set_(self, "_c", (
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
@@ -459,6 +464,12 @@ class StepModel:
         for lo, hi, f in self._context_windows:
             out = np.where((t > lo) & (t <= hi), f, out)
         return out
+
+    def prefill_fitted_compute_s(self, work: PassWork):
+        """Seconds of ``work``'s prefill matmuls at the fitted prefill efficiency (the dense ones and
+        the LM head's; the routed experts' and the attention's run at rates probes measured)."""
+        per_token, per_row = self._prefill_fitted_s
+        return np.asarray(work[2], dtype=float) * per_token + np.asarray(work[4], dtype=float) * per_row
 
     def pass_s(self, work: PassWork):
         """Seconds of one pass doing ``work`` (a PassWork, or any tuple of its seven counts in its order)."""

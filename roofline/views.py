@@ -144,6 +144,8 @@ def fit_view(cal, output, fmt) -> str:
             return "-"
         if isinstance(v, dict):  # e.g. a measured rate by head width: "64: 4.527e+14, 128: 5.879e+14"
             return ", ".join(f"{k}: {x:.4g}" for k, x in v.items())
+        if isinstance(v, (list, tuple)) and all(len(w) == 2 for w in v):  # the load curve: "0.1 s: 0.93"
+            return ", ".join(f"{t:.3g} s: {r:.3f}" for t, r in v) or "-"
         if isinstance(v, (list, tuple)):  # windows of cache lengths: "(1024, 1088]: x1.175"
             return ", ".join(f"({w[0]:.0f}, {w[1]:.0f}]: x{w[2]:.4g} (head width {w[3]:.0f}-{w[4]:.0f}, "
                              f"{w[5]:.0f}-{w[6]:.0f} heads a KV head)" for w in v) or "-"

@@ -69,6 +69,9 @@ SYNTHETIC = dict(
     # (the second for 64-128-wide heads only: qwen2.5-7b's 128; gpt-oss-20b's 64; MLA never)
     attention_context_factors=[[1000.0, 1100.0, 1.3, 64.0, 256.0, 1.0, 8.0], [3000.0, 3400.0, 1.2, 64.0, 128.0, 1.0, 16.0],
                                [9000.0, 9100.0, 1.15, 100.0, 256.0, 1.0, 8.0]],
+    # the matmul rate against time under load: the prefills' fitted matmuls at its average (a dip, a
+    # flat stretch and a last value held after it; the routed experts' and the attention's rates held)
+    matmul_load_curve=[[0.0, 1.0], [0.02, 0.97], [0.1, 0.85], [0.3, 0.88], [2.0, 0.8]],
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and
@@ -408,6 +411,11 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # gpt-oss's expert biases priced at nothing where the calibration lacks their cost
     ('if (cost === undefined && k === "expert_bias") cost = 2.0 * (perElement.plain_intermediate || 0.0);', "",
      "synthetic", 3, "ttft_s"),
+    # the load curve's average: its last value alone instead of the integral over the pass
+    ("      return (area + prevR * (t - prevT)) / t;\n    }", "      return prevR;\n    }", "synthetic", 3, "ttft_s"),
+    # the load curve stretching every compute-bound kernel, the probe-measured rates' too
+    ("var burst = Math.min(out.compute_s, full * prefillFittedS(m, w) + (hasTail ? prefillFittedS(m, tw) : 0.0));",
+     "var burst = out.compute_s;", "synthetic", 3, "ttft_s"),
     # gpt-oss's clamped activation priced at nothing where the calibration lacks its cost (not silu's)
     ('if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;',
      "", "synthetic", 3, "ttft_s"),

@@ -285,6 +285,10 @@ var RooflineModel = (function () {
         reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS;
         gatherPerRow = model.vocab_size * actB * (tp - 1) / tp * linkS;
       }
+      // StepModel._prefill_fitted_s: the prefill matmuls at the fitted efficiency (what a load curve stretches)
+      m.prefillFitted = [(model.body_linear_flop_per_token - routedFlop) * sPerPrefillFlop / tp,
+                         model.lm_head_flop_per_position * sPerPrefillFlop / tp];
+      m.loadCurve = cal.matmul_load_curve || null;
       m.c = [
         cal.prefill_overhead_s,                                             // 0 prefill overhead
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
@@ -518,6 +522,26 @@ var RooflineModel = (function () {
     }
 
     // roofline.prefill.prefill: consecutive forwards of as many sequences as the chunk holds
+    // roofline.prefill.load_average: the curve's average over the first ``t`` seconds of load (linear
+    // between its points, its first value before the first, its last after the last)
+    function loadAverage(curve, t) {
+      if (!(t > 0.0)) return curve[0][1];
+      var area = 0.0, prevT = 0.0, prevR = curve[0][1];
+      for (var i = 0; i < curve.length; i++) {
+        var ct = curve[i][0], cr = curve[i][1];
+        if (ct <= prevT) { prevR = cr; continue; }
+        if (t <= ct) {
+          var r = prevR + (cr - prevR) * (t - prevT) / (ct - prevT);
+          return (area + 0.5 * (prevR + r) * (t - prevT)) / t;
+        }
+        area += 0.5 * (prevR + cr) * (ct - prevT);
+        prevT = ct; prevR = cr;
+      }
+      return (area + prevR * (t - prevT)) / t;
+    }
+
+    function prefillFittedS(m, w) { return w.p * m.prefillFitted[0] + w.rows * m.prefillFitted[1]; }
+
     function prefill(m, batch) {
       var prompt = m.prompt, per = chunkSequences(m, batch, prompt);
       var full = Math.floor(batch / per), rest = batch - full * per, hasTail = rest > 0;
@@ -526,6 +550,13 @@ var RooflineModel = (function () {
       if (hasTail) { tw = staticPrefillWork(rest, prompt, m.logits, m.window, m.maskedPrefill); t = passBreakdown(m, tw); }
       var out = { ttft_s: full * h[0] + t[0], overhead_s: full * h[1] + t[1], memory_s: full * h[2] + t[2],
                   compute_s: full * h[3] + t[3], collectives_s: full * h[4] + t[4] };
+      if (m.loadCurve && m.loadCurve.length) {  // roofline.prefill.prefill: the fitted matmuls at the load's average
+        var burst = Math.min(out.compute_s, full * prefillFittedS(m, w) + (hasTail ? prefillFittedS(m, tw) : 0.0));
+        var other = out.ttft_s - burst, ttft = out.ttft_s;
+        for (var k = 0; k < 3; k++) ttft = other + burst / loadAverage(m.loadCurve, ttft);
+        out.compute_s += ttft - out.ttft_s;
+        out.ttft_s = ttft;
+      }
       out.bytes = full * bytesCounted(m, w) + (hasTail ? bytesCounted(m, tw) : 0.0) + batch * prompt * (m.preActBpt + m.preElS * m.cal.bandwidth_efficiency * m.bw);
       out.flop = full * (linearFlop(m, w) + attentionFlop(m, w)) + (hasTail ? linearFlop(m, tw) + attentionFlop(m, tw) : 0.0);
       out.forwards = full + (hasTail ? 1 : 0);
