@@ -89,6 +89,7 @@ def main() -> None:
     # catalog models no H200 run had measured (call 47: gpt-neox-20b, falcon-40b, llama-2-70b), before
     # the load curve (its TTFT misses led to the sustained-matmul probe: those rows are not unseen by it)
     check47 = M / "h200-graph-check-call47.csv"
+    check50 = M / "h200-graph-check-call50.csv"  # after the load curve was committed (call 50)
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -97,10 +98,11 @@ def main() -> None:
             + fresh + read_measurements(unaligned23) + [r for r in read_measurements(check25) if r.model != "gpt-oss-20b"]
             + [r for f in check26 for r in read_measurements(f)] + read_measurements(check29)
             + read_measurements(check32) + read_measurements(check40) + read_measurements(check43)
-            + read_measurements(check44) + read_measurements(check45) + read_measurements(check47),
+            + read_measurements(check44) + read_measurements(check45) + read_measurements(check47)
+            + read_measurements(check50),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
-            + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name]),
+            + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
