@@ -858,6 +858,13 @@ def main() -> None:
         "which cuBLAS ran as a GEMV kernel (the kernels probe, call 21); with the row padded to a multiple of 8 "
         "it is within 6% (call 22, `h200-graph-call22.csv`). The expected error `predict` shows for an MoE TTFT is these files' mean "
         f"({pct(val['moe']['ttft_mape_fraction_batch_64_up'])} from batch 64 up).\n",
+        "\n**A check after the fact on the mixtures of experts** (device call 51, `h200-graph-moe-check-call51.csv`, "
+        "after the load curve and the refitted prefill efficiency were committed): deepseek-v2-lite, mixtral-8x7b, "
+        "gpt-oss-20b and qwen3-30b-a3b at prompts 1,536 and 12,288, lengths none was measured at (TTFT timed "
+        "up to 65,536 prompt tokens a batch: batch 16 and up at 1,536 only). gpt-oss-20b at 1,536 is the one "
+        "context over 6% TPOT (its batches 1-4 priced 9-10% fast: docs/method.md, section 13, the grouped "
+        "GEMMs' tiles):\n\n",
+        per_model_context(compare(f"{M}/h200-graph-moe-check-call51.csv", GRAPH)),
         "\n## Tensor parallelism over two H200s (predicted from the single-GPU fit + the measured link)\n\n",
         "`h200-graph-tp2.csv`: TP2 decode with NCCL (NVLink multicast off), prompts 128 and 2048. Nothing of it was "
         "fitted: the step model's collectives use the all-reduce latency and bandwidth measured by "
