@@ -116,11 +116,13 @@ def load_curve_section() -> str:
                   "one GEMM's rate", "SM clock under the GEMM (MHz)"], rows)
 
 
-def ttft_by_length(calibration: str) -> str:
-    """TTFT's median signed error and MAPE by the measured TTFT's length, every batch, over the
-    calibration's dense validation set (its files, its models)."""
-    dense = json.loads((ROOT / calibration).read_text())["fit_report"]["validation"]["dense"]
-    files, models = [f"{M}/{f}" for f in dense["files"]], dense["models"]
+def ttft_by_length(calibration: str, files=None) -> str:
+    """TTFT's median signed error and MAPE by the measured TTFT's length, every batch, over ``files``
+    (every model), else the calibration's dense validation set (its files, its models)."""
+    models = ()
+    if files is None:
+        dense = json.loads((ROOT / calibration).read_text())["fit_report"]["validation"]["dense"]
+        files, models = [f"{M}/{f}" for f in dense["files"]], dense["models"]
     bins = ((0.05, 0.1), (0.1, 0.2), (0.2, 0.5), (0.5, 1.0), (1.0, 2.0), (2.0, 5.0), (5.0, 100.0))
     errs = defaultdict(list)
     for r in compare(files, calibration, models)["rows"]:
@@ -881,6 +883,11 @@ def main() -> None:
         fit_section(EAGER),
         "\nHost-bound: a Python loop on a shared VM CPU, about 20 ms of fixed cost a step; the noise of the host is "
         "larger than any GPU term at small batch.\n",
+        "\nIts TTFT by the prefill's length (its three files, every model and batch) shows no trend like the graph "
+        "engine's before the load curve (section \"A prefill's clock\"), so it is fitted without the curve. Why "
+        "its prefills do not show the clock's fall is not established: its harness times the prefill right after "
+        "an untimed prefill and a few host-bound decode steps, and launches every kernel eagerly.\n\n",
+        ttft_by_length(EAGER, [f"{M}/h200-hf-eager-nocudnn.csv", f"{M}/h200-hf-eager-grid.csv", f"{M}/h200-hf-eager.csv"]),
         "\n## The lesson's table (RTX 3060, HF eager): in-sample\n\n",
         run(["compare", "--calibration", LESSON, f"{M}/rtx3060-hf-eager-lesson.csv"]),
         "\n## Which batch bends: measured vs predicted\n\n",
