@@ -822,13 +822,6 @@ def main() -> None:
         "route, sort the (token, expert) rows by expert, gather them, two grouped matmuls, activation, weighted "
         "`index_add_` back into the tokens) at seven catalog MoE models' shapes. At 16,384 tokens, a prefill's size:\n\n",
         moe_probe_section(),
-        "\n**A decode step's experts by the grouped GEMM's tile** (docs/method.md, section 4): from 65 to 128 "
-        "routed rows an expert (averaged over all experts) `torch._grouped_mm` runs two 64-row tiles an expert and "
-        "turns compute-bound; the MoE probe times qwen3-30b-a3b's there at "
-        f"{graph.expert_decode_flop_per_s / 1e12:.0f} TFLOP/s (`expert_decode_flop_per_s`), and a decode step's "
-        "routed FLOPs in that regime are priced at it (above 128 rows at the large tile's "
-        "`expert_prefill_flop_per_s`). Of the rows here only mixtral-8x7b at batch 512 is in it (-22% before, "
-        "+9% now; written after that point was seen).\n",
         "\nThe grouped matmuls run near the dense matmuls' rate (qwen3-30b-a3b: 620 TFLOP/s). What the model lacked "
         "is the routed rows' gather and combine: the weighted scatter-add is bf16 atomic adds at ~90 G elements/s, "
         "more time than the matmuls for many small experts. It costs the same ~12 ps per (row x hidden) element at "

@@ -176,8 +176,7 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                 # which cache lengths cuBLAS serves with a slower kernel is this card's library's choice:
                 # not carried to another card
                 continue
-            if k in ("prefill_attention_flop_per_s", "masked_prefill_attention_flop_per_s", "expert_prefill_flop_per_s",
-                     "expert_decode_flop_per_s"):
+            if k in ("prefill_attention_flop_per_s", "masked_prefill_attention_flop_per_s", "expert_prefill_flop_per_s"):
                 # the H200's own prefill-attention rates by head width (absolute FLOP/s, not a fraction of
                 # a ceiling): another card's prompt attention is priced at its prefill matmul rate instead
                 continue

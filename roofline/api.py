@@ -510,12 +510,11 @@ def fit(
         base_cal = base if isinstance(base, Calibration) else load_calibration(base)
         held = None
         if moe_probe is not None:
-            from roofline.probes import moe_grouped_flop_per_s, moe_grouped_small_flop_per_s
+            from roofline.probes import moe_grouped_flop_per_s
 
             fitted = sorted({r.model for r in rows})
             held = {"expert_row_traffic_coeff": moe_row_traffic_coeff(base_cal, card_p, moe_probe, fitted),
-                    "expert_prefill_flop_per_s": moe_grouped_flop_per_s(moe_probe, fitted),
-                    "expert_decode_flop_per_s": moe_grouped_small_flop_per_s(moe_probe, fitted)}
+                    "expert_prefill_flop_per_s": moe_grouped_flop_per_s(moe_probe, fitted)}
             if base_cal.prefill_elementwise_bytes_per_element:
                 # the prefill's elementwise costs gain gpt-oss's clamped activation: silu's (the
                 # prefill-kernels probe's gated intermediate) plus what the MoE probe's act stage adds

@@ -195,12 +195,6 @@ class Calibration(BaseModel):
         "GEMMs, measured alone by the MoE probe (calibrate.probes) at the fitted MoE models' shapes (median over "
         "16,384 tokens and more); a prompt token's routed-expert FLOPs are priced at it instead of the prefill "
         "matmuls' rate; None: at the prefill matmuls' rate")
-    expert_decode_flop_per_s: float | None = Field(
-        None, gt=0, description="the rate a decode step's routed-expert matmuls run at (FLOP/s) where the routed "
-        "rows per expert, averaged over all experts, are at most 128: the engine's grouped GEMMs on their small "
-        "tile (torch._grouped_mm: 64 x 128 x 128, ping-pong), measured alone by the MoE probe (calibrate.probes) "
-        "at the fitted MoE models' shapes where that path is compute-bound (65-128 rows an expert); above 128 "
-        "rows an expert they run the large tile, at expert_prefill_flop_per_s; None: at the decode matmuls' rate")
     prefill_elementwise_bytes_per_element: dict[str, float] | None = Field(
         None, description="bytes per element of a prefill layer's non-matmul kernels, by kind (hidden, "
         "gated_intermediate, plain_intermediate, query, key_value, qk_norm, clamped_intermediate: "

@@ -323,30 +323,6 @@ def moe_grouped_flop_per_s(path: str | Path, models, min_tokens: int = 16384) ->
     return statistics.median(v["size"] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values())
 
 
-#: torch._grouped_mm (PyTorch's GroupMM.cu) runs its small tile (64 x 128 x 128, ping-pong) where the
-#: routed rows per expert, averaged over all experts, are at most this many, its large one above
-GROUPED_MM_SMALL_ROWS = 128
-
-
-def moe_grouped_small_flop_per_s(path: str | Path, models) -> float:
-    """FLOP/s of the engine's grouped expert matmuls on their small-tile path where it is
-    compute-bound: the MoE probe's ``gemm_gate_up`` + ``gemm_down`` at ``models``' shapes, at the
-    token counts whose routed rows per expert (tokens x k / experts) are over half and at most
-    ``GROUPED_MM_SMALL_ROWS`` (below, the same kernel is bound by its weights' bytes): the median."""
-    import statistics
-
-    by = _moe_stage_pairs(path, models, 1, ("gemm_gate_up", "gemm_down"),
-                          lambda p: (2.0 * 3.0 * int(p["tokens"]) * int(p["top_k"]) * int(p["hidden"])
-                                     * int(p["moe_inter"]),
-                                     int(p["tokens"]) * int(p["top_k"]) / int(p["experts"])))
-    rates = [v["size"][0] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values()
-             if GROUPED_MM_SMALL_ROWS / 2 < v["size"][1] <= GROUPED_MM_SMALL_ROWS]
-    if not rates:
-        raise RooflineError(f"{path}: no grouped-matmul timings of {', '.join(sorted(models))} at "
-                            f"{GROUPED_MM_SMALL_ROWS // 2 + 1}-{GROUPED_MM_SMALL_ROWS} routed rows an expert")
-    return statistics.median(rates)
-
-
 #: decode-layer features whose own kernels cost a decode step a fixed time per layer that has them
 #: (ModelSpec.decode_layer_features, the calibration's ``layer_feature_overhead_s``): ``qk_norm``, the
 #: per-head RMSNorm of queries and keys (qwen3, gemma-3, olmo-2: a norm and a scale); ``mla``, the

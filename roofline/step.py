@@ -280,20 +280,6 @@ class StepModel:
         routed_flop = spec.routed_expert_flop_per_token
         s_per_expert_prefill_flop = (1.0 / cal.expert_prefill_flop_per_s if cal.expert_prefill_flop_per_s
                                      else s_per_prefill_flop)
-        # a decode step's routed-expert matmuls: torch._grouped_mm runs its small tile (64 rows) where the
-        # routed rows per expert (tokens x k / E) are at most 128 (GROUPED_MM_SMALL_ROWS), its large one
-        # above. Up to 64 rows an expert (one small tile) it is bound by the weights' bytes and its FLOPs
-        # are priced as the dense decode matmuls' (fitted); at 65-128 (two tiles an expert, the weights
-        # shared) it is compute-bound, at the MoE probe's rate there (expert_decode_flop_per_s); above, at
-        # the large tile's (expert_prefill_flop_per_s). Without the probe's rate: all as the dense ones
-        from roofline.probes import GROUPED_MM_SMALL_ROWS
-
-        decode_routed_flop = routed_flop if cal.expert_decode_flop_per_s else 0.0
-        s_small_expert_flop = (1.0 / cal.expert_decode_flop_per_s if cal.expert_decode_flop_per_s
-                               else s_per_decode_flop)
-        s_large_expert_flop = s_per_expert_prefill_flop if cal.expert_decode_flop_per_s else s_per_decode_flop
-        per_row = spec.num_experts / spec.experts_per_token if spec.num_experts and cal.expert_decode_flop_per_s else 0.0
-        one_tile_tokens, small_tile_tokens = 0.5 * GROUPED_MM_SMALL_ROWS * per_row, GROUPED_MM_SMALL_ROWS * per_row
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
         # (min_rows x touched - tokens x k, when positive) costs FLOPs of one expert row each
         expert_row_flop = spec.moe_layers * (2.0 * spec.routed_expert_weight_params + spec.routed_expert_bias_params) / tp
@@ -318,7 +304,7 @@ class StepModel:
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
             self.dense_read_bytes * s_per_byte,                                   # 2 matmul memory, dense weights
-            (float(spec.linear_flop_per_token) - decode_routed_flop) / tp * s_per_decode_flop,  # 3 per decode token
+            float(spec.linear_flop_per_token) / tp * s_per_decode_flop,           # 3 per decode token
             (float(spec.body_linear_flop_per_token) - routed_flop) / tp * s_per_prefill_flop
             + routed_flop / tp * s_per_expert_prefill_flop,                       # 4 per prompt token
             float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop,      # 5 per prefill logit row
@@ -353,11 +339,6 @@ class StepModel:
             win_heads * prefill_score_s,                                          # 33 prefill score traffic per pair, windowed
             spec.moe_layers * spec.experts_per_token * spec.hidden_size * dtype_bytes(ad)
             * cal.expert_row_traffic_coeff * s_per_byte,                          # 34 routed rows' gather and combine, per token
-            routed_flop / tp * s_per_decode_flop,                                 # 35 per decode token, one small tile
-            routed_flop / tp * s_small_expert_flop,                               # 36 per decode token, two small tiles
-            routed_flop / tp * s_large_expert_flop,                               # 37 per decode token, large tiles
-            one_tile_tokens,                                                      # 38 decode tokens up to which: 35
-            small_tile_tokens,                                                    # 39 decode tokens up to which: 36
         ))
         # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
         # (measured at some head widths and query heads a KV head: a model of other ones, or MLA, runs
@@ -445,8 +426,6 @@ class StepModel:
             kv, kvw = kv * f, kvw * (f if uncapped else self._context_factor(kvw, d))
         matmul_memory = c[2]
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
-        if c[39]:  # routed experts priced by the grouped GEMM's tile path (c[3] holds the dense part)
-            matmul_compute = matmul_compute + d * _where(d <= c[38], c[35], _where(d <= c[39], c[36], c[37]))
         if c[21]:
             touched = self.experts_touched(d + p)
             matmul_memory = matmul_memory + c[20] * touched
@@ -561,13 +540,6 @@ def _per_sequence(total, sequences):
     total, sequences = np.asarray(total, dtype=float), np.asarray(sequences, dtype=float)
     shape = np.broadcast_shapes(total.shape, sequences.shape)
     return np.divide(total, sequences, out=np.zeros(shape), where=sequences > 0)
-
-
-def _where(cond, a: float, b: float):
-    """a where ``cond``, else b: for a bool, or elementwise for an array."""
-    if type(cond) is bool or isinstance(cond, np.bool_):
-        return a if cond else b
-    return np.where(cond, a, b)
 
 
 def _max(a, b):

@@ -273,8 +273,7 @@ def test_moe_probe_sets_the_row_term_and_the_fit_keeps_it(tmp_path):
     assert got.expert_row_traffic_coeff == pytest.approx(want, rel=1e-12)
     assert got.expert_traffic_factor == pytest.approx(1.25, rel=0.02)
     assert got.moe_layer_overhead_s == pytest.approx(8e-5, rel=0.05)
-    assert "qwen3-30b-a3b" in got.fitted_on and got.fit_report["extra"]["held"] == ["expert_decode_flop_per_s", "expert_prefill_flop_per_s",
-                                                                         "expert_row_traffic_coeff"] + (
+    assert "qwen3-30b-a3b" in got.fitted_on and got.fit_report["extra"]["held"] == ["expert_prefill_flop_per_s", "expert_row_traffic_coeff"] + (
         ["prefill_elementwise_bytes_per_element"] if base.prefill_elementwise_bytes_per_element else [])
     # without a base calibration the probe has nothing to join: one line, exit 2
     bad = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "--moe-probe", probe, "-o", str(out)])

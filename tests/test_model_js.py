@@ -59,9 +59,6 @@ SYNTHETIC = dict(
     # the prefill-kernels probe's bytes per element by kind, at the ceiling; no clamped activation
     # (gpt-oss's is then priced as silu's, the fallback both sides take)
     expert_prefill_flop_per_s=5.5e14,  # a prompt's routed-expert matmuls at the grouped GEMMs' rate
-    # a decode step's routed-expert matmuls at two small tiles an expert (65-128 routed rows: qwen3-30b-a3b
-    # from 1,040 tokens, the parity batches' largest; tiny ones: from a few tokens)
-    expert_decode_flop_per_s=2.7e14,
     prefill_elementwise_bytes_per_element={"hidden": 25.0, "gated_intermediate": 25.6, "plain_intermediate": 5.7,
                                            "query": 58.0, "key_value": 84.0, "qk_norm": 29.0},
     # a decode layer's features' own kernels: q/k norms (qwen3-30b-a3b, gemma-3-4b), MLA and shared
@@ -414,10 +411,6 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # gpt-oss's expert biases priced at nothing where the calibration lacks their cost
     ('if (cost === undefined && k === "expert_bias") cost = 2.0 * (perElement.plain_intermediate || 0.0);', "",
      "synthetic", 3, "ttft_s"),
-    # a decode step's routed experts on two small tiles an expert priced as on one
-    ("        routedFlop / tp * sSmallExpertFlop,", "        routedFlop / tp * sPerDecodeFlop,", "synthetic", 3, "tpot_s"),
-    # a decode step's routed experts on the large tile priced at the small tile's rate
-    ("        routedFlop / tp * sLargeExpertFlop,", "        routedFlop / tp * sSmallExpertFlop,", "synthetic", 3, "tpot_s"),
     # the load curve's average: its last value alone instead of the integral over the pass
     ("      return (area + prevR * (t - prevT)) / t;\n    }", "      return prevR;\n    }", "synthetic", 3, "ttft_s"),
     # the load curve stretching every compute-bound kernel, the probe-measured rates' too

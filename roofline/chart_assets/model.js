@@ -12,8 +12,6 @@ var RooflineModel = (function () {
   var BOUNDS = ["overhead", "memory", "compute"]; // roofline.step.BOUNDS
   var SIZE_MARGIN = 1.25; // roofline.confidence.SIZE_MARGIN
   var TOUCHED_MAX_TOKENS = 65536; // roofline.step._touched_table(max_tokens=1 << 16)
-  // roofline.probes.GROUPED_MM_SMALL_ROWS: torch._grouped_mm's small tile up to this many rows an expert
-  var GROUPED_MM_SMALL_ROWS = 128;
   var ERROR_KEYS = { tpot: "tpot_mape_fraction", ttft: "ttft_mape_fraction", ttft_large: "ttft_mape_fraction_batch_64_up",
                      peak_mem: "peak_mem_mape_fraction" }; // roofline.confidence._KEYS
 
@@ -275,13 +273,6 @@ var RooflineModel = (function () {
       // roofline.step: a prompt token's routed-expert FLOPs at the grouped GEMMs' measured rate
       var routedFlop = moe ? model.routed_flop_per_token : 0.0;
       var sPerExpertPrefillFlop = cal.expert_prefill_flop_per_s ? 1.0 / cal.expert_prefill_flop_per_s : sPerPrefillFlop;
-      // roofline.step: a decode step's routed-expert FLOPs by torch._grouped_mm's tile path (one small tile an
-      // expert: the dense decode rate; two: the probe's small-tile rate; above 128 rows: the large tile's)
-      var tiled = moe && cal.expert_decode_flop_per_s ? true : false;
-      var decodeRoutedFlop = tiled ? routedFlop : 0.0;
-      var sSmallExpertFlop = tiled ? 1.0 / cal.expert_decode_flop_per_s : sPerDecodeFlop;
-      var sLargeExpertFlop = tiled ? sPerExpertPrefillFlop : sPerDecodeFlop;
-      var perRow = tiled ? model.num_experts / model.experts_per_token : 0.0;
       var reduceFixed = 0.0, reducePerToken = 0.0, gatherPerRow = 0.0;
       if (tp > 1) { // StepModel.link_bytes_per_s, link_latency_s
         var link = cal.allreduce_bandwidth_bytes_per_s || card.tp_link_bytes_per_s[String(tp)];
@@ -302,7 +293,7 @@ var RooflineModel = (function () {
         cal.prefill_overhead_s,                                             // 0 prefill overhead
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
         m.denseRead * sPerByte,                                             // 2 matmul memory, dense weights
-        (model.linear_flop_per_token - decodeRoutedFlop) / tp * sPerDecodeFlop,  // 3 per decode token
+        model.linear_flop_per_token / tp * sPerDecodeFlop,                  // 3 per decode token
         (model.body_linear_flop_per_token - routedFlop) / tp * sPerPrefillFlop
           + routedFlop / tp * sPerExpertPrefillFlop,                        // 4 per prompt token
         model.lm_head_flop_per_position / tp * sPerPrefillFlop,             // 5 per prefill logit row
@@ -336,11 +327,6 @@ var RooflineModel = (function () {
         winHeads * prefillScoreS,                                           // 33 prefill score traffic per pair, windowed
         model.moe_layers * model.experts_per_token * model.hidden_size * actB
           * (cal.expert_row_traffic_coeff || 0.0) * sPerByte,               // 34 routed rows' gather and combine, per token
-        routedFlop / tp * sPerDecodeFlop,                                   // 35 per decode token, one small tile
-        routedFlop / tp * sSmallExpertFlop,                                 // 36 per decode token, two small tiles
-        routedFlop / tp * sLargeExpertFlop,                                 // 37 per decode token, large tiles
-        0.5 * GROUPED_MM_SMALL_ROWS * perRow,                               // 38 decode tokens up to which: 35
-        GROUPED_MM_SMALL_ROWS * perRow,                                     // 39 decode tokens up to which: 36
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       return m;
@@ -396,7 +382,6 @@ var RooflineModel = (function () {
       }
       var matmulMemory = c[2];
       var matmulCompute = d * c[3] + p * c[4] + rows * c[5];
-      if (c[39]) matmulCompute = matmulCompute + d * (d <= c[38] ? c[35] : (d <= c[39] ? c[36] : c[37]));
       if (c[21]) {
         var touched = expertsTouched(m, d + p);
         matmulMemory = matmulMemory + c[20] * touched;
