@@ -822,6 +822,16 @@ def main() -> None:
         "route, sort the (token, expert) rows by expert, gather them, two grouped matmuls, activation, weighted "
         "`index_add_` back into the tokens) at seven catalog MoE models' shapes. At 16,384 tokens, a prefill's size:\n\n",
         moe_probe_section(),
+        "\n**Large decode batches** (device call 52, `h200-graph-moe-check-call52.csv`): the four MoE models at "
+        "prompt 256 + gen 16, at batches of 32-192 routed rows an expert (batch x k / experts; qwen3-30b-a3b's "
+        "MoE fit stops at 64). `torch._grouped_mm` runs a 64-row tile up to 128 rows an expert (averaged over "
+        "all experts) and a 128 x 256 one above; the MoE probe's matmuls turn compute-bound near 128 rows. A "
+        "rule that priced 65-128 rows at the probe's compute-bound rate (275 TFLOP/s) was committed before this "
+        "check and failed it (mixtral-8x7b at batch 384, 96 rows an expert: +41%; its step does not rise from "
+        "batch 256), so it was reverted; the table is the calibration without it. Past 64 rows an expert "
+        "qwen3-30b-a3b's, deepseek-v2-lite's and gpt-oss-20b's steps are priced 6-21% fast, mixtral-8x7b's "
+        "within 10% (docs/method.md, section 13):\n\n",
+        per_model_context(compare(f"{M}/h200-graph-moe-check-call52.csv", GRAPH)),
         "\nThe grouped matmuls run near the dense matmuls' rate (qwen3-30b-a3b: 620 TFLOP/s). What the model lacked "
         "is the routed rows' gather and combine: the weighted scatter-add is bf16 atomic adds at ~90 G elements/s, "
         "more time than the matmuls for many small experts. It costs the same ~12 ps per (row x hidden) element at "
