@@ -9,7 +9,6 @@ qwen3-30b-a3b's points alone and every other shape held out. Not used by the mod
 """
 import json
 import math
-import sys
 from pathlib import Path
 from collections import defaultdict
 
@@ -79,4 +78,3 @@ print('without tiles (rows at one rate), fitted alike: %.0f TFLOP/s, bytes %.2f 
 for m in sorted({r[0] for r in base}):
     errs = [(r[1], model(fit_b.x, r) / r[5] - 1) for r in base if r[0] == m]
     print(f"{m:16s} MAPE {100*np.mean([abs(e) for _, e in errs]):5.1f}% | " + " ".join(f"{T}:{100*e:+.0f}" for T, e in errs if T <= 4096))
-sys.exit(0)

@@ -141,7 +141,8 @@ from typing import Callable
 
 from roofline.units import GiB, MiB
 
-PROBES = ("attention", "memory", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
+#: every probe, in the order run_probes runs them (memory first: see there)
+PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
           "attention-widths", "sustained-matmul")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -1624,9 +1625,11 @@ TINY_SUSTAINED = SustainedGrid(m=64, n=64, k=64, phases=(("idle", 0.1), ("load",
 
 def sustained_probe(device: str, grid: SustainedGrid, out_path: Path, deadline: float | None,
                     progress: Callable[[str], None]) -> dict:
-    """Run one GEMM back to back through ``grid.phases``; each window of ``window_calls`` GEMMs is
-    timed from the host between synchronisations (its FLOP rate and its end on the probe's clock),
-    and nvidia-smi samples the SM clock, power and temperature alongside. Writes ``out_path``."""
+    """Run one GEMM back to back through ``grid.phases``, then each of ``grid.prefills`` (the graph
+    engine's prefill of a model, forward after forward) through ``grid.prefill_phases``; each window
+    (``window_calls`` GEMMs, or one forward) is timed from the host between synchronisations (its
+    length and its end on the probe's clock, a series name on each), and nvidia-smi samples the SM
+    clock, power and temperature alongside. Writes ``out_path``."""
     import shutil
     import subprocess
 
@@ -1779,9 +1782,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
     paths = {}
     # memory first: its cases run in their own processes, in parallel, in a fixed time; the
     # attention probe then takes what is left of the budget
-    for name in [p for p in ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe",
-                                  "kernels", "masked-attention", "prefill-kernels", "attention-groups",
-                                  "layer-features", "attention-contexts", "attention-widths", "sustained-matmul") if p in what]:
+    for name in [p for p in PROBES if p in what]:
         path = out_dir / f"probe-{name}.json"
         t0 = time.monotonic()
         try:

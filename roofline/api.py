@@ -451,7 +451,7 @@ def fit(
     (``attention_context_factors``, roofline.probes.attention_context_factors). ``sustained_matmul_probe``:
     calibrate.probes sustained-matmul files: the card's matmul rate against time under load, stored as
     measured (``matmul_load_curve``, roofline.probes.sustained_matmul_curve) before the prefill terms are
-    fitted; a prefill's compute-bound kernels then run at its average over the pass."""
+    fitted; a prefill's matmuls at the fitted efficiency then run at its average over the pass."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card

@@ -220,12 +220,13 @@ class Calibration(BaseModel):
         "(calibrate.probes: the engine's decode attention alone at generic shapes over cache lengths around the "
         "powers of two; roofline.probes.attention_context_factors); None: none")
     matmul_load_curve: list[tuple[float, float]] | None = Field(
-        None, description="the card's matmul rate against time under load: (seconds of load, rate / the rate of "
-        "the first tens of ms), ascending in time, the last held after it; the sustained-matmul probe's (calibrate."
-        "probes: one large GEMM back to back for seconds; the clock falls from its boost within ~0.1 s and again at "
-        "the power limit; roofline.probes.sustained_matmul_curve). A prefill's compute-bound kernels run at the "
-        "average of this over the pass (roofline.prefill.prefill), and prefill_compute_efficiency is then relative "
-        "to the first tens of ms; None: one rate whatever the pass's length")
+        None, description="the card's rate against time under load: (seconds of load, rate / the rate of the "
+        "first tens of ms), ascending in time, the last held after it; the sustained-matmul probe's (calibrate."
+        "probes: a fitted model's prefill forward after forward for seconds, or one large GEMM; the clock falls "
+        "from its boost within ~0.1 s and again at the power limit; roofline.probes.sustained_matmul_curve). A "
+        "prefill's matmuls priced at prefill_compute_efficiency run at the average of this over the pass "
+        "(roofline.prefill.prefill), that efficiency then relative to the first tens of ms; None: one rate "
+        "whatever the pass's length")
     # optional ceilings measured alongside the calibration (replace the profile's)
     measured_bandwidth_bytes_per_s: float | None = Field(None, gt=0)
     measured_peak_flop_per_s: float | None = Field(None, gt=0)

@@ -9,18 +9,18 @@ KV cache. An engine that prefills at most ``prefill_chunk_tokens`` tokens per fo
 calibration's; whole sequences, at least one) runs the batch as consecutive forwards of as many
 sequences as fit: TTFT is their sum. Priced by roofline.step.
 
-A card whose calibration holds its matmul rate against time under load
-(``Calibration.matmul_load_curve``, the sustained-matmul probe's) runs the prefill's compute-bound
-matmuls priced at the fitted efficiency at that rate's average over the prefill (the rates probes
-measured, the attention's and the routed experts', are held as timed), which starts on a rested card: the clock holds its
-boost for the first ~0.1 s of load, then falls (the H200's by ~14%, ~16% from 1 s on).
+A card whose calibration holds its rate against time under load (``Calibration.matmul_load_curve``,
+the sustained-matmul probe's) runs the prefill's matmuls priced at the fitted efficiency at that
+rate's average over the prefill, which starts on a rested card (the rates probes measured, the
+attention's and the routed experts', are held as timed): the clock holds its boost for the first
+~0.1 s of load, then falls (the H200's prefill ~7% slower, ~9% at its power limit).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from functools import lru_cache
+
+import numpy as np
 
 from roofline.step import StepModel, bound_index, causal_pairs, prefill_work
 

@@ -599,7 +599,7 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
     return windows
 
 
-#: the sustained-matmul probe's bins (seconds of load): each window's rate goes to the bin holding its end
+#: the sustained-matmul probe's bins (seconds of load): each window's rate goes to the bin holding its midpoint
 LOAD_BINS_S = (0.0, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0)
 
 

@@ -296,18 +296,18 @@ class StepModel:
         else:
             reduce_fixed = reduce_per_token = gather_per_row = 0.0
         # the prefill matmuls priced at the fitted efficiency (not the probes' measured rates): what
-        # a load curve stretches (roofline.prefill.prefill)
+        # a load curve stretches (roofline.prefill.prefill); per prompt token, per logit row
         set_(self, "_prefill_fitted_s", (
             (float(spec.body_linear_flop_per_token) - routed_flop) / tp * s_per_prefill_flop,
             float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop))
+        dense_prefill_s, lm_head_s = self._prefill_fitted_s
         set_(self, "_c", (
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
             self.dense_read_bytes * s_per_byte,                                   # 2 matmul memory, dense weights
             float(spec.linear_flop_per_token) / tp * s_per_decode_flop,           # 3 per decode token
-            (float(spec.body_linear_flop_per_token) - routed_flop) / tp * s_per_prefill_flop
-            + routed_flop / tp * s_per_expert_prefill_flop,                       # 4 per prompt token
-            float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop,      # 5 per prefill logit row
+            dense_prefill_s + routed_flop / tp * s_per_expert_prefill_flop,     # 4 per prompt token
+            lm_head_s,                                                            # 5 per prefill logit row
             full_read * s_per_byte,                                               # 6 per KV token moved, full layers
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
             full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers

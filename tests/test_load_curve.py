@@ -14,7 +14,7 @@ from roofline.calibration import Calibration, load_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import load_card
 from roofline.model_spec import load_model
-from roofline.prefill import load_average, prefill
+from roofline.prefill import load_average, prefill, static_prefill_work
 from roofline.probes import sustained_matmul_curve
 from roofline.step import StepModel
 
@@ -94,7 +94,6 @@ def test_a_long_prefill_runs_its_fitted_matmuls_at_the_curves_average():
         a, b = prefill(flat, batch, prompt), prefill(slow, batch, prompt)
         ttft = float(b["ttft_s"])
         # the fixed point: the rest unchanged, the fitted matmuls over the average of the pass's length
-        from roofline.prefill import static_prefill_work
         work = static_prefill_work(batch, prompt, "last", flat.window, flat.masked_prefill)
         fitted = min(float(a["compute_s"]), float(flat.prefill_fitted_compute_s(work)))
         assert ttft == pytest.approx(float(a["ttft_s"]) - fitted + fitted / float(load_average(curve, ttft)), rel=1e-3)
