@@ -415,7 +415,8 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Keep this calibration's terms; fit only what these measurements newly identify (e.g. MoE terms).")
 @click.option("--moe-probe", type=click.Path(dir_okay=False),
               help="MoE-probe file (calibrate.probes), with --base and MoE runs: the routed rows' gather and combine "
-                   "cost measured at the fitted MoE models' shapes, held while the other MoE terms are fitted.")
+                   "cost and the grouped matmuls' rates per tile FLOP (small and large tiles), measured at the fitted "
+                   "MoE models' shapes, held while the other MoE terms are fitted.")
 @options("fmt")
 @domain_errors
 def fit(measurements, fmt, **kw):

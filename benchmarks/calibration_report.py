@@ -828,18 +828,22 @@ def main() -> None:
         "all experts) and a 128 x 256 one above; the MoE probe's matmuls turn compute-bound near 128 rows. A "
         "rule that priced 65-128 rows at the probe's compute-bound rate (275 TFLOP/s) was committed before this "
         "check and failed it (mixtral-8x7b at batch 384, 96 rows an expert: +41%; its step does not rise from "
-        "batch 256), so it was reverted; the table is the calibration without it. Past 64 rows an expert "
-        "qwen3-30b-a3b's, deepseek-v2-lite's and gpt-oss-20b's steps are priced 6-21% fast, mixtral-8x7b's "
-        "within 10% (docs/method.md, section 13):\n\n",
+        "batch 256), so it was reverted. Without it, past 64 rows an expert qwen3-30b-a3b's, deepseek-v2-lite's "
+        "and gpt-oss-20b's steps were priced 6-21% fast. What fits is a count of tiles: an expert's r rows compute "
+        "ceil(r / 64) tiles of 64 (96 rows cost what 128 do), and the experts' bytes and tiles combine by max "
+        "beside the dense matmuls (docs/method.md, section 4, \"The grouped GEMM, by tiles\"); the table is the "
+        "calibration with it (before it: qwen3-30b-a3b 9.7%, deepseek-v2-lite 6.2%, gpt-oss-20b 13.0%, "
+        "mixtral-8x7b 4.0% TPOT MAPE). These batches were seen before the tile form was chosen:\n\n",
         per_model_context(compare(f"{M}/h200-graph-moe-check-call52.csv", GRAPH)),
         "\nThe grouped matmuls run near the dense matmuls' rate (qwen3-30b-a3b: 620 TFLOP/s). What the model lacked "
         "is the routed rows' gather and combine: the weighted scatter-add is bf16 atomic adds at ~90 G elements/s, "
         "more time than the matmuls for many small experts. It costs the same ~12 ps per (row x hidden) element at "
         "every shape, so it is one term, `expert_row_traffic_coeff` (bytes per routed row, in units of hidden x act "
         "bytes, at the calibrated bandwidth). It is set from qwen3-30b-a3b's probe points only (the median over "
-        "4,096 tokens and more) and held; then the three other MoE terms (routing overhead per MoE layer, "
-        "grouped-GEMM traffic factor, minimum rows per touched expert) were fitted on qwen3-30b-a3b's rows. The "
-        "traffic factor came out at 1.23: the grouped matmuls read a touched expert's bytes at ~3 TB/s, as the "
+        "4,096 tokens and more) and held, as are the grouped GEMM's two tile rates (the same probe's matmuls at "
+        "qwen3-30b-a3b's shape, every token count: 360 and 649 TFLOP/s per tile FLOP); then the two other MoE terms "
+        "(routing overhead per MoE layer, grouped-GEMM traffic factor) were fitted on qwen3-30b-a3b's rows. The "
+        "traffic factor came out at 1.36: the grouped matmuls read a touched expert's bytes at ~3 TB/s, as the "
         "probe times them at 256-1,024 tokens. The other three models are held out: deepseek-v2-lite (MLA "
         "attention, 64 experts + 2 shared), gpt-oss-20b (32 experts, sliding windows on half the layers, attention "
         "sinks), mixtral-8x7b (8 experts, top-2):\n\n",

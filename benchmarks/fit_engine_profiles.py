@@ -191,7 +191,8 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                 continue
             if k == "bandwidth_efficiency":
                 v = v * bw
-            elif k in ("compute_efficiency", "attention_efficiency", "prefill_compute_efficiency"):
+            elif k in ("compute_efficiency", "attention_efficiency", "prefill_compute_efficiency",
+                       "expert_small_tile_efficiency", "expert_large_tile_efficiency"):
                 if k == "prefill_compute_efficiency" and cal.matmul_load_curve:
                     # fitted against the boost clock's first tens of ms: a card without its own
                     # curve prices every prefill at a half-second one's average of this card's

@@ -433,7 +433,10 @@ def fit(
     MoE file, with ``base`` and MoE runs: the routed rows' gather and combine cost
     (``expert_row_traffic_coeff``) measured on the fitted MoE models' own shapes, held while the
     other MoE terms are fitted, and the rate a prefill's grouped expert matmuls run at
-    (``expert_prefill_flop_per_s``, the same shapes, 16,384 tokens and more); and, where the base prices the prefill's elementwise kernels by
+    (``expert_prefill_flop_per_s``, the same shapes, 16,384 tokens and more), and the grouped
+    matmuls' rates per FLOP of the tiles they compute on the small- and large-tile paths
+    (``expert_small_tile_efficiency``, ``expert_large_tile_efficiency``: roofline.probes.moe_tile_efficiencies,
+    the same shapes, every token count); and, where the base prices the prefill's elementwise kernels by
     kind, gpt-oss's clamped activation (its act stage's extra cost per element over silu's). ``masked_attention_probe``: a calibrate.probes masked-attention file:
     the engine's masked prefill path's FLOP rate by head width, stored as measured
     (``masked_prefill_attention_flop_per_s``): windowed layers past their window, and sinks layers,
@@ -510,11 +513,14 @@ def fit(
         base_cal = base if isinstance(base, Calibration) else load_calibration(base)
         held = None
         if moe_probe is not None:
-            from roofline.probes import moe_grouped_flop_per_s
+            from roofline.probes import moe_grouped_flop_per_s, moe_tile_efficiencies
 
             fitted = sorted({r.model for r in rows})
+            small, large, _ = moe_tile_efficiencies(
+                moe_probe, fitted, float(base_cal.measured_peak_flop_per_s or card_p.peak_flop_per_s))
             held = {"expert_row_traffic_coeff": moe_row_traffic_coeff(base_cal, card_p, moe_probe, fitted),
-                    "expert_prefill_flop_per_s": moe_grouped_flop_per_s(moe_probe, fitted)}
+                    "expert_prefill_flop_per_s": moe_grouped_flop_per_s(moe_probe, fitted),
+                    "expert_small_tile_efficiency": small, "expert_large_tile_efficiency": large}
             if base_cal.prefill_elementwise_bytes_per_element:
                 # the prefill's elementwise costs gain gpt-oss's clamped activation: silu's (the
                 # prefill-kernels probe's gated intermediate) plus what the MoE probe's act stage adds

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from roofline.errors import RooflineError
 
@@ -195,6 +195,20 @@ class Calibration(BaseModel):
         "GEMMs, measured alone by the MoE probe (calibrate.probes) at the fitted MoE models' shapes (median over "
         "16,384 tokens and more); a prompt token's routed-expert FLOPs are priced at it instead of the prefill "
         "matmuls' rate; None: at the prefill matmuls' rate")
+    expert_small_tile_efficiency: float | None = Field(
+        None, gt=0, le=2, description="the rate of a decode's grouped expert matmuls on the engine's small-tile "
+        "path, as a fraction of the matmul ceiling (measured_peak_flop_per_s, else the card's), per FLOP of the "
+        "tiles it computes: torch._grouped_mm runs an expert's routed rows in tiles of 64 rows x 128 columns "
+        "while the rows an expert, averaged over all experts, are fewer than 129, so a touched expert with r rows "
+        "computes ceil(r / 64) x 64 of them (roofline.step.expert_tile_rows); fitted with the large path's rate, "
+        "a bandwidth and a fixed time on the MoE probe's grouped matmuls at the fitted MoE model's shape "
+        "(roofline.probes.moe_tile_efficiencies). With it a pass's routed experts cost max(their weight bytes, "
+        "their tiles' FLOPs at this rate), added to the dense matmuls' roofline, and expert_gemm_min_rows is not "
+        "used; None: the routed rows' FLOPs join the dense matmuls' at the decode rate (with "
+        "expert_gemm_min_rows' padding)")
+    expert_large_tile_efficiency: float | None = Field(
+        None, gt=0, le=2, description="as expert_small_tile_efficiency, for the large-tile path (128 rows x 256 "
+        "columns: 129 rows an expert on average and more, a prefill's size)")
     prefill_elementwise_bytes_per_element: dict[str, float] | None = Field(
         None, description="bytes per element of a prefill layer's non-matmul kernels, by kind (hidden, "
         "gated_intermediate, plain_intermediate, query, key_value, qk_norm, clamped_intermediate: "
@@ -267,6 +281,12 @@ class Calibration(BaseModel):
                 raise ValueError("each window is (after_tokens, to_tokens, factor, head_dim_from, head_dim_to, "
                                  "group_from, group_to) with 0 <= after < to, 0 < factor <= 10 and 0 < from <= to")
         return v
+
+    @model_validator(mode="after")
+    def _tile_paths(self):
+        if (self.expert_small_tile_efficiency is None) != (self.expert_large_tile_efficiency is None):
+            raise ValueError("expert_small_tile_efficiency and expert_large_tile_efficiency go together: both or neither")
+        return self
 
     @field_validator("prefill_elementwise_bytes_per_element")
     @classmethod

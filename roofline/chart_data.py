@@ -197,6 +197,8 @@ def model_entry(spec: ModelSpec) -> dict:
                                                       + spec.routed_expert_bias_params)
         # StepModel's routed-expert FLOPs of a prompt token (priced at the grouped GEMMs' rate)
         entry["routed_flop_per_token"] = spec.routed_expert_flop_per_token
+        # StepModel's tile rows: the grouped GEMM's columns (gate-up over hidden, down over intermediate)
+        entry["moe_intermediate_size"] = spec.moe_intermediate_size
     return entry
 
 

@@ -547,6 +547,10 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
     if engine != base.engine:
         raise RooflineError(f"measurements are of engine {engine}, the base calibration of {base.engine}")
     names = [n for n in MOE_TERMS if n not in _unidentifiable(groups)]
+    if base.expert_small_tile_efficiency is not None:
+        # the tiles price what the padded rows stood for: expert_gemm_min_rows is not used
+        names = [n for n in names if n != "expert_gemm_min_rows"]
+        base = _with(base, expert_gemm_min_rows=0.0)
     if not names:
         raise RooflineError("these measurements identify no term the base calibration lacks (no MoE model)")
     if chunk is not None and base.prefill_chunk_tokens != chunk:
@@ -557,8 +561,8 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
         return np.concatenate([mean_tpot_s(g.step_model(card, cal), g.batch, g.prompt, g.gen, kv_cache) / g.tpot - 1.0
                                for g in groups])
 
-    starts = [{"moe_layer_overhead_s": v, "expert_traffic_factor": f, "expert_gemm_min_rows": r}
-              for v, f, r in ((2e-5, 1.5, 64.0), (5e-6, 2.5, 128.0), (5e-5, 1.1, 16.0))]
+    starts = [{k: x for k, x in {"moe_layer_overhead_s": v, "expert_traffic_factor": f, "expert_gemm_min_rows": r}.items()
+               if k in names} for v, f, r in ((2e-5, 1.5, 64.0), (5e-6, 2.5, 128.0), (5e-5, 1.1, 16.0))]
     cal = _with(base, **_solve(residual, names, starts))
     report = dict(base.fit_report)
     report["extra"] = {"terms": names, "models": sorted({g.spec.name for g in groups}), "held": sorted(fixed or {}),

@@ -223,8 +223,9 @@ def loop_elementwise_bytes_per_token(step: StepModel) -> float:
 def attention_and_collectives_s(step: StepModel, work) -> float:
     """The step model's attention (its memory and compute blended) and collectives for ``work``:
     a prefill graph's kernels besides its linears and elementwise ones, no eager overhead."""
-    _, _, _, am, ac, _, co = step.pass_parts(work)
-    return pnorm(am, ac, float(step.calibration.roofline_exponent)) + co
+    parts = step.pass_parts(work)
+    return pnorm(parts.attention_memory_s, parts.attention_compute_s, float(step.calibration.roofline_exponent)) \
+        + parts.collectives_s
 
 
 HOST_DECODE_TERMS = ("host_decode_s", "host_decode_s_per_seq", "host_finish_s")

@@ -323,6 +323,50 @@ def moe_grouped_flop_per_s(path: str | Path, models, min_tokens: int = 16384) ->
     return statistics.median(v["size"] / (v["gemm_gate_up"] + v["gemm_down"]) for v in by.values())
 
 
+def moe_tile_efficiencies(path: str | Path, models, peak_flop_per_s: float) -> tuple[float, float, dict]:
+    """(small-tile, large-tile efficiency, report): the rates of the engine's grouped expert matmuls
+    per FLOP of the tiles they compute (roofline.step.tile_rows_table: an expert's routed rows in
+    whole tiles of 64 rows x 128 columns, or 128 x 256 from 129 rows an expert on average), as
+    fractions of ``peak_flop_per_s``. Fitted on the MoE probe's ``gemm_gate_up`` + ``gemm_down``
+    points of ``models`` (every token count) as max(tile FLOPs / R, touched experts' bytes / BW) +
+    f, R one per path, BW and f free (relative least squares); the report holds the fit's BW, f and
+    its error."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from roofline.step import LARGE_TILE, SMALL_TILE, SMALL_TILE_ROWS_PER_EXPERT, tile_rows_table
+
+    by = _moe_stage_pairs(path, models, 1, ("gemm_gate_up", "gemm_down"), lambda p: p)
+    points = []
+    for (_, tokens), v in sorted(by.items()):
+        p = v["size"]
+        try:
+            experts, k, hidden, inter = int(p["experts"]), int(p["top_k"]), float(p["hidden"]), float(p["moe_inter"])
+            touched = float(p["experts_touched"])
+        except (KeyError, TypeError, ValueError):
+            raise RooflineError(f"{path}: a point lacks experts, top_k, hidden, moe_inter or experts_touched") from None
+        small = tokens * k < SMALL_TILE_ROWS_PER_EXPERT * experts
+        cols = SMALL_TILE[1] if small else LARGE_TILE[1]
+        row_flop = 2.0 * (hidden * -(-2.0 * inter // cols) * cols + inter * -(-hidden // cols) * cols)
+        grid, rows = tile_rows_table(experts, k, 0.0)
+        tile_rows = float(np.interp(tokens, grid, rows)) + max(tokens - grid[-1], 0.0) * k
+        points.append((small, tile_rows * row_flop, touched * 3.0 * hidden * inter * 2.0,
+                       v["gemm_gate_up"] + v["gemm_down"]))
+    if not any(pt[0] for pt in points) or all(pt[0] for pt in points):
+        raise RooflineError(f"{path}: the tile fit needs points on both tile paths (few and many tokens)")
+
+    def priced(x, pt):
+        small, flop, nbytes, _ = pt
+        return max(flop / ((x[0] if small else x[1]) * 1e12), nbytes / (x[2] * 1e12)) + x[3] * 1e-6
+
+    fit = least_squares(lambda x: [priced(x, pt) / pt[3] - 1.0 for pt in points], [300.0, 600.0, 3.0, 20.0],
+                        bounds=([10.0, 10.0, 0.1, 0.0], [5000.0, 5000.0, 20.0, 1000.0]))
+    errors = [abs(priced(fit.x, pt) / pt[3] - 1.0) for pt in points]
+    report = {"bandwidth_bytes_per_s": float(fit.x[2]) * 1e12, "fixed_s": float(fit.x[3]) * 1e-6,
+              "points": len(points), "mape_fraction": float(np.mean(errors)), "models": sorted(set(models))}
+    return float(fit.x[0]) * 1e12 / peak_flop_per_s, float(fit.x[1]) * 1e12 / peak_flop_per_s, report
+
+
 #: decode-layer features whose own kernels cost a decode step a fixed time per layer that has them
 #: (ModelSpec.decode_layer_features, the calibration's ``layer_feature_overhead_s``): ``qk_norm``, the
 #: per-head RMSNorm of queries and keys (qwen3, gemma-3, olmo-2: a norm and a scale); ``mla``, the

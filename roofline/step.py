@@ -26,7 +26,9 @@ of the engine's slower-kernel windows has its attention priced up by that window
 (``Calibration.attention_context_factors``).
 
 The weights a pass reads: every dense weight, and of each mixture-of-experts layer only the
-experts its tokens were routed to (``experts_touched``). The KV it reads: full-attention layers
+experts its tokens were routed to (``experts_touched``). Where the calibration has the grouped
+GEMM's tile rates, those experts are a family of their own, added to the matmuls': the larger of
+their bytes and the FLOPs of the whole tiles their rows fill (``expert_tile_rows``). The KV it reads: full-attention layers
 see every cached token, windowed layers at most their window (``PassWork.kv_read_window_tokens``).
 With tensor parallelism (``tp``) every figure is one GPU's share (KV heads replicated where the
 GPUs outnumber them) and the collectives join the pass.
@@ -38,7 +40,8 @@ the same code: only ``pnorm``, ``experts_touched`` and the overhead's choice bra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import exp, log, log1p
+from functools import lru_cache
+from math import ceil, exp, log, log1p, sqrt
 from typing import NamedTuple
 
 import numpy as np
@@ -49,6 +52,15 @@ from roofline.model_spec import ModelSpec
 from roofline.units import dtype_bytes
 
 BOUNDS = np.array(["overhead", "memory", "compute"])
+
+#: torch._grouped_mm's tiles (PyTorch's GroupMM.cu), (rows, columns): an expert's routed rows run in
+#: tiles of 64 x 128 while the routed rows, averaged over all experts, are fewer than
+#: SMALL_TILE_ROWS_PER_EXPERT (floor(rows / experts) <= 128), else in tiles of 128 x 256
+SMALL_TILE = (64, 128)
+LARGE_TILE = (128, 256)
+SMALL_TILE_ROWS_PER_EXPERT = 129
+#: the tile table's last point: past it a token adds k rows (every expert's tiles long since full)
+TILE_TABLE_MAX_TOKENS = 8192
 
 
 def pnorm(a, b, p):
@@ -127,6 +139,10 @@ class PassParts(NamedTuple):
     attention_compute_s: object
     elementwise_s: object
     collectives_s: object
+    #: a pass's routed experts where the calibration prices them by tiles (expert_small_tile_efficiency):
+    #: their weight bytes and their tiles' FLOPs, combined by max and added to the dense matmuls'
+    expert_memory_s: object = 0.0
+    expert_compute_s: object = 0.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +187,7 @@ class StepModel:
     # seconds per unit of work (what _parts multiplies PassWork's counts by)
     _c: tuple = field(init=False, repr=False)
     _touched_table: object = field(init=False, repr=False, default=None)
+    _tile_table: object = field(init=False, repr=False, default=None)
     _window_layers: int = field(init=False, repr=False, default=0)
     _context_windows: tuple = field(init=False, repr=False, default=())
 
@@ -283,6 +300,23 @@ class StepModel:
         # a grouped GEMM computes at least expert_gemm_min_rows rows per touched expert: the padding
         # (min_rows x touched - tokens x k, when positive) costs FLOPs of one expert row each
         expert_row_flop = spec.moe_layers * (2.0 * spec.routed_expert_weight_params + spec.routed_expert_bias_params) / tp
+        # the grouped GEMM's tiles (expert_small_tile_efficiency): seconds per row of tiles on each path,
+        # every MoE layer's gate-up (2 x intermediate columns over hidden) and down (hidden columns over
+        # intermediate), the columns padded to whole tiles; the routed rows' own FLOPs then leave the
+        # dense matmuls' terms
+        tiles = bool(cal.expert_small_tile_efficiency and spec.moe_layers)
+        if tiles:
+            inter, hidden = spec.moe_intermediate_size / tp, float(spec.hidden_size)
+
+            def padded_row_flop(cols):
+                return spec.moe_layers * 2.0 * (hidden * ceil(2.0 * inter / cols) * cols + inter * ceil(hidden / cols) * cols)
+            small_row_s = padded_row_flop(SMALL_TILE[1]) / (cal.expert_small_tile_efficiency * self.peak_flop_per_s)
+            large_row_s = padded_row_flop(LARGE_TILE[1]) / (cal.expert_large_tile_efficiency * self.peak_flop_per_s)
+            decode_routed_s = routed_flop / tp * s_per_decode_flop
+            prefill_routed_s = 0.0
+        else:
+            small_row_s = large_row_s = decode_routed_s = 0.0
+            prefill_routed_s = routed_flop / tp * s_per_expert_prefill_flop
         # collectives per pass (tp > 1): 2 all-reduces a layer and the embedding's, of hidden x act
         # bytes per token; the logits all-gathered (vocab x act bytes per logit row); ring algorithms
         if tp > 1:
@@ -305,8 +339,8 @@ class StepModel:
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
             self.dense_read_bytes * s_per_byte,                                   # 2 matmul memory, dense weights
-            float(spec.linear_flop_per_token) / tp * s_per_decode_flop,           # 3 per decode token
-            dense_prefill_s + routed_flop / tp * s_per_expert_prefill_flop,     # 4 per prompt token
+            float(spec.linear_flop_per_token) / tp * s_per_decode_flop - decode_routed_s,  # 3 per decode token
+            dense_prefill_s + prefill_routed_s,                                   # 4 per prompt token
             lm_head_s,                                                            # 5 per prefill logit row
             full_read * s_per_byte,                                               # 6 per KV token moved, full layers
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
@@ -339,6 +373,9 @@ class StepModel:
             win_heads * prefill_score_s,                                          # 33 prefill score traffic per pair, windowed
             spec.moe_layers * spec.experts_per_token * spec.hidden_size * dtype_bytes(ad)
             * cal.expert_row_traffic_coeff * s_per_byte,                          # 34 routed rows' gather and combine, per token
+            small_row_s,                                                          # 35 per row of small tiles (0: no tiles)
+            large_row_s,                                                          # 36 per row of large tiles
+            float(SMALL_TILE_ROWS_PER_EXPERT * spec.num_experts),                 # 37 routed rows below which tiles are small
         ))
         # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
         # (measured at some head widths and query heads a KV head: a model of other ones, or MLA, runs
@@ -349,6 +386,8 @@ class StepModel:
             if d_lo <= spec.head_dim <= d_hi and g_lo <= group <= g_hi))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
+        if tiles:
+            set_(self, "_tile_table", tile_rows_table(spec.num_experts, spec.experts_per_token, float(self.routing_skew)))
         dtype_bytes(self.act_dtype)  # validate
 
     @property
@@ -394,6 +433,17 @@ class StepModel:
         out = np.interp(np.asarray(tokens, dtype=float), grid, values)
         return float(out) if type(tokens) is float else out
 
+    def expert_tile_rows(self, tokens):
+        """Rows of grouped-GEMM tiles per MoE layer that a pass of ``tokens`` tokens computes (the
+        calibration's tile path; 0 without it): roofline.step.tile_rows_table, interpolated, and past
+        its last point k rows a token more."""
+        if self._tile_table is None:
+            return 0.0 if type(tokens) is float else np.zeros_like(np.asarray(tokens, dtype=float))
+        grid, values = self._tile_table
+        t = np.asarray(tokens, dtype=float)
+        out = np.interp(t, grid, values) + np.maximum(t - grid[-1], 0.0) * self._c[31]
+        return float(out) if type(tokens) is float else out
+
     # ---- the cost of a pass ----
     def overhead_s(self, decode_tokens, prefill_tokens):
         """The decode overhead for a decode step (and the per-layer extra of two or more sequences),
@@ -426,11 +476,21 @@ class StepModel:
             kv, kvw = kv * f, kvw * (f if uncapped else self._context_factor(kvw, d))
         matmul_memory = c[2]
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
+        expert_memory = expert_compute = 0.0
         if c[21]:
             touched = self.experts_touched(d + p)
-            matmul_memory = matmul_memory + c[20] * touched
-            if c[30]:
-                matmul_compute = matmul_compute + _max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29]
+            if c[35]:  # by tiles: the experts' bytes against their tiles' FLOPs, beside the dense matmuls
+                expert_memory = c[20] * touched
+                tokens = d + p
+                if type(tokens) is float:
+                    per_row = c[35] if tokens * c[31] < c[37] else c[36]
+                else:
+                    per_row = np.where(np.asarray(tokens, dtype=float) * c[31] < c[37], c[35], c[36])
+                expert_compute = self.expert_tile_rows(tokens) * per_row
+            else:
+                matmul_memory = matmul_memory + c[20] * touched
+                if c[30]:
+                    matmul_compute = matmul_compute + _max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29]
         written = d + p
         kv_s = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14]
         if c[26] or c[27]:
@@ -446,6 +506,8 @@ class StepModel:
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11] + (d + p) * c[34],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
+            expert_memory,
+            expert_compute,
         )
 
     def _context_factor(self, kv, d):
@@ -473,28 +535,30 @@ class StepModel:
 
     def pass_s(self, work: PassWork):
         """Seconds of one pass doing ``work`` (a PassWork, or any tuple of its seven counts in its order)."""
-        o, mm, mc, am, ac, el, co = self._parts(work)
+        o, mm, mc, am, ac, el, co, em, ec = self._parts(work)
         p = self._c[12]
-        return pnorm(o, pnorm(mm, mc, p) + pnorm(am, ac, p) + el + co, self._c[13])
+        return pnorm(o, pnorm(mm, mc, p) + _max(em, ec) + pnorm(am, ac, p) + el + co, self._c[13])
 
     def work_s(self, work: PassWork):
         """``pass_s`` without the fixed overhead: the kernels' own time (what a CUDA-graph replay
         of the pass costs beyond its launch floor; roofline.pass_costs.LoopCost)."""
-        _, mm, mc, am, ac, el, co = self._parts(work)
+        _, mm, mc, am, ac, el, co, em, ec = self._parts(work)
         p = self._c[12]
-        return pnorm(mm, mc, p) + pnorm(am, ac, p) + el + co
+        return pnorm(mm, mc, p) + _max(em, ec) + pnorm(am, ac, p) + el + co
 
     def pass_breakdown(self, work: PassWork) -> dict:
         """``pass_s`` with where the time goes: total, overhead, memory (the families whose bytes
         outweigh their FLOPs, the elementwise kernels and the collectives) and compute (the
         others); arrays."""
-        o, mm, mc, am, ac, el, co = (np.asarray(x, dtype=float) for x in self._parts(work))
+        o, mm, mc, am, ac, el, co, em, ec = (np.asarray(x, dtype=float) for x in self._parts(work))
         p = self._c[12]
-        gemm, attn = pnorm(mm, mc, p), pnorm(am, ac, p)
-        total = pnorm(o, gemm + attn + el + co, self._c[13])
-        gemm_on_memory, attn_on_memory = mm >= mc, am >= ac
-        memory_s = np.where(gemm_on_memory, gemm, 0.0) + np.where(attn_on_memory, attn, 0.0) + el + co
-        compute_s = np.where(gemm_on_memory, 0.0, gemm) + np.where(attn_on_memory, 0.0, attn)
+        gemm, attn, experts = pnorm(mm, mc, p), pnorm(am, ac, p), np.maximum(em, ec)
+        total = pnorm(o, gemm + experts + attn + el + co, self._c[13])
+        gemm_on_memory, attn_on_memory, experts_on_memory = mm >= mc, am >= ac, em >= ec
+        memory_s = (np.where(gemm_on_memory, gemm, 0.0) + np.where(attn_on_memory, attn, 0.0)
+                    + np.where(experts_on_memory, experts, 0.0) + el + co)
+        compute_s = (np.where(gemm_on_memory, 0.0, gemm) + np.where(attn_on_memory, 0.0, attn)
+                     + np.where(experts_on_memory, 0.0, experts))
         shape = np.broadcast(total, memory_s, compute_s).shape
         return {
             "step_s": np.broadcast_to(total, shape),
@@ -562,15 +626,75 @@ def _touched_table(experts: int, top_k: int, skew: float, max_tokens: int = 1 <<
     """(tokens grid, experts touched) for skewed routing: expert i (popularity ∝ 1/i^skew) is chosen by
     a token with probability r_i = min(1, c·p_i), c set so that Σ r_i = k (each token picks exactly k
     experts; an expert cannot be picked twice); touched(N) = Σ_i 1 − (1 − r_i)^N."""
+    r = routing_probabilities(experts, top_k, skew)
+    grid = np.unique(np.concatenate([np.arange(0, 1025, dtype=float), np.geomspace(1024, max_tokens, 400)]))
+    log_miss = np.log1p(-np.minimum(r, 1.0 - 1e-15))
+    values = experts - np.exp(np.outer(grid, log_miss)).sum(axis=1)
+    return grid, values
+
+
+def routing_probabilities(experts: int, top_k: int, skew: float) -> np.ndarray:
+    """Each expert's chance of being among a token's top k: k/E each under uniform routing (skew
+    0); with skew s, min(1, c·p_i) for popularity p_i ∝ 1/i^s, c set so that they sum to k."""
+    if skew <= 0:
+        return np.full(experts, top_k / experts)
     p = 1.0 / np.arange(1, experts + 1, dtype=float) ** skew
     lo, hi = 0.0, float(top_k) / p.min()
     for _ in range(200):  # bisection on c: Σ min(1, c·p_i) grows with c from 0 to E >= k
         c = 0.5 * (lo + hi)
         lo, hi = (c, hi) if np.minimum(1.0, c * p).sum() < top_k else (lo, c)
-    r = np.minimum(1.0, hi * p)
-    grid = np.unique(np.concatenate([np.arange(0, 1025, dtype=float), np.geomspace(1024, max_tokens, 400)]))
-    log_miss = np.log1p(-np.minimum(r, 1.0 - 1e-15))
-    values = experts - np.exp(np.outer(grid, log_miss)).sum(axis=1)
+    return np.minimum(1.0, hi * p)
+
+
+def tile_grid(experts: int, top_k: int) -> np.ndarray:
+    """The tokens at which ``tile_rows_table`` is computed: every count to 1,024, then 200 steps
+    to TILE_TABLE_MAX_TOKENS, whole numbers, and the two counts either side of the switch to the
+    large tiles (a pass's tokens x k against SMALL_TILE_ROWS_PER_EXPERT x E)."""
+    switch = -(-SMALL_TILE_ROWS_PER_EXPERT * experts // top_k)  # the fewest tokens on the large tiles
+    geo = np.floor(np.geomspace(1024, TILE_TABLE_MAX_TOKENS, 201) + 0.5)
+    return np.unique(np.concatenate([np.arange(0, 1025, dtype=float), geo, [switch - 1.0, float(switch)]]))
+
+
+def _tile_window(n: int, q: float) -> tuple[int, int]:
+    """Binomial(n, q)'s support that matters: mean +- 8 sd and 8 more (outside it < 1e-14)."""
+    mean, sd = n * q, sqrt(n * q * (1.0 - q))
+    return max(0, int(mean - 8.0 * sd) - 8), min(n, int(mean + 8.0 * sd) + 8)
+
+
+@lru_cache(maxsize=64)
+def tile_rows_table(experts: int, top_k: int, skew: float = 0.0):
+    """(tokens grid, rows of tiles per MoE layer) for the grouped GEMM: a pass of T tokens routes
+    r_i ~ Binomial(T, q_i) rows to expert i (q_i: routing_probabilities), which computes ceil(r_i / h)
+    tiles of h rows (h = 64 while T·k < 129·E, else 128: SMALL_TILE, LARGE_TILE); the table holds
+    Σ_i h·E[ceil(r_i / h)] = Σ_i h·Σ_{j >= 0} P(r_i > j·h) at each of tile_grid's tokens. An expert
+    whose rows stay below one tile adds h·P(r_i > 0) = h·(1 - (1 - q_i)^T)."""
+    from scipy.stats import binom
+
+    grid = tile_grid(experts, top_k)
+    probs, counts = np.unique(routing_probabilities(experts, top_k, skew), return_counts=True)
+    values = np.zeros(len(grid))
+    cells, xs, ns, qs = [], [], [], []  # the tails P(r > j h) inside a window, computed in one call
+    for g, tokens in enumerate(grid):
+        n = int(tokens)
+        h = SMALL_TILE[0] if n * top_k < SMALL_TILE_ROWS_PER_EXPERT * experts else LARGE_TILE[0]
+        total = 0.0
+        for qi, count in zip(probs.tolist(), counts.tolist()):
+            if qi >= 1.0:
+                total += count * -(-n // h)
+                continue
+            lo, hi = _tile_window(n, qi)
+            if hi < h:
+                total += count * -np.expm1(n * np.log1p(-qi))
+                continue
+            total += count * -(-lo // h)  # j h < lo: certain
+            for j in range(-(-lo // h), hi // h + 1):
+                cells.append(g), xs.append(j * h), ns.append(n), qs.append((qi, count))
+        values[g] = h * total
+    if cells:
+        q_arr, c_arr = np.array(qs).T
+        tails = binom.sf(np.array(xs), np.array(ns), q_arr)
+        hs = np.where(np.array(ns) * top_k < SMALL_TILE_ROWS_PER_EXPERT * experts, SMALL_TILE[0], LARGE_TILE[0])
+        np.add.at(values, np.array(cells), hs * c_arr * tails)
     return grid, values
 
 

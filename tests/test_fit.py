@@ -255,8 +255,13 @@ def test_moe_probe_sets_the_row_term_and_the_fit_keeps_it(tmp_path):
     want = moe_row_traffic_coeff(base, card, probe, ["qwen3-30b-a3b"])
     bw = base.bandwidth_efficiency * base.measured_bandwidth_bytes_per_s
     assert want == pytest.approx(moe_row_seconds_per_element(probe, ["qwen3-30b-a3b"]) * bw / 2)
+    # and the grouped GEMM's two tile rates, fitted on the probe's matmuls of the same model
+    from roofline.probes import moe_tile_efficiencies
+
+    small, large, _ = moe_tile_efficiencies(probe, ["qwen3-30b-a3b"], base.measured_peak_flop_per_s)
     truth = base.model_copy(update={"expert_row_traffic_coeff": want, "moe_layer_overhead_s": 8e-5,
-                                    "expert_traffic_factor": 1.25, "expert_gemm_min_rows": 100.0})
+                                    "expert_traffic_factor": 1.25, "expert_small_tile_efficiency": small,
+                                    "expert_large_tile_efficiency": large})
     p = predict("h200", "qwen3-30b-a3b", BATCHES[:10], prompt_tokens=128, gen_tokens=32, engine="graph",
                 calibration=truth).columns
     rows = [MeasurementRow(card="h200", model="qwen3-30b-a3b", engine="graph", kv_cache="static", prompt_tokens=128,
@@ -271,10 +276,14 @@ def test_moe_probe_sets_the_row_term_and_the_fit_keeps_it(tmp_path):
     assert result.exit_code == 0, result.output
     got = load_calibration(out)
     assert got.expert_row_traffic_coeff == pytest.approx(want, rel=1e-12)
+    assert (got.expert_small_tile_efficiency, got.expert_large_tile_efficiency) == pytest.approx((small, large), rel=1e-9)
     assert got.expert_traffic_factor == pytest.approx(1.25, rel=0.02)
     assert got.moe_layer_overhead_s == pytest.approx(8e-5, rel=0.05)
-    assert "qwen3-30b-a3b" in got.fitted_on and got.fit_report["extra"]["held"] == ["expert_prefill_flop_per_s", "expert_row_traffic_coeff"] + (
-        ["prefill_elementwise_bytes_per_element"] if base.prefill_elementwise_bytes_per_element else [])
+    assert got.expert_gemm_min_rows == 0.0 and "expert_gemm_min_rows" not in got.fit_report["extra"]["terms"]
+    assert "qwen3-30b-a3b" in got.fitted_on and got.fit_report["extra"]["held"] == sorted(
+        ["expert_large_tile_efficiency", "expert_prefill_flop_per_s", "expert_row_traffic_coeff",
+         "expert_small_tile_efficiency"] + (
+            ["prefill_elementwise_bytes_per_element"] if base.prefill_elementwise_bytes_per_element else []))
     # without a base calibration the probe has nothing to join: one line, exit 2
     bad = CliRunner().invoke(main, ["fit", str(csv), "--card", "h200", "--moe-probe", probe, "-o", str(out)])
     assert bad.exit_code != 0 and "base calibration" in bad.output and "Traceback" not in bad.output

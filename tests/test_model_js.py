@@ -402,7 +402,17 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # the expected error's nearest context (a tie goes to the first, as Python's min)
     ("if (d < best)", "if (d <= best)", "foreign", 0, "expected_error"),
     # a prompt's routed-expert FLOPs at the dense prefill rate instead of the grouped GEMMs'
-    ("+ routedFlop / tp * sPerExpertPrefillFlop,", "+ routedFlop / tp * sPerPrefillFlop,", "synthetic", 3, "ttft_s"),
+    ("prefillRoutedS = routedFlop / tp * sPerExpertPrefillFlop;", "prefillRoutedS = routedFlop / tp * sPerPrefillFlop;",
+     "synthetic", 3, "ttft_s"),
+    # the grouped GEMM's tiles: an expert's rows not rounded up to whole tiles
+    ("ex += w[r - lo] * Math.ceil(r / h);", "ex += w[r - lo] * (r / h);", "shipped-graph", 4, "tpot_s"),
+    # every pass on the small tiles, a prefill's many rows too
+    ("((d + p) * c[31] < c[37] ? c[35] : c[36])", "c[35]", "shipped-graph", 4, "ttft_s"),
+    # the experts' bytes and tiles added instead of the larger taken
+    ("Math.max(x[7], x[8]) + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);",
+     "x[7] + x[8] + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);", "shipped-graph", 4, "knee_batch"),
+    # gpt-oss's 2,880 columns not padded to whole tiles
+    ("inter * Math.ceil(hidden / cols) * cols", "inter * hidden", "shipped-graph", 9, "ttft_s"),
     # MLA's prompt pairs at the absorbed (decode) FLOPs instead of the decompressed prefill's
     ("        fullPflop * sPerPrefillPairFlop,", "        fullFlop * sPerPrefillPairFlop,", "synthetic", 4, "ttft_s"),
     # an MLA layer priced at nothing where the calibration has no MLA kinds (not as its MHA layer)

@@ -87,7 +87,9 @@ def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
     assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
     assert 1.1 < cal.expert_traffic_factor < 1.4
     # and gpt-oss's clamped activation joins the prefill's elementwise costs (the probe's act stage)
-    assert cal.fit_report["extra"]["held"] == ["expert_prefill_flop_per_s", "expert_row_traffic_coeff",
+    # (and the grouped GEMM's tile rates: the same probe's matmuls)
+    assert cal.fit_report["extra"]["held"] == ["expert_large_tile_efficiency", "expert_prefill_flop_per_s",
+                                               "expert_row_traffic_coeff", "expert_small_tile_efficiency",
                                                "prefill_elementwise_bytes_per_element"]
     per = cal.prefill_elementwise_bytes_per_element
     assert 1.7 < per["clamped_intermediate"] / per["gated_intermediate"] < 2.2
@@ -136,8 +138,12 @@ def test_the_grouped_gemm_rate_from_the_moe_probe_prices_a_prompts_routed_flops(
 
     rate = moe_grouped_flop_per_s("hardware_profiles/measurements/h200-probe-moe.json", ["qwen3-30b-a3b"])
     assert rate == pytest.approx(6.35e14, rel=0.05)
-    cal = load_calibration(GRAPH)
-    assert cal.expert_prefill_flop_per_s == pytest.approx(rate, rel=1e-12)
+    shipped = load_calibration(GRAPH)
+    assert shipped.expert_prefill_flop_per_s == pytest.approx(rate, rel=1e-12)
+    # (the rate prices the routed rows where the calibration has no tile rates; the shipped one's
+    # large tiles run at about it: 649 TFLOP/s per tile FLOP, the same probe)
+    assert shipped.expert_large_tile_efficiency * shipped.measured_peak_flop_per_s == pytest.approx(rate, rel=0.05)
+    cal = shipped.model_copy(update={"expert_small_tile_efficiency": None, "expert_large_tile_efficiency": None})
     card, spec = load_card("h200"), load_model("qwen3-30b-a3b")
     dense_rate = cal.model_copy(update={"expert_prefill_flop_per_s": None})
     work = prefill_work(8192.0, 8192.0 * 8193 / 2, 1.0)
@@ -162,3 +168,111 @@ def test_mla_prompt_pairs_are_priced_decompressed():
     assert m.attention_flop((0.0, 0.0, 64.0, 100.0, 1.0, None, None)) == pytest.approx(100.0 * 27 * 4 * 16 * 192)
     gqa = load_model("qwen2.5-7b").attention_groups[0]
     assert gqa.prefill_flop_per_pair == 0  # GQA: the decode pair's FLOPs
+
+
+# ---- the grouped GEMM's tiles (roofline.step.tile_rows_table; docs/method.md, "MoE decode by tiles") ----
+
+def _tile_rows_by_brute_force(experts, top_k, tokens, probs):
+    """Σ_i h·E[ceil(r_i / h)] summed over every r_i = 0..T with scipy's pmf (no window, no tails)."""
+    from scipy.stats import binom
+
+    h = 64 if tokens * top_k < 129 * experts else 128
+    r = np.arange(tokens + 1)
+    return h * sum(float(np.dot(binom.pmf(r, tokens, q), np.ceil(r / h))) for q in probs)
+
+
+@pytest.mark.parametrize("experts, top_k, skew", [(8, 2, 0.0), (128, 8, 0.0), (32, 4, 0.0), (64, 6, 1.1)])
+def test_tile_rows_equal_the_binomial_expectation_summed_by_brute_force(experts, top_k, skew):
+    from roofline.step import routing_probabilities, tile_rows_table
+
+    grid, values = tile_rows_table(experts, top_k, skew)
+    probs = routing_probabilities(experts, top_k, skew)
+    for tokens in (1, 3, 40, 257, 1000, 2064, 5000):
+        j = int(np.searchsorted(grid, tokens))
+        if grid[j] != tokens:
+            continue  # not a grid point (the geometric part): interpolated, not exact
+        assert values[j] == pytest.approx(_tile_rows_by_brute_force(experts, top_k, tokens, probs), rel=1e-9)
+    # one token: k experts, one 64-row tile each
+    assert values[1] == pytest.approx(64.0 * top_k, rel=1e-12)
+
+
+def test_rows_of_an_expert_fill_whole_tiles():
+    # mixtral-8x7b (2 of 8): 256 tokens send ~64 +- 7 rows to each expert; half of them spill into a
+    # second 64-row tile, so the tiles hold ~1.5 x 8 x 64 rows, against the 512 rows routed. From 516
+    # tokens (516 x 2 >= 129 x 8) the 128-row tiles: 1,024 tokens' 256 +- 12 rows an expert fill 2
+    # or 3 of them
+    m = _step("mixtral-8x7b")
+    assert 1.4 * 512 < m.expert_tile_rows(256.0) < 1.6 * 512
+    assert m.expert_tile_rows(515.0) < m.expert_tile_rows(516.0)  # the switch to the large tiles
+    assert 2.0 * 8 * 128 < m.expert_tile_rows(1024.0) < 3.0 * 8 * 128
+    # past the table's last point every token adds k rows
+    assert m.expert_tile_rows(20000.0) - m.expert_tile_rows(10000.0) == pytest.approx(2 * 10000.0)
+
+
+def test_tiled_experts_cost_the_larger_of_their_bytes_and_their_tiles_beside_the_dense_matmuls():
+    from roofline.step import decode_work, pnorm
+
+    cal = load_calibration(GRAPH)
+    assert cal.expert_small_tile_efficiency and cal.expert_large_tile_efficiency
+    spec = load_model("mixtral-8x7b")
+    m = StepModel(spec, load_card("h200"), cal)
+    h, inter = spec.hidden_size, spec.moe_intermediate_size
+    # 14,336 and 4,096 columns are whole tiles: a row of tiles is the expert's own FLOPs, every layer
+    row_flop = spec.moe_layers * 2.0 * 3 * h * inter
+    for batch in (1.0, 64.0, 384.0, 768.0):
+        parts = m.pass_parts(decode_work(batch, batch * 1000.0))
+        rate = (cal.expert_small_tile_efficiency if batch * 2 < 129 * 8 else cal.expert_large_tile_efficiency) \
+            * m.peak_flop_per_s
+        assert parts.expert_compute_s == pytest.approx(m.expert_tile_rows(batch) * row_flop / rate, rel=1e-12)
+        assert parts.expert_memory_s == pytest.approx(
+            spec.moe_layers * m.expert_bytes * m.experts_touched(batch) * cal.expert_traffic_factor
+            / (cal.bandwidth_efficiency * m.bandwidth_bytes_per_s), rel=1e-12)
+        p = cal.roofline_exponent
+        want = pnorm(parts.overhead_s, pnorm(parts.matmul_memory_s, parts.matmul_compute_s, p)
+                     + max(parts.expert_memory_s, parts.expert_compute_s)
+                     + pnorm(parts.attention_memory_s, parts.attention_compute_s, p)
+                     + parts.elementwise_s + parts.collectives_s, cal.overhead_exponent)
+        assert m.pass_s(decode_work(batch, batch * 1000.0)) == pytest.approx(want, rel=1e-12)
+    # one token: its two experts' bytes outweigh two 64-row tiles; 384 sequences (96 rows an expert,
+    # two tiles each) are compute-bound
+    one, many = m.pass_parts(decode_work(1.0, 1000.0)), m.pass_parts(decode_work(384.0, 384000.0))
+    assert one.expert_memory_s > one.expert_compute_s and many.expert_compute_s > many.expert_memory_s
+
+
+def test_a_calibration_has_both_tile_rates_or_neither():
+    from roofline.calibration import Calibration
+
+    cal = load_calibration(GRAPH).model_dump()
+    with pytest.raises(ValueError, match="go together"):
+        Calibration(**{**cal, "expert_large_tile_efficiency": None})
+    without = Calibration(**{**cal, "expert_small_tile_efficiency": None, "expert_large_tile_efficiency": None})
+    assert StepModel(load_model("mixtral-8x7b"), load_card("h200"), without).pass_parts(
+        (64.0, 64000.0, 0.0, 0.0, 0.0, None, None)).expert_compute_s == 0.0  # the experts join the dense matmuls
+
+
+def test_the_tile_fit_recovers_known_rates_from_a_synthetic_probe(tmp_path):
+    # points priced by max(tile FLOPs / R, bytes / BW) + f at R = 300 / 600 TFLOP/s, BW 3 TB/s, f 25 us:
+    # the fit returns those rates (as fractions of the peak it is given)
+    import json
+
+    from roofline.probes import moe_tile_efficiencies
+    from roofline.step import tile_rows_table
+
+    experts, k, hidden, inter = 128, 8, 2048, 768
+    grid, rows = tile_rows_table(experts, k, 0.0)
+    points = []
+    for tokens in (1, 4, 16, 64, 256, 1024, 2048, 4096, 8192):
+        small = tokens * k < 129 * experts
+        tiles = float(np.interp(tokens, grid, rows))
+        flop = tiles * 2.0 * 3 * hidden * inter
+        touched = experts * (1 - (1 - k / experts) ** tokens)
+        s = max(flop / ((300e12 if small else 600e12)), touched * 3 * hidden * inter * 2 / 3e12) + 25e-6
+        for stage, share in (("gemm_gate_up", 0.6), ("gemm_down", 0.4)):
+            points.append({"model": "m", "experts": experts, "top_k": k, "hidden": hidden, "moe_inter": inter,
+                           "tokens": tokens, "rows": tokens * k, "stage": stage, "seconds": s * share,
+                           "experts_touched": touched})
+    probe = tmp_path / "moe.json"
+    probe.write_text(json.dumps({"points": points}))
+    small, large, report = moe_tile_efficiencies(probe, ["m"], 1e15)
+    assert (small, large) == pytest.approx((0.3, 0.6), rel=1e-3)
+    assert report["bandwidth_bytes_per_s"] == pytest.approx(3e12, rel=1e-3) and report["mape_fraction"] < 1e-4

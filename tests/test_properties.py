@@ -11,7 +11,7 @@ from roofline.calibration import Calibration
 from roofline.api import predict
 from roofline.decode import decode_step, mean_decode
 from roofline.hardware import card_from_dict, card_ids, load_card
-from roofline.model_spec import catalog_names
+from roofline.model_spec import catalog_names, load_model
 from roofline.prediction import evaluate
 from roofline.scenario import make_scenario
 
@@ -25,8 +25,15 @@ calibrations = st.sampled_from(["auto", None])
 def test_tpot_never_falls_as_batch_grows(card, model, prompt, gen, cal, kv):
     p = predict(card, model, np.arange(1, 2049), prompt_tokens=prompt, gen_tokens=gen, calibration=cal, kv_cache=kv)
     tpot = p.columns["tpot_s"]
-    assert np.all(np.diff(tpot) >= -1e-15 * tpot[1:])
-    assert np.all(np.diff(p.columns["ttft_s"]) >= 0)
+    falls = np.nonzero(np.diff(tpot) < -1e-15 * tpot[1:])[0]
+    # except once, where a mixture of experts' grouped GEMM switches to its large tiles (batch x k
+    # >= 129 x E: roofline.step.SMALL_TILE_ROWS_PER_EXPERT), which compute at a higher rate
+    spec = load_model(model)
+    switch = -(-129 * spec.num_experts // spec.experts_per_token) if spec.moe_layers else None
+    assert all(i + 2 == switch for i in falls), (falls, switch)
+    # the prefill's too, while its passes stay on the small tiles (fewer than that many prompt tokens)
+    ttft = p.columns["ttft_s"] if switch is None else p.columns["ttft_s"][: max(1, -(-switch // prompt) - 1)]
+    assert np.all(np.diff(ttft) >= 0)
     assert np.all(np.diff(p.columns["peak_mem_bytes"]) > 0)
 
 

@@ -12,6 +12,8 @@ var RooflineModel = (function () {
   var BOUNDS = ["overhead", "memory", "compute"]; // roofline.step.BOUNDS
   var SIZE_MARGIN = 1.25; // roofline.confidence.SIZE_MARGIN
   var TOUCHED_MAX_TOKENS = 65536; // roofline.step._touched_table(max_tokens=1 << 16)
+  var SMALL_TILE = [64, 128], LARGE_TILE = [128, 256], SMALL_TILE_ROWS_PER_EXPERT = 129; // roofline.step
+  var TILE_TABLE_MAX_TOKENS = 8192; // roofline.step.TILE_TABLE_MAX_TOKENS
   var ERROR_KEYS = { tpot: "tpot_mape_fraction", ttft: "ttft_mape_fraction", ttft_large: "ttft_mape_fraction_batch_64_up",
                      peak_mem: "peak_mem_mape_fraction" }; // roofline.confidence._KEYS
 
@@ -108,16 +110,9 @@ var RooflineModel = (function () {
     function touchedTable(experts, topK, skew) {
       var key = experts + "/" + topK + "/" + skew;
       if (TABLES[key]) return TABLES[key];
-      var p = new Float64Array(experts), pmin = Infinity, i;
-      for (i = 0; i < experts; i++) { p[i] = 1.0 / Math.pow(i + 1, skew); pmin = Math.min(pmin, p[i]); }
-      var lo = 0.0, hi = topK / pmin;
-      for (var it = 0; it < 200; it++) { // bisection on c: sum of min(1, c p_i) grows from 0 to E >= k
-        var c = 0.5 * (lo + hi), sum = 0.0;
-        for (i = 0; i < experts; i++) sum += Math.min(1.0, c * p[i]);
-        if (sum < topK) lo = c; else hi = c;
-      }
+      var q = routingProbabilities(experts, topK, skew), i;
       var logMiss = new Float64Array(experts);
-      for (i = 0; i < experts; i++) logMiss[i] = Math.log1p(-Math.min(Math.min(1.0, hi * p[i]), 1.0 - 1e-15));
+      for (i = 0; i < experts; i++) logMiss[i] = Math.log1p(-Math.min(q[i], 1.0 - 1e-15));
       var grid = touchedGrid(), values = new Float64Array(grid.length);
       for (var g = 0; g < grid.length; g++) {
         var miss = 0.0;
@@ -126,6 +121,63 @@ var RooflineModel = (function () {
       }
       TABLES[key] = { grid: grid, values: values };
       return TABLES[key];
+    }
+
+    // roofline.step.routing_probabilities
+    function routingProbabilities(experts, topK, skew) {
+      var q = new Float64Array(experts), i;
+      if (skew <= 0) { for (i = 0; i < experts; i++) q[i] = topK / experts; return q; }
+      var p = new Float64Array(experts), pmin = Infinity;
+      for (i = 0; i < experts; i++) { p[i] = 1.0 / Math.pow(i + 1, skew); pmin = Math.min(pmin, p[i]); }
+      var lo = 0.0, hi = topK / pmin;
+      for (var it = 0; it < 200; it++) { // bisection on c: sum of min(1, c p_i) grows from 0 to E >= k
+        var c = 0.5 * (lo + hi), sum = 0.0;
+        for (i = 0; i < experts; i++) sum += Math.min(1.0, c * p[i]);
+        if (sum < topK) lo = c; else hi = c;
+      }
+      for (i = 0; i < experts; i++) q[i] = Math.min(1.0, hi * p[i]);
+      return q;
+    }
+
+    // roofline.step.tile_grid
+    function tileGrid(experts, topK) {
+      var sw = Math.ceil(SMALL_TILE_ROWS_PER_EXPERT * experts / topK), pts = [], i;
+      for (i = 0; i <= 1024; i++) pts.push(i);
+      var ratio = Math.log(TILE_TABLE_MAX_TOKENS / 1024);
+      for (i = 0; i <= 200; i++) pts.push(Math.floor(1024 * Math.exp(ratio * i / 200) + 0.5));
+      pts.push(sw - 1, sw);
+      pts.sort(function (a, b) { return a - b; });
+      return pts.filter(function (x, j) { return j === 0 || x !== pts[j - 1]; });
+    }
+
+    // roofline.step.tile_rows_table: Σ_i h·E[ceil(r_i / h)], r_i ~ Binomial(T, q_i); the binomial's
+    // terms over mean +- 8 sd (+8) by the ratio of neighbours from the mode, normalised
+    var TILE_TABLES = {};
+    function tileRowsTable(experts, topK, skew) {
+      var key = experts + "/" + topK + "/" + skew;
+      if (TILE_TABLES[key]) return TILE_TABLES[key];
+      var q = routingProbabilities(experts, topK, skew), grid = tileGrid(experts, topK);
+      var values = new Float64Array(grid.length);
+      for (var g = 0; g < grid.length; g++) {
+        var n = grid[g], h = n * topK < SMALL_TILE_ROWS_PER_EXPERT * experts ? SMALL_TILE[0] : LARGE_TILE[0], total = 0.0;
+        for (var i = 0; i < experts; i++) {
+          var qi = q[i];
+          if (qi >= 1.0) { total += Math.ceil(n / h); continue; }
+          var mean = n * qi, sd = Math.sqrt(n * qi * (1.0 - qi));
+          var lo = Math.max(0, Math.trunc(mean - 8.0 * sd) - 8), hi = Math.min(n, Math.trunc(mean + 8.0 * sd) + 8);
+          if (hi < h) { total += -Math.expm1(n * Math.log1p(-qi)); continue; }
+          var mode = Math.min(n, Math.floor((n + 1) * qi)), odds = qi / (1.0 - qi);
+          var w = new Float64Array(hi - lo + 1), r, sum = 0.0, ex = 0.0;
+          w[mode - lo] = 1.0;
+          for (r = mode; r < hi; r++) w[r + 1 - lo] = w[r - lo] * (n - r) / (r + 1) * odds;
+          for (r = mode; r > lo; r--) w[r - 1 - lo] = w[r - lo] * r / (n - r + 1) / odds;
+          for (r = lo; r <= hi; r++) { sum += w[r - lo]; ex += w[r - lo] * Math.ceil(r / h); }
+          total += ex / sum;
+        }
+        values[g] = h * total;
+      }
+      TILE_TABLES[key] = { grid: grid, values: values };
+      return TILE_TABLES[key];
     }
 
     // roofline.step.head_dim_rate: linear in log head width between the measured ones, clamped
@@ -273,6 +325,19 @@ var RooflineModel = (function () {
       // roofline.step: a prompt token's routed-expert FLOPs at the grouped GEMMs' measured rate
       var routedFlop = moe ? model.routed_flop_per_token : 0.0;
       var sPerExpertPrefillFlop = cal.expert_prefill_flop_per_s ? 1.0 / cal.expert_prefill_flop_per_s : sPerPrefillFlop;
+      // roofline.step: the grouped GEMM's tiles (expert_small_tile_efficiency), seconds per row of tiles
+      var tiles = !!(cal.expert_small_tile_efficiency && moe);
+      var smallRowS = 0.0, largeRowS = 0.0, decodeRoutedS = 0.0, prefillRoutedS = routedFlop / tp * sPerExpertPrefillFlop;
+      if (tiles) {
+        var inter = model.moe_intermediate_size / tp, hidden = model.hidden_size;
+        var paddedRowFlop = function (cols) {
+          return model.moe_layers * 2.0 * (hidden * Math.ceil(2.0 * inter / cols) * cols + inter * Math.ceil(hidden / cols) * cols);
+        };
+        smallRowS = paddedRowFlop(SMALL_TILE[1]) / (cal.expert_small_tile_efficiency * m.peak);
+        largeRowS = paddedRowFlop(LARGE_TILE[1]) / (cal.expert_large_tile_efficiency * m.peak);
+        decodeRoutedS = routedFlop / tp * sPerDecodeFlop;
+        prefillRoutedS = 0.0;
+      }
       var reduceFixed = 0.0, reducePerToken = 0.0, gatherPerRow = 0.0;
       if (tp > 1) { // StepModel.link_bytes_per_s, link_latency_s
         var link = cal.allreduce_bandwidth_bytes_per_s || card.tp_link_bytes_per_s[String(tp)];
@@ -293,9 +358,9 @@ var RooflineModel = (function () {
         cal.prefill_overhead_s,                                             // 0 prefill overhead
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
         m.denseRead * sPerByte,                                             // 2 matmul memory, dense weights
-        model.linear_flop_per_token / tp * sPerDecodeFlop,                  // 3 per decode token
+        model.linear_flop_per_token / tp * sPerDecodeFlop - decodeRoutedS,  // 3 per decode token
         (model.body_linear_flop_per_token - routedFlop) / tp * sPerPrefillFlop
-          + routedFlop / tp * sPerExpertPrefillFlop,                        // 4 per prompt token
+          + prefillRoutedS,                                                 // 4 per prompt token
         model.lm_head_flop_per_position / tp * sPerPrefillFlop,             // 5 per prefill logit row
         fullRead * sPerByte,                                                // 6 per KV token moved, full layers
         cal.kv_traffic_factor,                                              // 7 KV moved per KV read
@@ -327,8 +392,12 @@ var RooflineModel = (function () {
         winHeads * prefillScoreS,                                           // 33 prefill score traffic per pair, windowed
         model.moe_layers * model.experts_per_token * model.hidden_size * actB
           * (cal.expert_row_traffic_coeff || 0.0) * sPerByte,               // 34 routed rows' gather and combine, per token
+        smallRowS,                                                          // 35 per row of small tiles (0: no tiles)
+        largeRowS,                                                          // 36 per row of large tiles
+        SMALL_TILE_ROWS_PER_EXPERT * model.num_experts,                     // 37 routed rows below which tiles are small
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
+      m.tileTable = tiles ? tileRowsTable(model.num_experts, model.experts_per_token, skew) : null;
       return m;
     }
 
@@ -339,6 +408,13 @@ var RooflineModel = (function () {
       if (!m.table) return c[21] * (1.0 - Math.pow(c[22], tokens));
       var t = m.table;
       return interp(tokens, t.grid, function (j) { return t.values[j]; });
+    }
+
+    // StepModel.expert_tile_rows
+    function expertTileRows(m, tokens) {
+      if (!m.tileTable) return 0.0;
+      var t = m.tileTable, last = t.grid[t.grid.length - 1];
+      return interp(tokens, t.grid, function (j) { return t.values[j]; }) + Math.max(tokens - last, 0.0) * m.c[31];
     }
 
     // roofline.step.PassWork, decode_work, prefill_work (kvw, pairsw null: no window cap)
@@ -382,10 +458,16 @@ var RooflineModel = (function () {
       }
       var matmulMemory = c[2];
       var matmulCompute = d * c[3] + p * c[4] + rows * c[5];
+      var expertMemory = 0.0, expertCompute = 0.0;
       if (c[21]) {
         var touched = expertsTouched(m, d + p);
-        matmulMemory = matmulMemory + c[20] * touched;
-        if (c[30]) matmulCompute = matmulCompute + Math.max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29];
+        if (c[35]) { // by tiles: the experts' bytes against their tiles' FLOPs, beside the dense matmuls
+          expertMemory = c[20] * touched;
+          expertCompute = expertTileRows(m, d + p) * ((d + p) * c[31] < c[37] ? c[35] : c[36]);
+        } else {
+          matmulMemory = matmulMemory + c[20] * touched;
+          if (c[30]) matmulCompute = matmulCompute + Math.max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29];
+        }
       }
       var written = d + p;
       var kvS = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14];
@@ -401,23 +483,26 @@ var RooflineModel = (function () {
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
         d * c[10] + p * c[11] + (d + p) * c[34],
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
+        expertMemory,
+        expertCompute,
       ];
     }
 
     // StepModel.pass_s
     function passS(m, w) {
       var x = passParts(m, w), p = m.c[12];
-      return pnorm(x[0], pnorm(x[1], x[2], p) + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);
+      return pnorm(x[0], pnorm(x[1], x[2], p) + Math.max(x[7], x[8]) + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);
     }
 
     // StepModel.pass_breakdown: [total, overhead, memory, compute, collectives]
     function passBreakdown(m, w) {
       var x = passParts(m, w), p = m.c[12];
-      var gemm = pnorm(x[1], x[2], p), attn = pnorm(x[3], x[4], p);
-      var total = pnorm(x[0], gemm + attn + x[5] + x[6], m.c[13]);
-      var gemmOnMemory = x[1] >= x[2], attnOnMemory = x[3] >= x[4];
-      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + x[5] + x[6];
-      var compute = (gemmOnMemory ? 0.0 : gemm) + (attnOnMemory ? 0.0 : attn);
+      var gemm = pnorm(x[1], x[2], p), attn = pnorm(x[3], x[4], p), experts = Math.max(x[7], x[8]);
+      var total = pnorm(x[0], gemm + experts + attn + x[5] + x[6], m.c[13]);
+      var gemmOnMemory = x[1] >= x[2], attnOnMemory = x[3] >= x[4], expertsOnMemory = x[7] >= x[8];
+      var memory = (gemmOnMemory ? gemm : 0.0) + (attnOnMemory ? attn : 0.0) + (expertsOnMemory ? experts : 0.0)
+        + x[5] + x[6];
+      var compute = (gemmOnMemory ? 0.0 : gemm) + (attnOnMemory ? 0.0 : attn) + (expertsOnMemory ? 0.0 : experts);
       return [total, x[0], memory, compute, x[6]];
     }
 
