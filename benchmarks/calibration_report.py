@@ -835,6 +835,14 @@ def main() -> None:
         "calibration with it (before it: qwen3-30b-a3b 9.7%, deepseek-v2-lite 6.2%, gpt-oss-20b 13.0%, "
         "mixtral-8x7b 4.0% TPOT MAPE). These batches were seen before the tile form was chosen:\n\n",
         per_model_context(compare(f"{M}/h200-graph-moe-check-call52.csv", GRAPH)),
+        "\n**The tiles' check after the fact** (device call 53, `h200-graph-moe-check-call53.csv`, its script committed "
+        "with the tile form and run after it): the four MoE models at two contexts none was measured at, prompt 192 + "
+        "gen 16 at batches of 64-256 routed rows an expert none had run (both sides of the switch to the large tiles), "
+        "and prompt 768 + gen 16 at batches 1-256. With the calibration before the tiles: qwen3-30b-a3b 8.5% and "
+        "1.5%, mixtral-8x7b 8.4% and 2.9%, deepseek-v2-lite 9.2% and 0.8%, gpt-oss-20b 18.6% and 8.1% TPOT MAPE "
+        "(6.4% over the 34 points; gpt-oss-20b at batches 1,024 and 2,048 -24%, mixtral-8x7b at 1,024 -16%). With "
+        "the tiles:\n\n",
+        per_model_context(compare(f"{M}/h200-graph-moe-check-call53.csv", GRAPH)),
         "\nThe grouped matmuls run near the dense matmuls' rate (qwen3-30b-a3b: 620 TFLOP/s). What the model lacked "
         "is the routed rows' gather and combine: the weighted scatter-add is bf16 atomic adds at ~90 G elements/s, "
         "more time than the matmuls for many small experts. It costs the same ~12 ps per (row x hidden) element at "

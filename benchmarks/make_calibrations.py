@@ -92,6 +92,7 @@ def main() -> None:
     check50 = M / "h200-graph-check-call50.csv"  # after the load curve was committed (call 50)
     moe51 = M / "h200-graph-moe-check-call51.csv"  # and the mixtures of experts at 1,536 and 12,288 (call 51)
     moe52 = M / "h200-graph-moe-check-call52.csv"  # and at batches of 32-192 routed rows an expert (call 52)
+    moe53 = M / "h200-graph-moe-check-call53.csv"  # and after the grouped GEMM's tiles were committed (call 53)
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -109,9 +110,11 @@ def main() -> None:
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
             + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34)
-            + read_measurements(moe40) + read_measurements(moe51) + read_measurements(moe52), card,
+            + read_measurements(moe40) + read_measurements(moe51) + read_measurements(moe52)
+            + read_measurements(moe53), card,
             "mixture-of-experts models and contexts the MoE terms were not fitted on",
-            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name, moe51.name, moe52.name]),
+            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name, moe51.name, moe52.name,
+             moe53.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})
