@@ -156,23 +156,29 @@ var RooflineModel = (function () {
     function tileRowsTable(experts, topK, skew) {
       var key = experts + "/" + topK + "/" + skew;
       if (TILE_TABLES[key]) return TILE_TABLES[key];
-      var q = routingProbabilities(experts, topK, skew), grid = tileGrid(experts, topK);
-      var values = new Float64Array(grid.length);
+      // experts of equal probability computed once (numpy.unique's sorted values and counts)
+      var sorted = Array.prototype.slice.call(routingProbabilities(experts, topK, skew)).sort(function (a, b) { return a - b; });
+      var probs = [], counts = [];
+      sorted.forEach(function (x) {
+        if (probs.length && probs[probs.length - 1] === x) counts[counts.length - 1] += 1;
+        else { probs.push(x); counts.push(1); }
+      });
+      var grid = tileGrid(experts, topK), values = new Float64Array(grid.length);
       for (var g = 0; g < grid.length; g++) {
         var n = grid[g], h = n * topK < SMALL_TILE_ROWS_PER_EXPERT * experts ? SMALL_TILE[0] : LARGE_TILE[0], total = 0.0;
-        for (var i = 0; i < experts; i++) {
-          var qi = q[i];
-          if (qi >= 1.0) { total += Math.ceil(n / h); continue; }
+        for (var i = 0; i < probs.length; i++) {
+          var qi = probs[i], count = counts[i];
+          if (qi >= 1.0) { total += count * Math.ceil(n / h); continue; }
           var mean = n * qi, sd = Math.sqrt(n * qi * (1.0 - qi));
           var lo = Math.max(0, Math.trunc(mean - 8.0 * sd) - 8), hi = Math.min(n, Math.trunc(mean + 8.0 * sd) + 8);
-          if (hi < h) { total += -Math.expm1(n * Math.log1p(-qi)); continue; }
+          if (hi < h) { total += count * -Math.expm1(n * Math.log1p(-qi)); continue; }
           var mode = Math.min(n, Math.floor((n + 1) * qi)), odds = qi / (1.0 - qi);
           var w = new Float64Array(hi - lo + 1), r, sum = 0.0, ex = 0.0;
           w[mode - lo] = 1.0;
           for (r = mode; r < hi; r++) w[r + 1 - lo] = w[r - lo] * (n - r) / (r + 1) * odds;
           for (r = mode; r > lo; r--) w[r - 1 - lo] = w[r - lo] * r / (n - r + 1) / odds;
           for (r = lo; r <= hi; r++) { sum += w[r - lo]; ex += w[r - lo] * Math.ceil(r / h); }
-          total += ex / sum;
+          total += count * ex / sum;
         }
         values[g] = h * total;
       }
