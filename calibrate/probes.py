@@ -144,7 +144,7 @@ from roofline.units import GiB, MiB
 #: every probe, in the order run_probes runs them (memory first: see there)
 PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
-          "attention-widths", "sustained-matmul")
+          "attention-widths", "attention-batches", "sustained-matmul")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1051,6 +1051,17 @@ FULL_ATTENTION_WIDTHS = AttentionGrid(
     max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
     ops=("graph_attention", "graph_qk", "graph_softmax", "graph_pv"),
 )
+#: the batch at a fixed cache length: eight KV heads at batch 128 (1,024 batched matrices) ran the decode
+#: attention ~1.7x slower than at 64 or 256 at 576 positions (device call 54: llama-3.2-1b -19% at prompt
+#: 512 + 64, batch 128; 1-8 other models with 8 KV heads -4 to -8%), not at 2,112; batches 32-512 around
+#: it, at shapes of 2-8 KV heads, three cache lengths
+FULL_ATTENTION_BATCHES = AttentionGrid(
+    shapes=(("g4-128", 32, 8, 128), ("g4-64", 32, 8, 64), ("g3-128", 24, 8, 128), ("g5-128", 40, 8, 128),
+            ("g7-128", 28, 4, 128), ("g8-128", 16, 2, 128)),
+    batches=(32, 64, 96, 112, 128, 144, 160, 192, 256, 384, 512), contexts=(576, 1152, 2112),
+    max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
+    ops=("graph_attention", "graph_qk", "graph_pv"),
+)
 TINY_ATTENTION_GROUPS = AttentionGrid(
     shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), batches=(1, 2), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=0, ops=("graph_attention",),
@@ -1796,6 +1807,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                                 progress)
             elif name == "sustained-matmul":
                 sustained_probe(device, TINY_SUSTAINED if tiny else FULL_SUSTAINED, path, deadline, progress)
+            elif name == "attention-batches":
+                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_BATCHES, path, deadline,
+                                progress)
             elif name == "attention-widths":
                 attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_WIDTHS, path, deadline,
                                 progress)
