@@ -627,6 +627,18 @@ def main() -> None:
         "TTFT's MAPE over all its 27 points is 3.0% with the curve, 4.1% with the calibration before it "
         "(qwen2.5-32b's prefills of 1-4 s: 7.5% -> 5.3%):\n\n",
         per_model_context(compare(f"{M}/h200-graph-check-call50.csv", GRAPH)),
+        "\n**Large decode batches** (device call 54, `h200-graph-check-call54.csv`, committed before it ran, the "
+        "model as of the MoE tiles; nothing changed after it): ten held-out models at the default grid's prompts "
+        "512 + 64 and 2,048 + 64, batches 64-2,048 until out of memory, where the validation set had six points "
+        "from batch 512 up. Two patterns. At 512 + 64 the models with eight KV heads run batch 128 slower than "
+        "the model says (-4% to -8%, llama-3.2-1b -19%) and batches 256-2,048 faster (+4% to +9%); the "
+        "attention-batches probe (device call 55, `h200-probe-attention-batches.json`) finds the first in "
+        "cuBLAS: the decode attention's QK product at 576 positions runs 1.4-2x slower per sequence at 1,024 "
+        "batched matrices (batch 128 x 8 KV heads; llama-3.2-1b's 64-wide heads at 768 too), not at 2,112 "
+        "positions. The fitted llama-3.1-8b shows both in-sample (-6% at 128, +3-4% from 256). At 2,048 + 64 "
+        "llama-3.2-1b is -7% and falcon-7b -6 to -9% at every batch, gemma-3-4b +8-10% at 256-512 (docs/method.md, "
+        "section 13):\n\n",
+        per_model_context(compare(f"{M}/h200-graph-check-call54.csv", GRAPH)),
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",
