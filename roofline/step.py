@@ -28,8 +28,9 @@ of the engine's slower-kernel windows has its attention priced up by that window
 The weights a pass reads: every dense weight, and of each mixture-of-experts layer only the
 experts its tokens were routed to (``experts_touched``). Where the calibration has the grouped
 GEMM's tile rates, those experts are a family of their own, added to the matmuls': the larger of
-their bytes and the FLOPs of the whole tiles their rows fill (``expert_tile_rows``). The KV it reads: full-attention layers
-see every cached token, windowed layers at most their window (``PassWork.kv_read_window_tokens``).
+their bytes and the FLOPs of the whole tiles their rows fill (``expert_tile_rows``). The KV it
+reads: full-attention layers see every cached token, windowed layers at most their window
+(``PassWork.kv_read_window_tokens``).
 With tensor parallelism (``tp``) every figure is one GPU's share (KV heads replicated where the
 GPUs outnumber them) and the collectives join the pass.
 
@@ -309,7 +310,8 @@ class StepModel:
             inter, hidden = spec.moe_intermediate_size / tp, float(spec.hidden_size)
 
             def padded_row_flop(cols):
-                return spec.moe_layers * 2.0 * (hidden * ceil(2.0 * inter / cols) * cols + inter * ceil(hidden / cols) * cols)
+                gate_up, down = hidden * ceil(2.0 * inter / cols) * cols, inter * ceil(hidden / cols) * cols
+                return spec.moe_layers * 2.0 * (gate_up + down)
             small_row_s = padded_row_flop(SMALL_TILE[1]) / (cal.expert_small_tile_efficiency * self.peak_flop_per_s)
             large_row_s = padded_row_flop(LARGE_TILE[1]) / (cal.expert_large_tile_efficiency * self.peak_flop_per_s)
             decode_routed_s = routed_flop / tp * s_per_decode_flop
@@ -536,8 +538,10 @@ class StepModel:
     def pass_s(self, work: PassWork):
         """Seconds of one pass doing ``work`` (a PassWork, or any tuple of its seven counts in its order)."""
         o, mm, mc, am, ac, el, co, em, ec = self._parts(work)
-        p = self._c[12]
-        return pnorm(o, pnorm(mm, mc, p) + _max(em, ec) + pnorm(am, ac, p) + el + co, self._c[13])
+        c = self._c
+        p = c[12]
+        gemm = pnorm(mm, mc, p) + _max(em, ec) if c[35] else pnorm(mm, mc, p)  # (the simulators' hot loop)
+        return pnorm(o, gemm + pnorm(am, ac, p) + el + co, c[13])
 
     def work_s(self, work: PassWork):
         """``pass_s`` without the fixed overhead: the kernels' own time (what a CUDA-graph replay
