@@ -639,6 +639,16 @@ def main() -> None:
         "llama-3.2-1b is -7% and falcon-7b -6 to -9% at every batch, gemma-3-4b +8-10% at 256-512 (docs/method.md, "
         "section 13):\n\n",
         per_model_context(compare(f"{M}/h200-graph-check-call54.csv", GRAPH)),
+        "\nDevice call 56 (`h200-graph-check-call56.csv`, the same grid on eight more held-out models, committed "
+        "before it ran, nothing changed after it) finds the large batches of the MHA models (llama-2-7b and -13b, "
+        "pythia-6.9b, olmo-2-7b; gpt-j-6b's 16 heads of 256) priced 2-13% slow, gemma-2-9b's 1-9% slow, and "
+        "qwen2.5-0.5b's (14 query heads on 2, 64 wide) 9-18% fast from batch 128 at 2,048 + 64. Against the "
+        "attention probes the step model's attention family misses the same way: MHA heads over the probe by 3-13% "
+        "from batch 64 at 2,048-8,192 positions, many query heads a KV head under it at long rows "
+        "(`benchmarks/attention_probes_vs_model.py`). Refitting its terms on the probes alone lands on the same "
+        "terms (`benchmarks/attention_terms_from_probes.py`): the form, one cost per KV byte and one per score "
+        "element, is what misses (docs/method.md, section 13):\n\n",
+        per_model_context(compare(f"{M}/h200-graph-check-call56.csv", GRAPH)),
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",

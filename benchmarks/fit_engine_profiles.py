@@ -165,7 +165,7 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
         for k, v in cal.model_dump().items():
             if k in ("card", "engine", "kv_cache", "source", "fitted_on", "fit_report", "tpot_statistic",
                      "measured_bandwidth_bytes_per_s", "measured_peak_flop_per_s", "mla_latent_passes",
-                     "sink_score_bytes", "prefill_chunk_tokens", "allreduce_latency_s", "allgather_latency_s",
+                     "sink_score_bytes", "prefill_chunk_tokens", "decode_logits_buffers", "allreduce_latency_s", "allgather_latency_s",
                      "allreduce_bandwidth_bytes_per_s") or v is None:
                 continue
             if k == "matmul_load_curve":

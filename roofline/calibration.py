@@ -179,6 +179,10 @@ class Calibration(BaseModel):
         "engine concatenates the sink column to the scores, then slices the probabilities: two more passes)")
     prefill_chunk_tokens: int | None = Field(
         None, gt=0, description="the engine prefills at most this many tokens per forward (whole sequences); None: all at once")
+    decode_logits_buffers: float = Field(
+        1.0, ge=1.0, le=4.0, description="a decode step's logits buffers (batch x vocabulary x activation bytes each) "
+        "alive at the engine's memory peak: the graph engine holds two, its eager warm-up step's (StepState.logits) "
+        "while its captured graph allocates its own")
     prefill_attention_flop_per_s: dict[str, float] | None = Field(
         None, description="the engine's prefill attention FLOP rate by head width ({head_dim: FLOP/s}), measured "
         "alone by the prefill-attention probe (calibrate.probes; median over prompts of 4,096 tokens and more): a "

@@ -6,8 +6,9 @@ Two moments compete for the peak:
   ``activation_coeff`` tensors of tokens x widest active intermediate, half that for a plain,
   ungated MLP: ``ModelSpec.prefill_transient_width``; a chunked prefill's
   forward holds at most a chunk of sequences), and that forward's kept logits;
-- the end of the generation: the full KV cache of prompt + gen tokens per sequence and one
-  step's logits.
+- the end of the generation: the full KV cache of prompt + gen tokens per sequence and a
+  step's logits, as many buffers of them as the engine holds (``decode_logits_buffers``: the
+  graph engine's warm-up step's and its captured graph's).
 The reported breakdown is the one at the larger moment. A windowed layer holds at most its
 window of each sequence's KV. With tensor parallelism every figure is one GPU's (the weights and
 KV heads split, KV heads replicated where the GPUs outnumber them, the logits gathered whole).
@@ -46,7 +47,7 @@ def peak_memory(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: st
     forward = chunk_sequences(model, batch, prompt)  # sequences in the largest prefill forward
     act_prefill = cal.activation_coeff * forward * prompt * spec.prefill_transient_width / model.tp * act_bytes
     logits_prefill = logit_positions(forward, prompt, logits) * spec.logits_bytes_per_position(model.act_dtype)
-    logits_decode = batch * spec.logits_bytes_per_position(model.act_dtype)
+    logits_decode = batch * spec.logits_bytes_per_position(model.act_dtype) * cal.decode_logits_buffers
     at_prefill = kv_prompt + act_prefill + logits_prefill
     at_end = kv_full + logits_decode
     prefill_wins = (at_prefill >= at_end) & np.asarray(prefill_ran, dtype=bool)

@@ -343,3 +343,28 @@ def test_vllm_is_the_graph_engines_measured_decode_and_says_so():
     # batch 1 on an H100 (3.35 TB/s, 16 GB of bf16 weights): between the bandwidth floor and twice it
     floor_s = load_model("llama-3.1-8b").weight_bytes("bf16") / 3.35e12
     assert floor_s < out.columns["tpot_s"][0] < 2 * floor_s
+
+
+def test_the_graph_engine_holds_two_decode_logits_buffers():
+    """The graph engine's fact (calibrate/graph_engine.py GraphEngine._capture: the eager warm-up steps
+    leave StepState.logits alive while the capture allocates the graph's own) reaches its calibration,
+    and the end of a decode then holds batch x vocabulary x 2 bytes more than with one buffer. Evidence:
+    device calls 54 and 56 measured the peak 0.99-1.15 x that above the one-buffer price on nine models
+    at batches 512-2,048 (h200-graph-check-call54.csv, -call56.csv)."""
+    from roofline.calibration import load_calibration
+    from roofline.memory import peak_memory
+    from roofline.step import StepModel
+
+    fact = load_engine("graph").facts["decode_logits_buffers"]
+    assert fact.value == 2.0 and "_capture" in fact.source
+    cal = load_calibration("hardware_profiles/calibrations/h200-graph.json")
+    assert cal.decode_logits_buffers == 2.0
+    assert load_calibration("hardware_profiles/calibrations/rtx3060-hf-eager.json").decode_logits_buffers == 1.0
+    spec, card = load_model("qwen2.5-0.5b"), load_card("h200")
+    two = StepModel(spec, card, cal)
+    one = StepModel(spec, card, cal.model_copy(update={"decode_logits_buffers": 1.0}))
+    batch = np.array([512.0, 2048.0])
+    # (the harness's rows from batch 256 at these prompts time no prefill: the end of the decode is the peak)
+    a, b = (peak_memory(m, batch, 512, 64, "static", prefill_ran=False) for m in (two, one))
+    assert list(a["peak_at"]) == ["end", "end"]
+    np.testing.assert_allclose(a["peak_bytes"] - b["peak_bytes"], batch * spec.vocab_size * 2, rtol=1e-12)

@@ -411,6 +411,9 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # the experts' bytes and tiles added instead of the larger taken
     ("Math.max(x[7], x[8]) + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);",
      "x[7] + x[8] + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);", "shipped-graph", 4, "knee_batch"),
+    # the graph engine's second decode logits buffer forgotten
+    ("var logitsDecode = batch * model.logits_bytes_per_position * (cal.decode_logits_buffers || 1.0);",
+     "var logitsDecode = batch * model.logits_bytes_per_position;", "shipped-graph", 0, "peak_mem"),
     # gpt-oss's 2,880 columns not padded to whole tiles
     ("inter * Math.ceil(hidden / cols) * cols", "inter * hidden", "shipped-graph", 9, "ttft_s"),
     # MLA's prompt pairs at the absorbed (decode) FLOPs instead of the decompressed prefill's

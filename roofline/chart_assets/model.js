@@ -671,7 +671,7 @@ var RooflineModel = (function () {
       var forward = chunkSequences(m, batch, prompt);
       var actPrefill = cal.activation_coeff * forward * prompt * model.prefill_transient_width / m.tp * actBytes;
       var logitsPrefill = logitPositions(forward, prompt, m.logits) * model.logits_bytes_per_position;
-      var logitsDecode = batch * model.logits_bytes_per_position;
+      var logitsDecode = batch * model.logits_bytes_per_position * (cal.decode_logits_buffers || 1.0);
       var atPrefill = kvPrompt + actPrefill + logitsPrefill;
       var atEnd = kvFull + logitsDecode;
       var prefillWins = atPrefill >= atEnd;
