@@ -649,6 +649,11 @@ def main() -> None:
         "terms (`benchmarks/attention_terms_from_probes.py`): the form, one cost per KV byte and one per score "
         "element, is what misses (docs/method.md, section 13):\n\n",
         per_model_context(compare(f"{M}/h200-graph-check-call56.csv", GRAPH)),
+        "\nDevice call 57 (`h200-graph-check-call57.csv`, committed with the graph engine's second decode logits "
+        "buffer and run after it): the same grid on five models not measured at these contexts. TPOT within "
+        "5.3% MAPE per model and context, no point past 8.3%; peak memory 0.19% MAPE (0.22% with the calibration "
+        "before the buffer: these models' vocabularies and batches make the buffer small beside their peaks):\n\n",
+        per_model_context(compare(f"{M}/h200-graph-check-call57.csv", GRAPH)),
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",
