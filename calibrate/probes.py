@@ -1062,6 +1062,9 @@ FULL_ATTENTION_BATCHES = AttentionGrid(
     max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
     ops=("graph_attention", "graph_qk", "graph_pv"),
 )
+#: the probes that time the decode attention alone at generic shapes, and their full grids (one tiny grid)
+ATTENTION_SHAPE_GRIDS = {"attention-groups": FULL_ATTENTION_GROUPS, "attention-contexts": FULL_ATTENTION_CONTEXTS,
+                         "attention-batches": FULL_ATTENTION_BATCHES, "attention-widths": FULL_ATTENTION_WIDTHS}
 TINY_ATTENTION_GROUPS = AttentionGrid(
     shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), batches=(1, 2), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=0, ops=("graph_attention",),
@@ -1799,20 +1802,11 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
         try:
             if name == "attention":
                 attention_probe(device, TINY_ATTENTION if tiny else FULL_ATTENTION, path, deadline, progress)
-            elif name == "attention-groups":
-                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_GROUPS, path, deadline,
-                                progress)
-            elif name == "attention-contexts":
-                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_CONTEXTS, path, deadline,
+            elif name in ATTENTION_SHAPE_GRIDS:  # the decode attention alone at generic shapes
+                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else ATTENTION_SHAPE_GRIDS[name], path, deadline,
                                 progress)
             elif name == "sustained-matmul":
                 sustained_probe(device, TINY_SUSTAINED if tiny else FULL_SUSTAINED, path, deadline, progress)
-            elif name == "attention-batches":
-                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_BATCHES, path, deadline,
-                                progress)
-            elif name == "attention-widths":
-                attention_probe(device, TINY_ATTENTION_GROUPS if tiny else FULL_ATTENTION_WIDTHS, path, deadline,
-                                progress)
             elif name == "gemm":
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
             elif name == "chunk":

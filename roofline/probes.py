@@ -334,7 +334,8 @@ def moe_tile_efficiencies(path: str | Path, models, peak_flop_per_s: float) -> t
     import numpy as np
     from scipy.optimize import least_squares
 
-    from roofline.step import LARGE_TILE, SMALL_TILE, SMALL_TILE_ROWS_PER_EXPERT, tile_rows_table
+    from roofline.step import (LARGE_TILE, SMALL_TILE, SMALL_TILE_ROWS_PER_EXPERT, table_tile_rows, tile_row_flop,
+                               tile_rows_table)
 
     by = _moe_stage_pairs(path, models, 1, ("gemm_gate_up", "gemm_down"), lambda p: p)
     points = []
@@ -347,10 +348,8 @@ def moe_tile_efficiencies(path: str | Path, models, peak_flop_per_s: float) -> t
             raise RooflineError(f"{path}: a point lacks experts, top_k, hidden, moe_inter or experts_touched") from None
         small = tokens * k < SMALL_TILE_ROWS_PER_EXPERT * experts
         cols = SMALL_TILE[1] if small else LARGE_TILE[1]
-        row_flop = 2.0 * (hidden * -(-2.0 * inter // cols) * cols + inter * -(-hidden // cols) * cols)
-        grid, rows = tile_rows_table(experts, k, 0.0)
-        tile_rows = float(np.interp(tokens, grid, rows)) + max(tokens - grid[-1], 0.0) * k
-        points.append((small, tile_rows * row_flop, touched * 3.0 * hidden * inter * 2.0,
+        tile_rows = table_tile_rows(tile_rows_table(experts, k, 0.0), float(k), float(tokens))
+        points.append((small, tile_rows * tile_row_flop(hidden, inter, cols), touched * 3.0 * hidden * inter * 2.0,
                        v["gemm_gate_up"] + v["gemm_down"]))
     if not any(pt[0] for pt in points) or all(pt[0] for pt in points):
         raise RooflineError(f"{path}: the tile fit needs points on both tile paths (few and many tokens)")

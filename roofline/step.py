@@ -309,11 +309,10 @@ class StepModel:
         if tiles:
             inter, hidden = spec.moe_intermediate_size / tp, float(spec.hidden_size)
 
-            def padded_row_flop(cols):
-                gate_up, down = hidden * ceil(2.0 * inter / cols) * cols, inter * ceil(hidden / cols) * cols
-                return spec.moe_layers * 2.0 * (gate_up + down)
-            small_row_s = padded_row_flop(SMALL_TILE[1]) / (cal.expert_small_tile_efficiency * self.peak_flop_per_s)
-            large_row_s = padded_row_flop(LARGE_TILE[1]) / (cal.expert_large_tile_efficiency * self.peak_flop_per_s)
+            small_row_s = spec.moe_layers * tile_row_flop(hidden, inter, SMALL_TILE[1]) / (
+                cal.expert_small_tile_efficiency * self.peak_flop_per_s)
+            large_row_s = spec.moe_layers * tile_row_flop(hidden, inter, LARGE_TILE[1]) / (
+                cal.expert_large_tile_efficiency * self.peak_flop_per_s)
             decode_routed_s = routed_flop / tp * s_per_decode_flop
             prefill_routed_s = 0.0
         else:
@@ -441,10 +440,7 @@ class StepModel:
         its last point k rows a token more."""
         if self._tile_table is None:
             return 0.0 if type(tokens) is float else np.zeros_like(np.asarray(tokens, dtype=float))
-        grid, values = self._tile_table
-        t = np.asarray(tokens, dtype=float)
-        out = np.interp(t, grid, values) + np.maximum(t - grid[-1], 0.0) * self._c[31]
-        return float(out) if type(tokens) is float else out
+        return table_tile_rows(self._tile_table, self._c[31], tokens)
 
     # ---- the cost of a pass ----
     def overhead_s(self, decode_tokens, prefill_tokens):
@@ -657,6 +653,21 @@ def tile_grid(experts: int, top_k: int) -> np.ndarray:
     switch = -(-SMALL_TILE_ROWS_PER_EXPERT * experts // top_k)  # the fewest tokens on the large tiles
     geo = np.floor(np.geomspace(1024, TILE_TABLE_MAX_TOKENS, 201) + 0.5)
     return np.unique(np.concatenate([np.arange(0, 1025, dtype=float), geo, [switch - 1.0, float(switch)]]))
+
+
+def tile_row_flop(hidden: float, inter: float, cols: int) -> float:
+    """FLOPs of one row of tiles through an expert's gate-up (2 x intermediate columns over hidden)
+    and down (hidden columns over intermediate), the columns padded to whole tiles of ``cols``."""
+    return 2.0 * (hidden * ceil(2.0 * inter / cols) * cols + inter * ceil(hidden / cols) * cols)
+
+
+def table_tile_rows(table, top_k: float, tokens):
+    """Rows of tiles a pass of ``tokens`` computes per MoE layer from ``tile_rows_table``'s (grid,
+    values): interpolated, and past its last point ``top_k`` rows a token more (float in, float out)."""
+    grid, values = table
+    t = np.asarray(tokens, dtype=float)
+    out = np.interp(t, grid, values) + np.maximum(t - grid[-1], 0.0) * top_k
+    return float(out) if type(tokens) is float else out
 
 
 def _tile_window(n: int, q: float) -> tuple[int, int]:
