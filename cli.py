@@ -409,6 +409,10 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Sustained-matmul-probe file (calibrate.probes): the card's matmul rate against time under load "
                    "(the clock's fall from its boost), stored as measured; a prefill's compute-bound kernels run at "
                    "its average over the pass (repeat: the files' windows are pooled).")
+@click.option("--attention-stream-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Attention-probe files (any of calibrate.probes' attention probes): the decode attention's cost per "
+                   "KV byte and per score element, fitted on their shapes of 64+ sequences over 1,024+ positions and "
+                   "held while the other terms are fitted (repeat: the files' points are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

@@ -396,6 +396,11 @@ def read_ceilings(path) -> tuple[float, float]:
     return float(bw), float(fl)
 
 
+#: the most rounds of fitting the decode attention's stream terms on the probes against the other
+#: terms, fitted on the steps (fit's ``attention_stream_probe``); the H200's settle in three or four
+STREAM_TERM_ROUNDS = 6
+
+
 def fit(
     measurements,
     *,
@@ -416,6 +421,7 @@ def fit(
     layer_features_probe=None,
     attention_contexts_probe=None,
     sustained_matmul_probe=None,
+    attention_stream_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -454,7 +460,13 @@ def fit(
     (``attention_context_factors``, roofline.probes.attention_context_factors). ``sustained_matmul_probe``:
     calibrate.probes sustained-matmul files: the card's matmul rate against time under load, stored as
     measured (``matmul_load_curve``, roofline.probes.sustained_matmul_curve) before the prefill terms are
-    fitted; a prefill's matmuls at the fitted efficiency then run at its average over the pass."""
+    fitted; a prefill's matmuls at the fitted efficiency then run at its average over the pass.
+    ``attention_stream_probe``: calibrate.probes attention files (any of the five attention probes,
+    pooled): the decode attention's cost per KV byte and per score element (``kv_traffic_factor``,
+    ``attention_score_bytes``) fitted on their large shapes (roofline.probes.attention_stream_terms)
+    and held, as costs per byte, while the other terms are fitted (``fixed_per_bandwidth`` of
+    roofline.fitting.fit_calibration); the two are read against the fitted terms, so the fit runs until
+    they settle (within 0.2%, at most STREAM_TERM_ROUNDS rounds) and cross-validates once, at the end."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -537,11 +549,32 @@ def fit(
             held = {**(held or {}), **priced}
         cal = fit_extra_terms(base_cal, rows, card_p, source=source, fixed=held)
     else:
-        cal = fit_calibration(
-            rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
-            tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link, layers_probe=cuts,
-            fixed=fixed or None,
-        )
+        def dense_fit(held: dict, per_bandwidth: dict | None = None, cross_validate: bool = True):
+            return fit_calibration(
+                rows, card_p, source=source, measured_bandwidth_bytes_per_s=bw, measured_peak_flop_per_s=fl,
+                tpot_statistic=tpot_statistic, attention_probe=probe, collectives=link, layers_probe=cuts,
+                fixed=held or None, cross_validate=cross_validate, fixed_per_bandwidth=per_bandwidth,
+            )
+
+        if _paths(attention_stream_probe):
+            from roofline.probes import attention_stream_terms
+
+            # the probes measure a cost in seconds per byte (per unit of bandwidth efficiency, held so
+            # whatever efficiency the steps fit), read against the other terms (the lane costs), which
+            # move a little when it is held: the rounds run until the probes, read against the fitted
+            # terms, give back what is held (within 0.2%)
+            cal, tied = dense_fit(fixed, cross_validate=False), {}
+            for _ in range(STREAM_TERM_ROUNDS):
+                terms = attention_stream_terms(_paths(attention_stream_probe), cal, card_p)
+                per_bw = {k: v / cal.bandwidth_efficiency for k, v in terms.items()}
+                settled = bool(tied) and all(abs(v / tied[k] - 1.0) < 0.002 for k, v in per_bw.items())
+                tied = per_bw
+                if settled:
+                    break
+                cal = dense_fit(fixed, tied, cross_validate=False)
+            cal = dense_fit(fixed, tied)
+        else:
+            cal = dense_fit(fixed)
         # against the fitted terms' price; the models fitted on have none of the features and no
         # fitted context falls in a window, so the fit does not depend on them
         priced = _priced_probe_tables(layer_features_probe, attention_contexts_probe, cal, card_p)

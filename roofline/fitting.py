@@ -243,10 +243,16 @@ def _layer_cuts(groups, layers_probe):
     return [(cut[(p.model, p.layers)], p.batch, p.context, p.seconds) for p in layers_probe if p.model in specs]
 
 
+def _tie(cal: Calibration, tied) -> Calibration:
+    """``cal`` with each ``tied`` term at its held value per unit of bandwidth efficiency times the
+    calibration's (a cost measured in seconds per byte: it stays put as the efficiency moves)."""
+    return _with(cal, **{k: v * cal.bandwidth_efficiency for k, v in tied.items()}) if tied else cal
+
+
 def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None,
-                layers_probe=()) -> Calibration:
+                layers_probe=(), tied=None) -> Calibration:
     cuts = _layer_cuts(groups, layers_probe)
-    held = _unidentifiable(groups, fixed, bool(cuts)) | set(fixed)
+    held = _unidentifiable(groups, set(fixed) | set(tied or {}), bool(cuts)) | set(fixed) | set(tied or {})
     names = [n for n in (*DECODE_TERMS, *CONTEXT_TERMS, *MOE_TERMS) if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])
@@ -258,7 +264,7 @@ def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), pr
     probe_floor = float(probe_s.min()) if len(probe) else 0.0
 
     def residual(terms_):
-        cal = _with(base, **terms_)
+        cal = _tie(_with(base, **terms_), tied)
         out = []
         for g in groups:
             m = g.step_model(card, cal)
@@ -295,7 +301,7 @@ def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), pr
             s["step_overhead_s"], s["layer_overhead_s"] = share * min_tpot / 2, share * min_tpot / (2 * layers)
         starts.append(s)
     best = _solve(residual, names, _warm(warm, names) or starts)
-    return _with(base, **best)
+    return _tie(_with(base, **best), tied)
 
 
 def _fit_prefill(card, cal: Calibration, groups, warm=None, fixed=frozenset()) -> Calibration:
@@ -351,10 +357,11 @@ def _warm(warm, names) -> list[dict]:
 
 
 def _fit_all(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None,
-             layers_probe=()) -> Calibration:
+             layers_probe=(), tied=None) -> Calibration:
     """Decode terms on TPOT (and the attention and layers probes' timings), then the prefill's on
-    TTFT, then memory's on peak memory. ``warm``: a fitted calibration to start from (one start)."""
-    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe, warm, layers_probe)
+    TTFT, then memory's on peak memory. ``warm``: a fitted calibration to start from (one start);
+    ``tied``: terms held per unit of bandwidth efficiency (_tie)."""
+    decode = _fit_decode(card, base, groups, kv_cache, fixed, probe, warm, layers_probe, tied)
     return _fit_memory(card, _fit_prefill(card, decode, groups, warm, fixed), groups, kv_cache, warm)
 
 
@@ -392,6 +399,7 @@ def fit_calibration(
     fixed: dict | None = None,
     attention_probe=(),
     layers_probe=(),
+    fixed_per_bandwidth: dict | None = None,
 ) -> Calibration:
     """Fit every term to ``rows`` (MeasurementRow) measured on ``card``; report in-sample,
     leave-one-model-out and leave-one-context-out errors in ``fit_report``. ``tpot_statistic``
@@ -399,7 +407,10 @@ def fit_calibration(
     two resist a noisy host). ``collectives``: the link terms measured by the TP harness
     (roofline.collectives.link_terms), stored as measured. ``fixed``: terms measured elsewhere
     (e.g. the attention kernel's by calibrate.probes, roofline.probes.attention_terms), held at
-    those values. ``attention_probe``: roofline.probes.AttentionPoint timings of the engine's decode
+    those values. ``fixed_per_bandwidth``: terms priced at the bandwidth ceiling x the bandwidth
+    efficiency (``kv_traffic_factor``, ``attention_score_bytes``) measured elsewhere as a cost per
+    byte, given per unit of bandwidth efficiency: held at that value x the fitted efficiency, so the
+    cost in seconds stays what was measured (roofline.probes.attention_stream_terms). ``attention_probe``: roofline.probes.AttentionPoint timings of the engine's decode
     attention alone, fitted with the decode terms (they pin the attention family's per-byte,
     per-score and lane costs across head shapes the models do not span). ``layers_probe``:
     roofline.probes.LayersPoint timings of the engine's whole decode step of the fitted models cut
@@ -428,20 +439,23 @@ def fit_calibration(
         **(fixed or {}),
     )
     held_fixed = set(fixed or {})
+    tied = dict(fixed_per_bandwidth or {})
     probe, cuts = tuple(attention_probe), tuple(layers_probe)
-    cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe, layers_probe=cuts)
+    cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe, layers_probe=cuts, tied=tied)
     coverage = coverage_of(groups)
     if link_world is not None:
         coverage["link_tp"] = [int(link_world)]
-    held_terms = _unidentifiable(groups, held_fixed, bool(_layer_cuts(groups, cuts)))
+    held_terms = _unidentifiable(groups, held_fixed | set(tied), bool(_layer_cuts(groups, cuts)))
     report = {"in_sample": _errors(card, cal, groups, kv_cache), "held": sorted(held_terms),
               "fixed": {k: getattr(cal, k) for k in sorted(held_fixed)}, "coverage": coverage}
+    if tied:
+        report["fixed_per_bandwidth_efficiency"] = {k: tied[k] for k in sorted(tied)}
     if cross_validate and len({g.spec.name for g in groups}) > 1:
         loo = {}
         for name in sorted({g.spec.name for g in groups}):
             rest = [g for g in groups if g.spec.name != name]
             held = [g for g in groups if g.spec.name == name]
-            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal, cuts), held,
+            loo[name] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal, cuts, tied), held,
                                 kv_cache)
         report["leave_one_model_out"] = loo
     contexts = _contexts(groups)
@@ -451,7 +465,7 @@ def fit_calibration(
             rest, held = _only_context(groups, ctx, keep=False), _only_context(groups, ctx, keep=True)
             others = tuple(p for p in cuts if p.context != ctx[0] + ctx[1])  # the probe's context held out too
             loco[f"{ctx[0]}/{ctx[1]}"] = _errors(card, _fit_all(card, base, rest, kv_cache, held_fixed, probe, cal,
-                                                                others),
+                                                                others, tied),
                                                  held, kv_cache)
         report["leave_one_context_out"] = loco
     return _with(cal, fit_report=report)

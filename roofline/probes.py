@@ -547,6 +547,58 @@ def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 1
     return {LAYER_FEATURES[j]: max(0.0, float(v)) for j, v in zip(seen, x)}
 
 
+#: the decode attention's points where its time is its work (the KV it streams and the scores it
+#: writes and re-reads): batches from 64 sequences and caches from 1,024 positions (below either, a
+#: fixed launch time and the serial reduction over each sequence's cache weigh in: the lane term)
+STREAM_MIN_BATCH = 64
+STREAM_MIN_CONTEXT = 1024
+
+
+def attention_stream_terms(paths, calibration, card=None, min_batch: int = STREAM_MIN_BATCH,
+                           min_context: int = STREAM_MIN_CONTEXT) -> dict:
+    """The decode attention's cost per KV byte and per score element (``kv_traffic_factor``,
+    ``attention_score_bytes``, both in bytes at ``calibration``'s bandwidth ceiling x its bandwidth
+    efficiency), fitted on attention probe files' points of at least ``min_batch`` sequences and
+    ``min_context`` cached positions: each point priced as a fixed time (one, free) plus the step
+    model's attention family for that shape with ``calibration``'s other terms, a robust loss on the
+    relative error (a cache length in one of cuBLAS's slower-kernel windows does not pull the fit).
+
+    Why from probes: the models a calibration is fitted on (grouped heads of 128, four to seven query
+    heads a KV head) move a KV byte and write a score element in nearly fixed proportion, so their
+    steps fix only a blend of the two costs; the probes' shapes (one to 64 query heads a KV head,
+    heads of 64-256) fix each (docs/method.md, section 2.1)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from roofline.fitting import _probe_attention_s, _probe_models
+    from roofline.hardware import load_card
+
+    card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
+    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
+              for p in attention_points(f, "graph_attention")
+              if p.batch >= min_batch and p.context_tokens >= min_context]
+    shapes = {(p.q_heads, p.kv_heads, p.head_dim) for p in points}
+    if len(points) < 8 or len({q / kv for q, kv, _ in shapes}) < 2:
+        raise RooflineError(f"the attention probes have {len(points)} points of {min_batch}+ sequences over "
+                            f"{min_context}+ positions at {len(shapes)} shapes: at least 8 points and two "
+                            "ratios of query heads to KV heads are needed to split the KV's cost from the scores'")
+    seconds = np.array([p.seconds for p in points])
+    specs = _probe_models(card_p, points)
+    scale = np.array([1.0, 10.0, 1e-5])
+
+    def residual(x):
+        kv, score, fixed = x * scale
+        cal = calibration.model_copy(update={"kv_traffic_factor": kv, "attention_score_bytes": score})
+        return (fixed + _probe_attention_s(card_p, cal, specs, points)) / seconds - 1.0
+
+    lower, upper = np.array([0.2, 0.0, 0.0]), np.array([5.0, 20.0, 10.0])
+    start = np.clip(np.array([float(calibration.kv_traffic_factor), float(calibration.attention_score_bytes),
+                              0.0]) / scale, lower + 1e-6, upper - 1e-6)
+    fit = least_squares(residual, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05)
+    kv, score, _ = fit.x * scale
+    return {"kv_traffic_factor": float(kv), "attention_score_bytes": float(score)}
+
+
 def attention_context_residuals(points, calibration, card=None, trend_tolerance: float = 0.06) -> dict:
     """{(query heads, KV heads, head width, batch): {cache length: log residual}} of attention probe
     points: each series' measured time over ``calibration``'s price (its windows left out), less a

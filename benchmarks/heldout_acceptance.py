@@ -1,0 +1,92 @@
+"""Issue 9's acceptance over the held-out rows a calibration's validation names: TPOT MAPE per model
+and context (the bar: 6%) and per point (15%), prompts 512 and up, against one calibration or two
+side by side (no GPU needed).
+
+    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [-v]
+
+CALIBRATION defaults to the shipped hardware_profiles/calibrations/h200-graph.json; its
+``fit_report["validation"][kind]["files"]`` names the measurement files (hardware_profiles/measurements),
+and every row of a model it was not fitted on is compared (for ``dense``: models without experts;
+for ``moe``: with). ``-v`` lists every model and context over the bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+M = ROOT / "hardware_profiles" / "measurements"
+CONTEXT_BAR, POINT_BAR, MIN_PROMPT = 0.06, 0.15, 512
+
+
+def held_rows(cal, kind: str):
+    from roofline.measurements import read_measurements
+    from roofline.model_spec import load_model
+
+    files = cal.fit_report["validation"][kind]["files"]
+    rows, seen = [], set()
+    for name in dict.fromkeys(files):
+        for r in read_measurements(M / name):
+            key = (r.model, r.prompt_tokens, r.gen_tokens, r.batch, r.kv_cache)
+            if r.model in cal.fitted_on or key in seen or not r.ok:
+                continue
+            if kind != "tp" and bool(load_model(r.model).moe_layers) != (kind == "moe"):
+                continue
+            seen.add(key)
+            rows.append(r)
+    return rows
+
+
+def errors(cal, rows, card):
+    """{(model, prompt, gen): [(batch, relative TPOT error)]} over rows of prompt MIN_PROMPT and up."""
+    from roofline.fitting import compare
+
+    out = defaultdict(list)
+    for model in sorted({r.model for r in rows}):  # per model: a compare takes one engine and cache kind
+        for row in compare(cal, [r for r in rows if r.model == model], card)["rows"]:
+            if row["prompt_tokens"] >= MIN_PROMPT:
+                out[(row["model"], row["prompt_tokens"], row["gen_tokens"])].append(
+                    (row["batch"], row["tpot_predicted_s"] / row["tpot_measured_s"] - 1.0))
+    return out
+
+
+def summary(errs) -> dict:
+    point = np.array([e for v in errs.values() for _, e in v])
+    ctx = {k: float(np.mean(np.abs([e for _, e in v]))) for k, v in errs.items()}
+    return {"tpot_mape": float(np.mean(np.abs(point))), "points": len(point),
+            "points_over_bar": int(np.sum(np.abs(point) > POINT_BAR)), "contexts": len(ctx),
+            "contexts_over_bar": sum(v > CONTEXT_BAR for v in ctx.values()), "per_context": ctx}
+
+
+def main() -> None:
+    from roofline.calibration import load_calibration
+    from roofline.hardware import load_card
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("calibrations", nargs="*", default=[str(ROOT / "hardware_profiles/calibrations/h200-graph.json")])
+    ap.add_argument("--kind", default="dense", choices=("dense", "moe", "tp"))
+    ap.add_argument("-v", action="store_true")
+    a = ap.parse_args()
+    cals = [load_calibration(p) for p in a.calibrations[:2]]
+    rows = held_rows(cals[0], a.kind)
+    card = load_card(cals[0].card)
+    results = [summary(errors(c, rows, card)) for c in cals]
+    print(f"{a.kind}: held-out rows of prompts {MIN_PROMPT}+ ({results[0]['points']} points, "
+          f"{results[0]['contexts']} model x context groups)")
+    for path, s in zip(a.calibrations, results):
+        print(f"  {path}: TPOT MAPE {100 * s['tpot_mape']:.2f}%, contexts over {100 * CONTEXT_BAR:.0f}%: "
+              f"{s['contexts_over_bar']}, points over {100 * POINT_BAR:.0f}%: {s['points_over_bar']}")
+    if a.v:
+        keys = sorted({k for s in results for k, v in s["per_context"].items() if v > CONTEXT_BAR})
+        for k in keys:
+            print("   ", f"{k[0]} {k[1]}/{k[2]}:", "  ".join(f"{100 * s['per_context'][k]:.1f}%" for s in results))
+
+
+if __name__ == "__main__":
+    main()

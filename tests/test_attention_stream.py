@@ -1,0 +1,94 @@
+"""The decode attention's cost per KV byte and per score element, fitted on the attention probes'
+large shapes (roofline.probes.attention_stream_terms): recovery of known terms from synthetic
+probe files, refusal of files that cannot split the two, the fit option, and that the shipped
+H200 calibration holds what the shipped probes give."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cli import main
+from roofline.calibration import load_calibration
+from roofline.errors import RooflineError
+from roofline.fitting import _probe_attention_s, _probe_models
+from roofline.hardware import load_card
+from roofline.probes import AttentionPoint, attention_stream_terms
+
+SHIPPED = "hardware_profiles/calibrations/h200-graph.json"
+M = "hardware_profiles/measurements"
+PROBES = [f"{M}/h200-probe-attention{kind}.json" for kind in ("", "-groups", "-widths", "-batches", "-contexts")]
+
+# (query heads, KV heads, head width): one to 64 query heads a KV head, heads of 64 and 128, as the
+# groups probe measures them
+SHAPES = [(16, 16, 128), (16, 8, 128), (32, 2, 128), (32, 1, 128), (24, 24, 64), (24, 3, 64), (64, 1, 64)]
+
+
+def _probe_file(tmp_path, cal, card, kv, score, fixed_s, shapes=SHAPES, batches=(16, 64, 256),
+                contexts=(512, 2048, 8192), name="probe.json"):
+    """An attention probe file whose times are ``cal``'s price with the given KV factor and score
+    bytes, plus a fixed time (the launch); small batches and contexts are included (and doubled,
+    so a fit that read them would miss) to show the reader leaves them out."""
+    truth = cal.model_copy(update={"kv_traffic_factor": kv, "attention_score_bytes": score})
+    points = [AttentionPoint(f"g{q // k}-{d}", q, k, d, b, c, 0.0)
+              for q, k, d in shapes for b in batches for c in contexts]
+    seconds = fixed_s + _probe_attention_s(card, truth, _probe_models(card, points), points)
+    rows = [{"shape": p.shape, "q_heads": p.q_heads, "kv_heads": p.kv_heads, "head_dim": p.head_dim,
+             "batch": p.batch, "context_tokens": p.context_tokens, "op": "graph_attention",
+             "s": float(s) * (1.0 if p.batch >= 64 and p.context_tokens >= 1024 else 2.0)}
+            for p, s in zip(points, seconds)]
+    path = tmp_path / name
+    path.write_text(json.dumps({"probe": "attention", "points": rows}))
+    return path
+
+
+def test_known_terms_are_recovered_from_a_probe_file(tmp_path):
+    card = load_card("h200")
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    path = _probe_file(tmp_path, cal, card, kv=0.85, score=30.0, fixed_s=4e-6)
+    # started elsewhere: the calibration's own terms are only the fit's start
+    start = cal.model_copy(update={"kv_traffic_factor": 1.2, "attention_score_bytes": 5.0})
+    terms = attention_stream_terms([path], start, card)
+    assert terms["kv_traffic_factor"] == pytest.approx(0.85, rel=0.02)
+    assert terms["attention_score_bytes"] == pytest.approx(30.0, rel=0.03)
+
+
+def test_a_probe_that_cannot_split_the_kv_from_the_scores_is_refused(tmp_path):
+    card = load_card("h200")
+    cal = load_calibration(SHIPPED)
+    # one ratio of query heads to KV heads: KV bytes and score elements move in fixed proportion
+    one_ratio = _probe_file(tmp_path, cal, card, 0.9, 25.0, 4e-6, shapes=[(32, 8, 128), (16, 4, 128)])
+    with pytest.raises(RooflineError, match="two ratios"):
+        attention_stream_terms([one_ratio], cal, card)
+    # only small shapes: nothing of 64+ sequences over 1,024+ positions
+    small = _probe_file(tmp_path, cal, card, 0.9, 25.0, 4e-6, batches=(1, 16), contexts=(512,), name="small.json")
+    with pytest.raises(RooflineError, match="0 points"):
+        attention_stream_terms([small], cal, card)
+
+
+def test_the_fit_option_refuses_a_bad_probe_in_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"probe": "attention", "points": [{"op": "graph_attention", "s": 1e-5}]}))
+    out = tmp_path / "cal.json"
+    r = CliRunner().invoke(main, ["fit", f"{M}/h200-graph.csv", "--card", "h200", "--model", "qwen2.5-1.5b",
+                                  "--attention-stream-probe", str(bad), "-o", str(out)])
+    assert r.exit_code == 1
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert "lacks shape" in r.output
+    assert not out.exists()
+
+
+def test_the_shipped_calibration_holds_what_the_shipped_probes_give():
+    """benchmarks/make_calibrations.py fits the H200 graph calibration with the five attention probes
+    held: read against the shipped terms, the probes give back the shipped KV factor and score bytes
+    (the fit's last round; within 1%, the rounds' settling)."""
+    cal = load_calibration(SHIPPED)
+    terms = attention_stream_terms(PROBES, cal, load_card("h200"))
+    assert terms["kv_traffic_factor"] == pytest.approx(cal.kv_traffic_factor, rel=0.01)
+    assert terms["attention_score_bytes"] == pytest.approx(cal.attention_score_bytes, rel=0.01)
+    # the KV is read a little under once (the engine's cache rounding and the bandwidth efficiency
+    # fitted on whole steps) and a score element costs tens of bytes (written and re-read in fp32
+    # by the matmul-softmax-matmul path): physical ranges, not the fit's bounds
+    assert 0.7 < cal.kv_traffic_factor < 1.1 and 8.0 < cal.attention_score_bytes < 60.0
