@@ -654,6 +654,17 @@ def main() -> None:
         "5.3% MAPE per model and context, no point past 8.3%; peak memory 0.19% MAPE (0.22% with the calibration "
         "before the buffer: these models' vocabularies and batches make the buffer small beside their peaks):\n\n",
         per_model_context(compare(f"{M}/h200-graph-check-call57.csv", GRAPH)),
+        "\nDevice call 58 (`h200-graph-check-call58.csv`, committed with the decode attention's stream terms "
+        "fitted on the attention probes, docs/method.md section 2.1, and run after it): eight held-out models at "
+        "8,192 + 32 and 16,384 + 32 positions none of them had been measured at, batches 1 to out of memory. With "
+        "the calibration it checked (commit 9708df0) TPOT 4.0% MAPE over 67 points (4.1% before the stream terms, "
+        "commit d3dad80): at 8,192 + 32 2.1%, at 16,384 + 32 6.2%, falcon-7b (71 query heads on one KV head) "
+        "14.2%, +17 to +22% from batch 64. What it missed led to the softmax's kernels by row length "
+        "(`attention_score_row_factors`, docs/method.md section 2.1: past 9,216 positions PyTorch's softmax "
+        "stages the row in shared memory and runs at about half the bytes a score element); with them, below, "
+        "2.2% (falcon-7b 3.2%), but these rows are no longer unseen by that term (device call 59 is its check "
+        "after the fact):\n\n",
+        per_model_context(compare(f"{M}/h200-graph-check-call58.csv", GRAPH)),
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",

@@ -2,12 +2,12 @@
 and context (the bar: 6%) and per point (15%), prompts 512 and up, against one calibration or two
 side by side (no GPU needed).
 
-    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [-v]
+    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [--also CSV] [-v]
 
 CALIBRATION defaults to the shipped hardware_profiles/calibrations/h200-graph.json; its
 ``fit_report["validation"][kind]["files"]`` names the measurement files (hardware_profiles/measurements),
 and every row of a model it was not fitted on is compared (for ``dense``: models without experts;
-for ``moe``: with). ``-v`` lists every model and context over the bar.
+for ``moe``: with); ``--also`` adds a measurement file (repeat). ``-v`` lists every model and context over the bar.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ M = ROOT / "hardware_profiles" / "measurements"
 CONTEXT_BAR, POINT_BAR, MIN_PROMPT = 0.06, 0.15, 512
 
 
-def held_rows(cal, kind: str):
+def held_rows(cal, kind: str, also=()):
     from roofline.measurements import read_measurements
     from roofline.model_spec import load_model
 
-    files = cal.fit_report["validation"][kind]["files"]
+    files = [M / name for name in cal.fit_report["validation"][kind]["files"]] + [Path(f) for f in also]
     rows, seen = [], set()
-    for name in dict.fromkeys(files):
-        for r in read_measurements(M / name):
+    for path in dict.fromkeys(files):
+        for r in read_measurements(path):
             key = (r.model, r.prompt_tokens, r.gen_tokens, r.batch, r.kv_cache)
             if r.model in cal.fitted_on or key in seen or not r.ok:
                 continue
@@ -71,10 +71,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("calibrations", nargs="*", default=[str(ROOT / "hardware_profiles/calibrations/h200-graph.json")])
     ap.add_argument("--kind", default="dense", choices=("dense", "moe", "tp"))
+    ap.add_argument("--also", action="append", default=[])
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     cals = [load_calibration(p) for p in a.calibrations[:2]]
-    rows = held_rows(cals[0], a.kind)
+    rows = held_rows(cals[0], a.kind, a.also)
     card = load_card(cals[0].card)
     results = [summary(errors(c, rows, card)) for c in cals]
     print(f"{a.kind}: held-out rows of prompts {MIN_PROMPT}+ ({results[0]['points']} points, "

@@ -463,7 +463,8 @@ def fit(
     fitted; a prefill's matmuls at the fitted efficiency then run at its average over the pass.
     ``attention_stream_probe``: calibrate.probes attention files (any of the five attention probes,
     pooled): the decode attention's cost per KV byte and per score element (``kv_traffic_factor``,
-    ``attention_score_bytes``) fitted on their large shapes (roofline.probes.attention_stream_terms)
+    ``attention_score_bytes``) and the score's factors by the softmax kernel a row's length runs
+    (``attention_score_row_factors``) fitted on their large shapes (roofline.probes.attention_stream_terms)
     and held, as costs per byte, while the other terms are fitted (``fixed_per_bandwidth`` of
     roofline.fitting.fit_calibration); the two are read against the fitted terms, so the fit runs until
     they settle (within 0.2%, at most STREAM_TERM_ROUNDS rounds) and cross-validates once, at the end."""
@@ -566,9 +567,15 @@ def fit(
             cal, tied = dense_fit(fixed, cross_validate=False), {}
             for _ in range(STREAM_TERM_ROUNDS):
                 terms = attention_stream_terms(_paths(attention_stream_probe), cal, card_p)
-                per_bw = {k: v / cal.bandwidth_efficiency for k, v in terms.items()}
-                settled = bool(tied) and all(abs(v / tied[k] - 1.0) < 0.002 for k, v in per_bw.items())
-                tied = per_bw
+                per_bw = {k: terms.pop(k) / cal.bandwidth_efficiency
+                          for k in ("kv_traffic_factor", "attention_score_bytes")}
+                # the rows' score factors (ratios of the score's costs by kernel): held as measured
+                steps = [(a, f) for a, f in (terms.get("attention_score_row_factors") or ())]
+                held_steps = [(a, f) for a, f in (fixed.get("attention_score_row_factors") or ())]
+                settled = (bool(tied) and all(abs(v / tied[k] - 1.0) < 0.002 for k, v in per_bw.items())
+                           and len(steps) == len(held_steps)
+                           and all(a == b and abs(f / g - 1.0) < 0.002 for (a, f), (b, g) in zip(steps, held_steps)))
+                fixed, tied = {**fixed, **terms}, per_bw
                 if settled:
                     break
                 cal = dense_fit(fixed, tied, cross_validate=False)

@@ -237,6 +237,16 @@ class Calibration(BaseModel):
         "are within the probed ones (GQA/MHA; an MLA layer's latent runs other kernels); the attention-contexts probe's "
         "(calibrate.probes: the engine's decode attention alone at generic shapes over cache lengths around the "
         "powers of two; roofline.probes.attention_context_factors); None: none")
+    attention_score_row_factors: list[tuple[float, float]] | None = Field(
+        None, description="(after_tokens, factor) steps, ascending: a decoding sequence whose cache (a windowed "
+        "layer's: its ring) holds more than after_tokens positions has its score elements priced at the last such "
+        "step's factor x attention_score_bytes. The engine's softmax over a row of scores runs one of PyTorch's "
+        "kernels by the row's length: a warp a row up to 2,048 positions, a 1,024-thread block holding the row in "
+        "registers up to 9,216, in shared memory (or read from global memory) past it; on the H200 the register "
+        "kernel runs 1.7-2.1x longer than the warp's at 2,064 positions against 2,048 (the kernels probe) and the "
+        "longer rows' at about half its bytes per element (the attention probes); fitted on the attention probes' "
+        "points in each regime (roofline.probes.attention_stream_terms); None: one cost per score element at "
+        "every length")
     matmul_load_curve: list[tuple[float, float]] | None = Field(
         None, description="the card's rate against time under load: (seconds of load, rate / the rate of the "
         "first tens of ms), ascending in time, the last held after it; the sustained-matmul probe's (calibrate."
@@ -273,6 +283,18 @@ class Calibration(BaseModel):
                 math.isfinite(t) and t >= 0 and math.isfinite(r) and 0.1 <= r <= 1.5 for t, r in v):
             raise ValueError("matmul_load_curve: (seconds >= 0, ascending and distinct; relative rate 0.1-1.5) pairs")
         return [(float(t), float(r)) for t, r in v]
+
+    @field_validator("attention_score_row_factors")
+    @classmethod
+    def _row_factors(cls, v):
+        if v is None:
+            return v
+        after = [a for a, _ in v]
+        if not v or after != sorted(after) or len(set(after)) != len(after) or not all(
+                math.isfinite(a) and math.isfinite(f) and a >= 0 and 0 < f <= 10 for a, f in v):
+            raise ValueError("attention_score_row_factors: (after_tokens >= 0, ascending and distinct; "
+                             "0 < factor <= 10) steps")
+        return [(float(a), float(f)) for a, f in v]
 
     @field_validator("attention_context_factors")
     @classmethod

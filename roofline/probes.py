@@ -552,16 +552,28 @@ def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 1
 #: fixed launch time and the serial reduction over each sequence's cache weigh in: the lane term)
 STREAM_MIN_BATCH = 64
 STREAM_MIN_CONTEXT = 1024
+#: where PyTorch's CUDA softmax over a row of bf16 scores changes kernel (the graph engine's decode
+#: attention runs it over each query head's row of cached positions): a warp a row up to 2,048
+#: elements (softmax_warp_forward); past it a 1,024-thread block a row holding the row in registers
+#: while that takes fewer than ten elements a thread, up to 9,216 (cunn_SoftMaxForwardReg); past that
+#: staged in shared memory, or read from global memory past its 48 KiB (the kernels probe names the
+#: first two at 2,048 and 2,053-8,208 positions)
+SOFTMAX_ROW_REGIMES = (2048, 9 * 1024)
+#: points in a regime its score factor needs (fewer: not fitted, the regime before it applies)
+ROW_REGIME_MIN_POINTS = 4
 
 
 def attention_stream_terms(paths, calibration, card=None, min_batch: int = STREAM_MIN_BATCH,
-                           min_context: int = STREAM_MIN_CONTEXT) -> dict:
+                           min_context: int = STREAM_MIN_CONTEXT, regimes=SOFTMAX_ROW_REGIMES) -> dict:
     """The decode attention's cost per KV byte and per score element (``kv_traffic_factor``,
     ``attention_score_bytes``, both in bytes at ``calibration``'s bandwidth ceiling x its bandwidth
-    efficiency), fitted on attention probe files' points of at least ``min_batch`` sequences and
-    ``min_context`` cached positions: each point priced as a fixed time (one, free) plus the step
-    model's attention family for that shape with ``calibration``'s other terms, a robust loss on the
-    relative error (a cache length in one of cuBLAS's slower-kernel windows does not pull the fit).
+    efficiency; the latter in rows of up to ``regimes[0]`` positions) and the score elements' factor
+    in rows past each of ``regimes`` (``attention_score_row_factors``: the softmax's other kernels; a
+    regime with fewer than ROW_REGIME_MIN_POINTS points is left out), fitted on attention probe files' points of at least
+    ``min_batch`` sequences and ``min_context`` cached positions: each point priced as a fixed time
+    (one, free) plus the step model's attention family for that shape with ``calibration``'s other
+    terms, a robust loss on the relative error (a cache length in one of cuBLAS's slower-kernel
+    windows does not pull the fit).
 
     Why from probes: the models a calibration is fitted on (grouped heads of 128, four to seven query
     heads a KV head) move a KV byte and write a score element in nearly fixed proportion, so their
@@ -584,19 +596,27 @@ def attention_stream_terms(paths, calibration, card=None, min_batch: int = STREA
                             "ratios of query heads to KV heads are needed to split the KV's cost from the scores'")
     seconds = np.array([p.seconds for p in points])
     specs = _probe_models(card_p, points)
-    scale = np.array([1.0, 10.0, 1e-5])
+    bounds = [*regimes, float("inf")]
+    fitted = [a for a, b in zip(bounds, bounds[1:])
+              if sum(a < p.context_tokens <= b for p in points) >= ROW_REGIME_MIN_POINTS]
+    old = dict(calibration.attention_score_row_factors or ())
+    scale = np.array([1.0, 10.0, 1e-5] + [1.0] * len(fitted))
+
+    def terms(x) -> dict:
+        kv, score, _, *factors = x * scale
+        return {"kv_traffic_factor": float(kv), "attention_score_bytes": float(score),
+                "attention_score_row_factors": [(float(a), float(f)) for a, f in zip(fitted, factors)] or None}
 
     def residual(x):
-        kv, score, fixed = x * scale
-        cal = calibration.model_copy(update={"kv_traffic_factor": kv, "attention_score_bytes": score})
-        return (fixed + _probe_attention_s(card_p, cal, specs, points)) / seconds - 1.0
+        cal = calibration.model_copy(update=terms(x))
+        return (x[2] * scale[2] + _probe_attention_s(card_p, cal, specs, points)) / seconds - 1.0
 
-    lower, upper = np.array([0.2, 0.0, 0.0]), np.array([5.0, 20.0, 10.0])
-    start = np.clip(np.array([float(calibration.kv_traffic_factor), float(calibration.attention_score_bytes),
-                              0.0]) / scale, lower + 1e-6, upper - 1e-6)
+    lower = np.array([0.2, 0.0, 0.0] + [0.1] * len(fitted))
+    upper = np.array([5.0, 20.0, 10.0] + [5.0] * len(fitted))
+    start = np.clip(np.array([float(calibration.kv_traffic_factor), float(calibration.attention_score_bytes), 0.0]
+                             + [old.get(float(a), 1.0) for a in fitted]) / scale, lower + 1e-6, upper - 1e-6)
     fit = least_squares(residual, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05)
-    kv, score, _ = fit.x * scale
-    return {"kv_traffic_factor": float(kv), "attention_score_bytes": float(score)}
+    return terms(fit.x)
 
 
 def attention_context_residuals(points, calibration, card=None, trend_tolerance: float = 0.06) -> dict:

@@ -191,6 +191,7 @@ class StepModel:
     _tile_table: object = field(init=False, repr=False, default=None)
     _window_layers: int = field(init=False, repr=False, default=0)
     _context_windows: tuple = field(init=False, repr=False, default=())
+    _row_factors: tuple = field(init=False, repr=False, default=())
 
     def __post_init__(self):
         cal, spec, tp = self.calibration, self.spec, self.tp
@@ -385,6 +386,10 @@ class StepModel:
         set_(self, "_context_windows", () if spec.attention_kind == "mla" else tuple(
             (float(a), float(b), float(f)) for a, b, f, d_lo, d_hi, g_lo, g_hi in (cal.attention_context_factors or ())
             if d_lo <= spec.head_dim <= d_hi and g_lo <= group <= g_hi))
+        # a decoding sequence's score elements by the softmax kernel its row's length runs
+        # (Calibration.attention_score_row_factors; MLA's latent attention runs its own)
+        set_(self, "_row_factors", () if spec.attention_kind == "mla" else tuple(
+            (float(a), float(f)) for a, f in (cal.attention_score_row_factors or ())))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         if tiles:
@@ -469,6 +474,10 @@ class StepModel:
             kvw = kv
         if pairsw is None:
             pairsw = pairs
+        score, scorew = c[17], c[18]
+        if self._row_factors:  # the scores' cost by the softmax kernel their rows' length runs
+            f = self._row_factor(kv, d)
+            score, scorew = score * f, scorew * (f if uncapped else self._row_factor(kvw, d))
         if self._context_windows:  # a cache length in a slower kernel's window (windowed layers: their ring's)
             f = self._context_factor(kv, d)
             kv, kvw = kv * f, kvw * (f if uncapped else self._context_factor(kvw, d))
@@ -500,13 +509,31 @@ class StepModel:
             self.overhead_s(d, p),
             matmul_memory,
             matmul_compute,
-            kv_s + kv * c[17] + kvw * c[18] + d * c[19] + pairs * c[32] + pairsw * c[33],
+            kv_s + kv * score + kvw * scorew + d * c[19] + pairs * c[32] + pairsw * c[33],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11] + (d + p) * c[34],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
             expert_memory,
             expert_compute,
         )
+
+    def _row_factor(self, kv, d):
+        """The score factor of a decoding sequence's cache of kv / d positions: the last step of
+        attention_score_row_factors it is past, else 1 (and without decoding sequences)."""
+        if type(kv) is float and type(d) is float:
+            out = 1.0
+            if d > 0.0:
+                t = kv / d
+                for after, f in self._row_factors:
+                    if t > after:
+                        out = f
+            return out
+        kv, d = np.asarray(kv, dtype=float), np.asarray(d, dtype=float)
+        t = np.divide(kv, d, out=np.zeros(np.broadcast(kv, d).shape), where=d > 0)
+        out = np.ones_like(t)
+        for after, f in self._row_factors:
+            out = np.where(t > after, f, out)
+        return out
 
     def _context_factor(self, kv, d):
         """The attention factor of the window a decoding sequence's cache (kv / d positions) falls

@@ -82,13 +82,61 @@ def test_the_fit_option_refuses_a_bad_probe_in_one_line(tmp_path):
 
 def test_the_shipped_calibration_holds_what_the_shipped_probes_give():
     """benchmarks/make_calibrations.py fits the H200 graph calibration with the five attention probes
-    held: read against the shipped terms, the probes give back the shipped KV factor and score bytes
-    (the fit's last round; within 1%, the rounds' settling)."""
-    cal = load_calibration(SHIPPED)
+    held: read against the shipped terms, the probes give back the shipped KV factor, score bytes and
+    row factors (the fit's last round; within 1%, the rounds' settling). The rounds read the probes
+    against the dense fit, before the attention-contexts windows are read from the contexts probe:
+    so does this."""
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
     terms = attention_stream_terms(PROBES, cal, load_card("h200"))
     assert terms["kv_traffic_factor"] == pytest.approx(cal.kv_traffic_factor, rel=0.01)
     assert terms["attention_score_bytes"] == pytest.approx(cal.attention_score_bytes, rel=0.01)
+    assert [a for a, _ in terms["attention_score_row_factors"]] == [a for a, _ in cal.attention_score_row_factors]
+    for (_, f), (_, g) in zip(terms["attention_score_row_factors"], cal.attention_score_row_factors):
+        assert f == pytest.approx(g, rel=0.01)
+    # the softmax's register kernel dearer than the warp's, the shared-memory one cheaper than either
+    (_, register), (_, shared) = cal.attention_score_row_factors
+    assert register > 1.1 and shared < register * 0.8
     # the KV is read a little under once (the engine's cache rounding and the bandwidth efficiency
     # fitted on whole steps) and a score element costs tens of bytes (written and re-read in fp32
     # by the matmul-softmax-matmul path): physical ranges, not the fit's bounds
     assert 0.7 < cal.kv_traffic_factor < 1.1 and 8.0 < cal.attention_score_bytes < 60.0
+
+
+def test_the_rows_score_factors_are_recovered_and_priced(tmp_path):
+    """Scores of rows past 2,048 and 9,216 positions (the softmax's register and shared-memory kernels)
+    at their factors: the probe fit recovers them beside the two costs, and the step model prices a
+    decode step's scores by the regime its cache length is in."""
+    from roofline.model_spec import load_model
+    from roofline.probes import SOFTMAX_ROW_REGIMES
+    from roofline.step import StepModel, decode_work
+
+    card = load_card("h200")
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None,
+                                                       "attention_score_row_factors": None})
+    truth = cal.model_copy(update={"attention_score_row_factors": [(2048.0, 1.5), (9216.0, 0.6)]})
+    assert SOFTMAX_ROW_REGIMES == (2048, 9216)
+    path = _probe_file(tmp_path, truth, card, kv=0.9, score=20.0, fixed_s=4e-6,
+                       contexts=(1024, 1536, 2048, 4096, 8192, 16384, 32768))
+    terms = attention_stream_terms([path], cal, card)
+    (a1, f1), (a2, f2) = terms["attention_score_row_factors"]
+    assert (a1, a2) == (2048.0, 9216.0)
+    assert f1 == pytest.approx(1.5, rel=0.03) and f2 == pytest.approx(0.6, rel=0.03)
+    assert terms["attention_score_bytes"] == pytest.approx(20.0, rel=0.03)
+    # without points past 9,216 positions only the first regime's factor is fitted
+    short = _probe_file(tmp_path, truth, card, 0.9, 20.0, 4e-6, contexts=(1024, 2048, 4096, 8192), name="short.json")
+    assert [a for a, _ in attention_stream_terms([short], cal, card)["attention_score_row_factors"]] == [2048.0]
+
+    spec = load_model("qwen2.5-3b")  # 16 query heads on 2: the scores weigh
+    plain, stepped = StepModel(spec, card, cal), StepModel(spec, card, truth)
+
+    def score_change(context):  # the attention's change over the plain model's score traffic
+        work = decode_work(64.0, 64.0 * context)
+        score_s = 64.0 * context * spec.num_hidden_layers * spec.num_attention_heads * cal.attention_score_bytes / (
+            cal.bandwidth_efficiency * plain.bandwidth_bytes_per_s)
+        return (stepped.pass_parts(work).attention_memory_s - plain.pass_parts(work).attention_memory_s) / score_s
+
+    assert score_change(2048) == pytest.approx(0.0, abs=1e-9)
+    assert score_change(2056) == pytest.approx(0.5, rel=0.01)
+    assert score_change(9216) == pytest.approx(0.5, rel=0.01)
+    assert score_change(9224) == pytest.approx(-0.4, rel=0.01)
+    assert score_change(16416) == pytest.approx(-0.4, rel=0.01)

@@ -69,6 +69,10 @@ SYNTHETIC = dict(
     # (the second for 64-128-wide heads only: qwen2.5-7b's 128; gpt-oss-20b's 64; MLA never)
     attention_context_factors=[[1000.0, 1100.0, 1.3, 64.0, 256.0, 1.0, 8.0], [3000.0, 3400.0, 1.2, 64.0, 128.0, 1.0, 16.0],
                                [9000.0, 9100.0, 1.15, 100.0, 256.0, 1.0, 8.0]],
+    # score elements of rows past 2,048 positions at 1.6 x their cost, past 9,216 at 0.7: gpt-oss-20b's full
+    # layers at 20,000 + 300 (not its windowed layers' ring of 128), qwen3-30b-a3b at 9,000 + 64 (the
+    # middle step), deepseek-v2-lite's MLA never
+    attention_score_row_factors=[[2048.0, 1.6], [9216.0, 0.7]],
     # the matmul rate against time under load: the prefills' fitted matmuls at its average (a dip, a
     # flat stretch and a last value held after it; the routed experts' and the attention's rates held)
     matmul_load_curve=[[0.0, 1.0], [0.02, 0.97], [0.1, 0.85], [0.3, 0.88], [2.0, 0.8]],
@@ -252,9 +256,10 @@ def test_the_scenarios_cover_what_they_claim():
                 "masked-window": step.masked_prefill is not None and not step.masked_prefill[1]
                 and s["prompt_tokens"] > step.window,
                 "masked-sinks": step.masked_prefill is not None and step.masked_prefill[1],
+                "row-factors": bool(step._row_factors) and s["prompt_tokens"] > step._row_factors[-1][0],
             }.items() if on}
     assert seen == {"moe", "skew", "mla", "window", "sinks", "tp", "tp-card-link", "tp-calibrated-link", "chunk", "long",
-                    "static", "fp8-weights", "lane", "masked-window", "masked-sinks"}
+                    "static", "fp8-weights", "lane", "masked-window", "masked-sinks", "row-factors"}
 
 
 @pytest.mark.filterwarnings("ignore::roofline.errors.RooflineWarning")  # weights beyond a card: on purpose
@@ -397,6 +402,14 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     ("reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS;",
      "reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS * 1.01;",
      "shipped-graph", 13, "tpot_s"),
+    # the rows' score factor on the windowed layers' ring too (gpt-oss-20b's 128 positions)
+    ("scorew = scorew * (w.kvw === null ? lf : rowFactor(m, kvw, d));", "scorew = scorew * lf;", "synthetic", 3,
+     "tpot_s"),
+    # the first step's factor where the second applies (qwen3-30b-a3b at 9,064 positions: the first)
+    ("if (t > m.rowFactors[i][0]) out = m.rowFactors[i][1];", "if (t > m.rowFactors[i][0]) { out = m.rowFactors[i][1]; break; }",
+     "synthetic", 3, "tpot_s"),
+    # the rows' score factor forgotten
+    ("        score = score * lf;\n", "", "synthetic", 5, "tpot_s"),
     # the skewed routing's bisection (too few iterations)
     ("for (var it = 0; it < 200; it++)", "for (var it = 0; it < 20; it++)", "shipped-graph", 5, "tpot_s"),
     # the expected error's nearest context (a tie goes to the first, as Python's min)

@@ -301,6 +301,8 @@ var RooflineModel = (function () {
       m.contextWindows = mla ? [] : (cal.attention_context_factors || []).filter(function (w) {
         return w[3] <= model.head_dim && model.head_dim <= w[4] && w[5] <= group && group <= w[6];
       });
+      // StepModel._row_factors: the scores' cost by the softmax kernel a row's length runs (attention_score_row_factors)
+      m.rowFactors = mla ? [] : (cal.attention_score_row_factors || []);
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
       // a layer's q/k norms (gpt-oss's MoE layer): a fixed time each such layer (layer_feature_overhead_s)
@@ -440,6 +442,15 @@ var RooflineModel = (function () {
 
     function perSequence(total, sequences) { return sequences > 0.0 ? total / sequences : 0.0; }
 
+    function rowFactor(m, kv, d) {
+      var out = 1.0;
+      if (d > 0.0) {
+        var t = kv / d;
+        for (var i = 0; i < m.rowFactors.length; i++) if (t > m.rowFactors[i][0]) out = m.rowFactors[i][1];
+      }
+      return out;
+    }
+
     function contextFactor(m, kv, d) {
       if (d > 0.0) {
         var t = kv / d;
@@ -456,6 +467,12 @@ var RooflineModel = (function () {
     function passParts(m, w) {
       var c = m.c, d = w.d, kv = w.kv, p = w.p, pairs = w.pairs, rows = w.rows;
       var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
+      var score = c[17], scorew = c[18];
+      if (m.rowFactors.length) { // StepModel._row_factor
+        var lf = rowFactor(m, kv, d);
+        score = score * lf;
+        scorew = scorew * (w.kvw === null ? lf : rowFactor(m, kvw, d));
+      }
       // StepModel._context_factor: a cache length in a slower kernel's window (attention_context_factors)
       if (m.contextWindows.length) {
         var f = contextFactor(m, kv, d);
@@ -485,7 +502,7 @@ var RooflineModel = (function () {
         overheadS(m, d, p),
         matmulMemory,
         matmulCompute,
-        kvS + kv * c[17] + kvw * c[18] + d * c[19] + pairs * c[32] + pairsw * c[33],
+        kvS + kv * score + kvw * scorew + d * c[19] + pairs * c[32] + pairsw * c[33],
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
         d * c[10] + p * c[11] + (d + p) * c[34],
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
