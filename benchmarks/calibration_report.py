@@ -665,6 +665,20 @@ def main() -> None:
         "2.2% (falcon-7b 3.2%), but these rows are no longer unseen by that term (device call 59 is its check "
         "after the fact):\n\n",
         per_model_context(compare(f"{M}/h200-graph-check-call58.csv", GRAPH)),
+        "\nDevice call 59 (`h200-graph-check-call59.csv`, committed with the softmax's kernels by row length and run "
+        "after it; nothing changed after it): nine held-out models at 1,920 + 32 (1,952 positions: the warp's "
+        "softmax) and 12,288 + 32 (12,320: shared memory), lengths none of them had been measured at, batches 1 to "
+        "out of memory. TPOT 4.0% MAPE over 157 points (3.9% with the stream terms alone, commit 9708df0; 4.2% "
+        "before them, d3dad80); at 12,320 positions 2.6% (2.3%, 2.9%), at 1,952 5.1% (5.1%, 5.2%). Two misses. "
+        "At 1,952 positions every model's small batches are priced 5-8% fast, batch 1 included, where the attention "
+        "is a few percent of the step: a step at batch 1 of 1,952 positions is measured slower than one of 2,064 or "
+        "4,128 (internlm2.5-7b 5.92 ms against 5.57 and 5.69), a length where cuBLAS runs a slower kernel that the "
+        "attention-contexts probe did not probe (its lengths jump from 1,536 to 2,048); llama-3.2-1b's batches 128 "
+        "and 256 there -20%, as at 2,112 (the batched-matrices count, docs/method.md section 13). And the 64-wide "
+        "heads at 12,320 positions from batch 64 are priced 6-13% fast (qwen2.5-0.5b 6.2%, was 3.7% with the "
+        "stream terms alone; llama-3.2-1b 7.0%, was 5.5%): the shared-memory softmax's factor, fitted on 16,384 and "
+        "32,768 positions, cheapens them more than they run at 12,320; the 128-wide heads there are within 1-4%:\n\n",
+        per_model_context(compare(f"{M}/h200-graph-check-call59.csv", GRAPH)),
         "\n## Dense models and contexts the fit never saw\n\n",
         "Measured with the same harness (`h200-graph-heldout.csv`: five models the fit never saw, at prompts 512, "
         "4096 and 16384, batches 1 to out of memory; TTFT is timed up to 65,536 prompt tokens a batch):\n\n",

@@ -96,6 +96,7 @@ def main() -> None:
     check56 = M / "h200-graph-check-call56.csv"  # and on eight more models (call 56)
     check57 = M / "h200-graph-check-call57.csv"  # and five more, after the decode logits buffers (call 57)
     check58 = M / "h200-graph-check-call58.csv"  # and eight at 8,192-16,384 after the stream terms (call 58)
+    check59 = M / "h200-graph-check-call59.csv"  # and nine at 1,952 and 12,320 after the softmax's kernels (call 59)
     moe51 = M / "h200-graph-moe-check-call51.csv"  # and the mixtures of experts at 1,536 and 12,288 (call 51)
     moe52 = M / "h200-graph-moe-check-call52.csv"  # and at batches of 32-192 routed rows an expert (call 52)
     moe53 = M / "h200-graph-moe-check-call53.csv"  # and after the grouped GEMM's tiles were committed (call 53)
@@ -109,11 +110,11 @@ def main() -> None:
             + read_measurements(check32) + read_measurements(check40) + read_measurements(check43)
             + read_measurements(check44) + read_measurements(check45) + read_measurements(check47)
             + read_measurements(check50) + read_measurements(check54) + read_measurements(check56)
-            + read_measurements(check57) + read_measurements(check58),
+            + read_measurements(check57) + read_measurements(check58) + read_measurements(check59),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
             + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name,
-               check54.name, check56.name, check57.name, check58.name]),
+               check54.name, check56.name, check57.name, check58.name, check59.name]),
         "moe": validation_entry(
             graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
