@@ -405,7 +405,7 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # the rows' score factor on the windowed layers' ring too (gpt-oss-20b's 128 positions)
     ("scorew = scorew * (w.kvw === null ? lf : rowFactor(m, kvw, d));", "scorew = scorew * lf;", "synthetic", 3,
      "tpot_s"),
-    # the first step's factor where the second applies (qwen3-30b-a3b at 9,064 positions: the first)
+    # the first step's factor where the second applies (gpt-oss-20b's full layers at 20,300 positions: past both)
     ("if (t > m.rowFactors[i][0]) out = m.rowFactors[i][1];", "if (t > m.rowFactors[i][0]) { out = m.rowFactors[i][1]; break; }",
      "synthetic", 3, "tpot_s"),
     # the rows' score factor forgotten
