@@ -557,7 +557,8 @@ def fit(
                 fixed=held or None, cross_validate=cross_validate, fixed_per_bandwidth=per_bandwidth,
             )
 
-        if _paths(attention_stream_probe):
+        stream_paths = _paths(attention_stream_probe)
+        if stream_paths:
             from roofline.probes import attention_stream_terms
 
             # the probes measure a cost in seconds per byte (per unit of bandwidth efficiency, held so
@@ -566,15 +567,15 @@ def fit(
             # terms, give back what is held (within 0.2%)
             cal, tied = dense_fit(fixed, cross_validate=False), {}
             for _ in range(STREAM_TERM_ROUNDS):
-                terms = attention_stream_terms(_paths(attention_stream_probe), cal, card_p)
+                terms = attention_stream_terms(stream_paths, cal, card_p)
                 per_bw = {k: terms.pop(k) / cal.bandwidth_efficiency
                           for k in ("kv_traffic_factor", "attention_score_bytes")}
                 # the rows' score factors (ratios of the score's costs by kernel): held as measured
-                steps = [(a, f) for a, f in (terms.get("attention_score_row_factors") or ())]
-                held_steps = [(a, f) for a, f in (fixed.get("attention_score_row_factors") or ())]
+                steps = terms.get("attention_score_row_factors") or []
+                held_steps = fixed.get("attention_score_row_factors") or []
                 settled = (bool(tied) and all(abs(v / tied[k] - 1.0) < 0.002 for k, v in per_bw.items())
-                           and len(steps) == len(held_steps)
-                           and all(a == b and abs(f / g - 1.0) < 0.002 for (a, f), (b, g) in zip(steps, held_steps)))
+                           and [a for a, _ in steps] == [a for a, _ in held_steps]
+                           and all(abs(f / g - 1.0) < 0.002 for (_, f), (_, g) in zip(steps, held_steps)))
                 fixed, tied = {**fixed, **terms}, per_bw
                 if settled:
                     break

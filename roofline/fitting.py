@@ -252,7 +252,8 @@ def _tie(cal: Calibration, tied) -> Calibration:
 def _fit_decode(card, base: Calibration, groups, kv_cache, fixed=frozenset(), probe=(), warm=None,
                 layers_probe=(), tied=None) -> Calibration:
     cuts = _layer_cuts(groups, layers_probe)
-    held = _unidentifiable(groups, set(fixed) | set(tied or {}), bool(cuts)) | set(fixed) | set(tied or {})
+    given = set(fixed) | set(tied or {})
+    held = _unidentifiable(groups, given, bool(cuts)) | given
     names = [n for n in (*DECODE_TERMS, *CONTEXT_TERMS, *MOE_TERMS) if n not in held]
     min_tpot = min(float(np.min(g.tpot)) for g in groups)
     layers = np.mean([g.spec.num_hidden_layers for g in groups])

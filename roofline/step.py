@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from math import ceil, exp, log, log1p, sqrt
+from math import ceil, exp, inf, log, log1p, sqrt
 from typing import NamedTuple
 
 import numpy as np
@@ -144,6 +144,25 @@ class PassParts(NamedTuple):
     #: their weight bytes and their tiles' FLOPs, combined by max and added to the dense matmuls'
     expert_memory_s: object = 0.0
     expert_compute_s: object = 0.0
+
+
+def _window_factor(windows, kv, d):
+    """The factor of the window (after_tokens, to_tokens, factor) a decoding sequence's cache of
+    kv / d positions falls in (1 outside every window and without decoding sequences): the
+    attention-contexts windows and the softmax's row-length steps alike."""
+    if type(kv) is float and type(d) is float:
+        if d > 0.0:
+            t = kv / d
+            for lo, hi, f in windows:
+                if lo < t <= hi:
+                    return f
+        return 1.0
+    kv, d = np.asarray(kv, dtype=float), np.asarray(d, dtype=float)
+    t = np.divide(kv, d, out=np.zeros(np.broadcast(kv, d).shape), where=d > 0)
+    out = np.ones_like(t)
+    for lo, hi, f in windows:
+        out = np.where((t > lo) & (t <= hi), f, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -387,9 +406,11 @@ class StepModel:
             (float(a), float(b), float(f)) for a, b, f, d_lo, d_hi, g_lo, g_hi in (cal.attention_context_factors or ())
             if d_lo <= spec.head_dim <= d_hi and g_lo <= group <= g_hi))
         # a decoding sequence's score elements by the softmax kernel its row's length runs
-        # (Calibration.attention_score_row_factors; MLA's latent attention runs its own)
-        set_(self, "_row_factors", () if spec.attention_kind == "mla" else tuple(
-            (float(a), float(f)) for a, f in (cal.attention_score_row_factors or ())))
+        # (Calibration.attention_score_row_factors; MLA's latent attention runs its own): each step a
+        # window of cache lengths up to the next step, priced as the context windows are
+        steps = [] if spec.attention_kind == "mla" else [(float(a), float(f)) for a, f in
+                                                         (cal.attention_score_row_factors or ())]
+        set_(self, "_row_factors", tuple((a, b, f) for (a, f), b in zip(steps, [a for a, _ in steps[1:]] + [inf])))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         if tiles:
@@ -476,11 +497,11 @@ class StepModel:
             pairsw = pairs
         score, scorew = c[17], c[18]
         if self._row_factors:  # the scores' cost by the softmax kernel their rows' length runs
-            f = self._row_factor(kv, d)
-            score, scorew = score * f, scorew * (f if uncapped else self._row_factor(kvw, d))
+            f = _window_factor(self._row_factors, kv, d)
+            score, scorew = score * f, scorew * (f if uncapped else _window_factor(self._row_factors, kvw, d))
         if self._context_windows:  # a cache length in a slower kernel's window (windowed layers: their ring's)
-            f = self._context_factor(kv, d)
-            kv, kvw = kv * f, kvw * (f if uncapped else self._context_factor(kvw, d))
+            f = _window_factor(self._context_windows, kv, d)
+            kv, kvw = kv * f, kvw * (f if uncapped else _window_factor(self._context_windows, kvw, d))
         matmul_memory = c[2]
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
         expert_memory = expert_compute = 0.0
@@ -516,41 +537,6 @@ class StepModel:
             expert_memory,
             expert_compute,
         )
-
-    def _row_factor(self, kv, d):
-        """The score factor of a decoding sequence's cache of kv / d positions: the last step of
-        attention_score_row_factors it is past, else 1 (and without decoding sequences)."""
-        if type(kv) is float and type(d) is float:
-            out = 1.0
-            if d > 0.0:
-                t = kv / d
-                for after, f in self._row_factors:
-                    if t > after:
-                        out = f
-            return out
-        kv, d = np.asarray(kv, dtype=float), np.asarray(d, dtype=float)
-        t = np.divide(kv, d, out=np.zeros(np.broadcast(kv, d).shape), where=d > 0)
-        out = np.ones_like(t)
-        for after, f in self._row_factors:
-            out = np.where(t > after, f, out)
-        return out
-
-    def _context_factor(self, kv, d):
-        """The attention factor of the window a decoding sequence's cache (kv / d positions) falls
-        in (1 outside every window and without decoding sequences)."""
-        if type(kv) is float and type(d) is float:
-            if d > 0.0:
-                t = kv / d
-                for lo, hi, f in self._context_windows:
-                    if lo < t <= hi:
-                        return f
-            return 1.0
-        kv, d = np.asarray(kv, dtype=float), np.asarray(d, dtype=float)
-        t = np.divide(kv, d, out=np.zeros(np.broadcast(kv, d).shape), where=d > 0)
-        out = np.ones_like(t)
-        for lo, hi, f in self._context_windows:
-            out = np.where((t > lo) & (t <= hi), f, out)
-        return out
 
     def prefill_fitted_compute_s(self, work: PassWork):
         """Seconds of ``work``'s prefill matmuls at the fitted prefill efficiency (the dense ones and

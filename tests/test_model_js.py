@@ -403,11 +403,10 @@ def _drifted_copy(script, needle, replacement, tmp_path):
      "reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS * 1.01;",
      "shipped-graph", 13, "tpot_s"),
     # the rows' score factor on the windowed layers' ring too (gpt-oss-20b's 128 positions)
-    ("scorew = scorew * (w.kvw === null ? lf : rowFactor(m, kvw, d));", "scorew = scorew * lf;", "synthetic", 3,
-     "tpot_s"),
-    # the first step's factor where the second applies (gpt-oss-20b's full layers at 20,300 positions: past both)
-    ("if (t > m.rowFactors[i][0]) out = m.rowFactors[i][1];", "if (t > m.rowFactors[i][0]) { out = m.rowFactors[i][1]; break; }",
+    ("scorew = scorew * (w.kvw === null ? lf : windowFactor(m.rowFactors, kvw, d));", "scorew = scorew * lf;",
      "synthetic", 3, "tpot_s"),
+    # the first step's factor where the second applies (gpt-oss-20b's full layers at 20,300 positions: past both)
+    ("i + 1 < all.length ? all[i + 1][0] : Infinity", "Infinity", "synthetic", 3, "tpot_s"),
     # the rows' score factor forgotten
     ("        score = score * lf;\n", "", "synthetic", 5, "tpot_s"),
     # the skewed routing's bisection (too few iterations)

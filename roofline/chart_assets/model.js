@@ -301,8 +301,11 @@ var RooflineModel = (function () {
       m.contextWindows = mla ? [] : (cal.attention_context_factors || []).filter(function (w) {
         return w[3] <= model.head_dim && model.head_dim <= w[4] && w[5] <= group && group <= w[6];
       });
-      // StepModel._row_factors: the scores' cost by the softmax kernel a row's length runs (attention_score_row_factors)
-      m.rowFactors = mla ? [] : (cal.attention_score_row_factors || []);
+      // StepModel._row_factors: the scores' cost by the softmax kernel a row's length runs
+      // (attention_score_row_factors), each step a window of lengths up to the next step
+      m.rowFactors = mla ? [] : (cal.attention_score_row_factors || []).map(function (s, i, all) {
+        return [s[0], i + 1 < all.length ? all[i + 1][0] : Infinity, s[1]];
+      });
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
       // a layer's q/k norms (gpt-oss's MoE layer): a fixed time each such layer (layer_feature_overhead_s)
@@ -442,20 +445,12 @@ var RooflineModel = (function () {
 
     function perSequence(total, sequences) { return sequences > 0.0 ? total / sequences : 0.0; }
 
-    function rowFactor(m, kv, d) {
-      var out = 1.0;
+    // roofline.step._window_factor: the factor of the window a cache of kv / d positions falls in
+    function windowFactor(windows, kv, d) {
       if (d > 0.0) {
         var t = kv / d;
-        for (var i = 0; i < m.rowFactors.length; i++) if (t > m.rowFactors[i][0]) out = m.rowFactors[i][1];
-      }
-      return out;
-    }
-
-    function contextFactor(m, kv, d) {
-      if (d > 0.0) {
-        var t = kv / d;
-        for (var i = 0; i < m.contextWindows.length; i++) {
-          var win = m.contextWindows[i];
+        for (var i = 0; i < windows.length; i++) {
+          var win = windows[i];
           if (t > win[0] && t <= win[1]) return win[2];
         }
       }
@@ -468,15 +463,15 @@ var RooflineModel = (function () {
       var c = m.c, d = w.d, kv = w.kv, p = w.p, pairs = w.pairs, rows = w.rows;
       var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
       var score = c[17], scorew = c[18];
-      if (m.rowFactors.length) { // StepModel._row_factor
-        var lf = rowFactor(m, kv, d);
+      if (m.rowFactors.length) { // StepModel._parts: the scores' row-length windows
+        var lf = windowFactor(m.rowFactors, kv, d);
         score = score * lf;
-        scorew = scorew * (w.kvw === null ? lf : rowFactor(m, kvw, d));
+        scorew = scorew * (w.kvw === null ? lf : windowFactor(m.rowFactors, kvw, d));
       }
       // StepModel._context_factor: a cache length in a slower kernel's window (attention_context_factors)
       if (m.contextWindows.length) {
-        var f = contextFactor(m, kv, d);
-        kvw = kvw * (w.kvw === null ? f : contextFactor(m, kvw, d));
+        var f = windowFactor(m.contextWindows, kv, d);
+        kvw = kvw * (w.kvw === null ? f : windowFactor(m.contextWindows, kvw, d));
         kv = kv * f;
       }
       var matmulMemory = c[2];
