@@ -144,7 +144,7 @@ from roofline.units import GiB, MiB
 #: every probe, in the order run_probes runs them (memory first: see there)
 PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
-          "attention-widths", "attention-batches", "sustained-matmul")
+          "attention-widths", "attention-batches", "attention-lengths", "sustained-matmul")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1062,9 +1062,24 @@ FULL_ATTENTION_BATCHES = AttentionGrid(
     max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
     ops=("graph_attention", "graph_qk", "graph_pv"),
 )
+#: the cache lengths between the attention-contexts probe's, densely: 1,536-2,048 every 32 positions (device
+#: call 59 found every model's step slower at 1,952 than at 2,064 or 4,128, batch 1 included, a length that
+#: probe jumps over), 2,048-4,096 every 128, 4,096-16,384 every 512 (the shared-memory softmax past 9,216:
+#: call 59's 64-wide heads 6-13% fast at 12,320), at the attention-contexts probe's four generic shapes, and
+#: batches 1 and 4 besides its 16, 64 and 256 (the decode attention alone; read with the attention-contexts
+#: file by roofline.probes.attention_context_factors)
+FULL_ATTENTION_LENGTHS = AttentionGrid(
+    shapes=(("g1-128", 16, 16, 128), ("g4-128", 32, 8, 128), ("g8-128", 32, 4, 128), ("g7-64", 14, 2, 64)),
+    batches=(1, 4, 16, 64, 256),
+    contexts=tuple(range(1536, 2048, 32)) + tuple(range(2048, 4096, 128)) + tuple(range(4096, 16384 + 1, 512))
+    + (9224, 12320),
+    max_kv_bytes=16 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5, max_math_bytes=0,
+    ops=("graph_attention",),
+)
 #: the probes that time the decode attention alone at generic shapes, and their full grids (one tiny grid)
 ATTENTION_SHAPE_GRIDS = {"attention-groups": FULL_ATTENTION_GROUPS, "attention-contexts": FULL_ATTENTION_CONTEXTS,
-                         "attention-batches": FULL_ATTENTION_BATCHES, "attention-widths": FULL_ATTENTION_WIDTHS}
+                         "attention-batches": FULL_ATTENTION_BATCHES, "attention-widths": FULL_ATTENTION_WIDTHS,
+                         "attention-lengths": FULL_ATTENTION_LENGTHS}
 TINY_ATTENTION_GROUPS = AttentionGrid(
     shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), batches=(1, 2), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2, max_math_bytes=0, ops=("graph_attention",),
