@@ -413,6 +413,11 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="Attention-probe files (any of calibrate.probes' attention probes): the decode attention's cost per "
                    "KV byte and per score element, fitted on their shapes of 64+ sequences over 1,024+ positions and "
                    "held while the other terms are fitted (repeat: the files' points are pooled).")
+@click.option("--softmax-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Attention-probe files timing the softmax alone (the attention and attention-widths probes): the "
+                   "softmax's warp kernel's time per position of a row at few rows, stored as measured: a decode step's "
+                   "scores cost at least that x the cache's positions x the layers while rows run a warp each "
+                   "(repeat: the files' series are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

@@ -57,9 +57,10 @@ def main() -> None:
         sustained_matmul_probe=M / "h200-probe-sustained-matmul.json",
         attention_stream_probe=[M / f"h200-probe-attention{kind}.json"
                                 for kind in ("", "-groups", "-widths", "-batches", "-contexts")],
+        softmax_probe=[M / "h200-probe-attention.json", M / "h200-probe-attention-widths.json"],
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe and attention-groups probe (generic shapes of 1-64 query heads a KV head); layers probe (the "
-              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); sustained-matmul probe (the matmul rate against time under load: the clock's fall from its boost); the decode attention's cost per KV byte and per score element from the five attention probes' shapes of 64+ sequences over 1,024+ positions (held); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); the softmax alone at few rows in the attention and attention-widths probes (its warp kernel's time per position of a row); sustained-matmul probe (the matmul rate against time under load: the clock's fall from its boost); the decode attention's cost per KV byte and per score element from the five attention probes' shapes of 64+ sequences over 1,024+ positions (held); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]
@@ -72,7 +73,7 @@ def main() -> None:
     heldout, moe, tp2 = (M / "h200-graph-heldout.csv", M / "h200-graph-moe.csv", M / "h200-graph-tp2.csv")
     moe19 = M / "h200-graph-moe-call19.csv"
     # held out since: other architectures (call 20), phi-3-mini-4k and gpt-oss-20b again after the
-    # engine's cache alignment (call 22, which replaces their rows of calls 19 and 20: those ran
+    # engine's cache alignment (call 22, which replaces their rows of calls 5, 19 and 20: those ran
     # GEMV fallback kernels the engine no longer runs), unaligned prompt + gen lengths (call 23)
     arch20, again22, unaligned23 = (M / "h200-graph-dense-call20.csv", M / "h200-graph-call22.csv",
                                     M / "h200-graph-unaligned-call23.csv")
@@ -97,6 +98,7 @@ def main() -> None:
     check57 = M / "h200-graph-check-call57.csv"  # and five more, after the decode logits buffers (call 57)
     check58 = M / "h200-graph-check-call58.csv"  # and eight at 8,192-16,384 after the stream terms (call 58)
     check59 = M / "h200-graph-check-call59.csv"  # and nine at 1,952 and 12,320 after the softmax's kernels (call 59)
+    check60 = M / "h200-graph-check-call60.csv"  # and five at 1,792 and 10,624, unseen by the softmax's warp floor (call 60)
     moe51 = M / "h200-graph-moe-check-call51.csv"  # and the mixtures of experts at 1,536 and 12,288 (call 51)
     moe52 = M / "h200-graph-moe-check-call52.csv"  # and at batches of 32-192 routed rows an expert (call 52)
     moe53 = M / "h200-graph-moe-check-call53.csv"  # and after the grouped GEMM's tiles were committed (call 53)
@@ -110,13 +112,15 @@ def main() -> None:
             + read_measurements(check32) + read_measurements(check40) + read_measurements(check43)
             + read_measurements(check44) + read_measurements(check45) + read_measurements(check47)
             + read_measurements(check50) + read_measurements(check54) + read_measurements(check56)
-            + read_measurements(check57) + read_measurements(check58) + read_measurements(check59),
+            + read_measurements(check57) + read_measurements(check58) + read_measurements(check59)
+            + read_measurements(check60),
             card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
             + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name,
-               check54.name, check56.name, check57.name, check58.name, check59.name]),
+               check54.name, check56.name, check57.name, check58.name, check59.name, check60.name]),
         "moe": validation_entry(
-            graph, read_measurements(moe) + [r for r in read_measurements(moe19) if r.model not in again]
+            graph, [r for r in read_measurements(moe) if r.model not in again]
+            + [r for r in read_measurements(moe19) if r.model not in again]
             + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
             + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34)
             + read_measurements(moe40) + read_measurements(moe51) + read_measurements(moe52)

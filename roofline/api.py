@@ -422,6 +422,7 @@ def fit(
     attention_contexts_probe=None,
     sustained_matmul_probe=None,
     attention_stream_probe=None,
+    softmax_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -467,7 +468,12 @@ def fit(
     (``attention_score_row_factors``) fitted on their large shapes (roofline.probes.attention_stream_terms)
     and held, as costs per byte, while the other terms are fitted (``fixed_per_bandwidth`` of
     roofline.fitting.fit_calibration); the two are read against the fitted terms, so the fit runs until
-    they settle (within 0.2%, at most STREAM_TERM_ROUNDS rounds) and cross-validates once, at the end."""
+    they settle (within 0.2%, at most STREAM_TERM_ROUNDS rounds) and cross-validates once, at the end.
+    ``softmax_probe``: calibrate.probes attention files that time the softmax alone (the attention and
+    attention-widths probes): the softmax's warp kernel's time per position of a row at few rows
+    (``attention_softmax_warp_s_per_token``, from ``attention_softmax_warp_after_tokens`` positions on:
+    roofline.probes.softmax_warp_floor), stored as measured
+    before the decode terms are fitted."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -506,6 +512,12 @@ def fit(
         fixed["prefill_elementwise_bytes_per_element"] = {
             k: v * ceiling for k, v in prefill_elementwise_costs(_paths(prefill_kernels_probe)).items()}
         fixed["prefill_activation_traffic_coeff"] = 0.0
+    if _paths(softmax_probe):
+        from roofline.probes import softmax_warp_floor
+
+        slope, after = softmax_warp_floor(_paths(softmax_probe))
+        fixed["attention_softmax_warp_s_per_token"] = slope
+        fixed["attention_softmax_warp_after_tokens"] = after
     if _paths(sustained_matmul_probe):
         from roofline.probes import sustained_matmul_curve
 

@@ -247,6 +247,21 @@ class Calibration(BaseModel):
         "longer rows' at about half its bytes per element (the attention probes); fitted on the attention probes' "
         "points in each regime (roofline.probes.attention_stream_terms); None: one cost per score element at "
         "every length")
+    attention_softmax_warp_s_per_token: float | None = Field(
+        None, ge=0.0, le=1e-7, description="the decode softmax's floor per position of a row, per layer, while the "
+        "row runs PyTorch's warp kernel (at most attention_softmax_warp_max_tokens positions): a warp takes a whole "
+        "row and walks it serially (max, sum, write: each lane a row's length / 32 elements), so with few rows the "
+        "kernel's time grows with the row's length whatever the bytes (the H200: 3.1 us a layer at 512 positions, "
+        "8.2 at 2,048, at batches 1-16, against 4.6 us at 8,192 in the block kernel); a decoding sequence's score "
+        "traffic is priced at least (its cache's positions - attention_softmax_warp_after_tokens) x this x the "
+        "layers; the attention probes' softmax alone (roofline.probes.softmax_warp_floor); None: no floor")
+    attention_softmax_warp_after_tokens: float = Field(
+        0.0, ge=0.0, description="the row's positions after which the softmax's walk outlasts the kernel's "
+        "shortest time (which the fitted per-layer time holds): the probe's line a + s x positions against its "
+        "time at its shortest rows (the H200: ~140 positions)")
+    attention_softmax_warp_max_tokens: float = Field(
+        2048.0, gt=0.0, description="the longest softmax row PyTorch's warp kernel takes (bf16: 2,048 elements; "
+        "PyTorch's SoftMax.cu), the floor's reach")
     matmul_load_curve: list[tuple[float, float]] | None = Field(
         None, description="the card's rate against time under load: (seconds of load, rate / the rate of the "
         "first tens of ms), ascending in time, the last held after it; the sustained-matmul probe's (calibrate."

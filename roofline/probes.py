@@ -50,6 +50,47 @@ def attention_points(path: str | Path, op: str = "graph_attention") -> list[Atte
     return out
 
 
+def softmax_warp_floor(paths, most: float = 2048.0, max_rows: int = 128, shortest: int = 256) -> tuple[float, float]:
+    """The decode softmax's walk along a row while rows run PyTorch's warp kernel, from attention probe
+    files that time the softmax alone (``graph_softmax``: the attention probe, the attention-widths
+    probe): (seconds per position of a row per layer, the positions after which the walk outlasts the
+    kernel's shortest time) -- Calibration.attention_softmax_warp_s_per_token and _after_tokens.
+
+    With few rows (batch x query heads at most ``max_rows``: every row's warp runs at once) the kernel
+    takes max(its shortest time, a + s x positions): each (file, shape, batch) series over rows of
+    ``shortest`` to ``most`` positions gives a least-squares line (a, s), the answer's s is their
+    median; the shortest time is the median of the series' points at fewer than ``shortest`` positions
+    (the fitted per-layer time holds it: every layer pays it), so the walk costs beyond it from
+    (shortest time - median a) / s positions on (0 where no shorter row was timed)."""
+    import numpy as np
+
+    lines, short = [], []
+    for f in [paths] if isinstance(paths, (str, Path)) else list(paths):
+        series: dict[tuple, list[tuple[int, float]]] = {}
+        for p in attention_points(f, "graph_softmax"):
+            if p.batch * p.q_heads > max_rows or p.context_tokens > most:
+                continue
+            if p.context_tokens < shortest:
+                short.append(p.seconds)
+            else:
+                series.setdefault((p.shape, p.q_heads, p.kv_heads, p.head_dim, p.batch), []).append(
+                    (p.context_tokens, p.seconds))
+        for pts in series.values():
+            x = np.array([t for t, _ in pts], dtype=float)
+            if np.ptp(x) < 0.5 * most:
+                continue
+            slope, intercept = np.polyfit(x, np.array([s for _, s in pts], dtype=float), 1)
+            lines.append((float(slope), float(intercept)))
+    if not lines:
+        raise RooflineError(f"no softmax series of at most {max_rows} rows over {shortest}-{most:.0f} positions "
+                            "(graph_softmax points of the attention or attention-widths probe)")
+    slope = max(0.0, float(np.median([a for a, _ in lines])))
+    after = 0.0
+    if short and slope > 0.0:
+        after = max(0.0, (float(np.median(short)) - float(np.median([b for _, b in lines]))) / slope)
+    return slope, after
+
+
 @dataclass(frozen=True)
 class LayersPoint:
     """The graph engine's whole decode step of ``model`` cut to ``layers`` layers, timed:

@@ -356,6 +356,9 @@ class StepModel:
             (float(spec.body_linear_flop_per_token) - routed_flop) / tp * s_per_prefill_flop,
             float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop))
         dense_prefill_s, lm_head_s = self._prefill_fitted_s
+        # the softmax's warp kernel (a row of at most attention_softmax_warp_max_tokens positions a warp) walks
+        # its row serially: with few rows it costs the row's length x this a layer (MLA's latent runs its own)
+        warp_row_s = 0.0 if spec.attention_kind == "mla" else float(cal.attention_softmax_warp_s_per_token or 0.0)
         set_(self, "_c", (
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
@@ -397,6 +400,10 @@ class StepModel:
             small_row_s,                                                          # 35 per row of small tiles (0: no tiles)
             large_row_s,                                                          # 36 per row of large tiles
             float(SMALL_TILE_ROWS_PER_EXPERT * spec.num_experts),                 # 37 routed rows below which tiles are small
+            warp_row_s * full_lane,                                               # 38 softmax warp floor per position, full layers
+            warp_row_s * win_lane,                                                # 39 softmax warp floor per position, windowed
+            float(cal.attention_softmax_warp_max_tokens),                         # 40 longest row the warp kernel takes
+            float(cal.attention_softmax_warp_after_tokens),                       # 41 positions the floor starts after
         ))
         # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
         # (measured at some head widths and query heads a KV head: a model of other ones, or MLA, runs
@@ -496,6 +503,9 @@ class StepModel:
         if pairsw is None:
             pairsw = pairs
         score, scorew = c[17], c[18]
+        if c[38] or c[39]:  # the softmax's warp kernel's floor: its walk along the row, while it runs a warp a row
+            t, tw = _per_sequence(kv, d), _per_sequence(kvw, d)
+            warp, warpw = _warp_floor(t, c[38], c[40], c[41]), _warp_floor(tw, c[39], c[40], c[41])
         if self._row_factors:  # the scores' cost by the softmax kernel their rows' length runs
             f = _window_factor(self._row_factors, kv, d)
             score, scorew = score * f, scorew * (f if uncapped else _window_factor(self._row_factors, kvw, d))
@@ -530,7 +540,8 @@ class StepModel:
             self.overhead_s(d, p),
             matmul_memory,
             matmul_compute,
-            kv_s + kv * score + kvw * scorew + d * c[19] + pairs * c[32] + pairsw * c[33],
+            kv_s + (_max(kv * score, warp) + _max(kvw * scorew, warpw) if c[38] or c[39] else kv * score + kvw * scorew)
+            + d * c[19] + pairs * c[32] + pairsw * c[33],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11] + (d + p) * c[34],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
@@ -617,6 +628,15 @@ def _per_sequence(total, sequences):
     total, sequences = np.asarray(total, dtype=float), np.asarray(sequences, dtype=float)
     shape = np.broadcast_shapes(total.shape, sequences.shape)
     return np.divide(total, sequences, out=np.zeros(shape), where=sequences > 0)
+
+
+def _warp_floor(tokens, s_per_token, most, after):
+    """(tokens - after) x s_per_token where a row of ``tokens`` positions runs the softmax's warp kernel
+    (after < tokens <= most), else 0; for floats or arrays."""
+    if type(tokens) is float:
+        return (tokens - after) * s_per_token if after < tokens <= most else 0.0
+    tokens = np.asarray(tokens, dtype=float)
+    return np.where((tokens > after) & (tokens <= most), (tokens - after) * s_per_token, 0.0)
 
 
 def _max(a, b):

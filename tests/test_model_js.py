@@ -73,6 +73,11 @@ SYNTHETIC = dict(
     # layers at 20,000 + 300 (not its windowed layers' ring of 128), qwen3-30b-a3b at 9,000 + 64 (the
     # middle step), deepseek-v2-lite's MLA never
     attention_score_row_factors=[[2048.0, 1.6], [9216.0, 0.7]],
+    # the softmax's warp kernel's walk along rows of 140-2,048 positions: qwen2.5-0.5b at 200 + 256 and
+    # llama-3.1-70b at 1,000 + 256 (their small batches), gemma-3-4b's windowed layers' ring of 1,024 (not
+    # its full layers at 5,100), gpt-oss-20b's ring of 128 (below the start) and full layers (past the
+    # warp's rows) never, deepseek-v2-lite's MLA never
+    attention_softmax_warp_s_per_token=3e-9, attention_softmax_warp_after_tokens=140.0,
     # the matmul rate against time under load: the prefills' fitted matmuls at its average (a dip, a
     # flat stretch and a last value held after it; the routed experts' and the attention's rates held)
     matmul_load_curve=[[0.0, 1.0], [0.02, 0.97], [0.1, 0.85], [0.3, 0.88], [2.0, 0.8]],
@@ -257,9 +262,13 @@ def test_the_scenarios_cover_what_they_claim():
                 and s["prompt_tokens"] > step.window,
                 "masked-sinks": step.masked_prefill is not None and step.masked_prefill[1],
                 "row-factors": bool(step._row_factors) and s["prompt_tokens"] > step._row_factors[-1][0],
+                "softmax-warp": bool(step._c[38]) and step._c[41] < s["prompt_tokens"] <= step._c[40],
+                "softmax-warp-window": bool(step._c[39]) and step.window is not None
+                and step._c[41] < step.window <= step._c[40],
             }.items() if on}
     assert seen == {"moe", "skew", "mla", "window", "sinks", "tp", "tp-card-link", "tp-calibrated-link", "chunk", "long",
-                    "static", "fp8-weights", "lane", "masked-window", "masked-sinks", "row-factors"}
+                    "static", "fp8-weights", "lane", "masked-window", "masked-sinks", "row-factors", "softmax-warp",
+                    "softmax-warp-window"}
 
 
 @pytest.mark.filterwarnings("ignore::roofline.errors.RooflineWarning")  # weights beyond a card: on purpose
@@ -407,6 +416,12 @@ def _drifted_copy(script, needle, replacement, tmp_path):
      "synthetic", 3, "tpot_s"),
     # the first step's factor where the second applies (gpt-oss-20b's full layers at 20,300 positions: past both)
     ("i + 1 < all.length ? all[i + 1][0] : Infinity", "Infinity", "synthetic", 3, "tpot_s"),
+    # the softmax's warp floor on the windowed layers read at the full layers' cache (gemma-3-4b: 5,100, past the
+    # warp's rows, against its ring of 1,024)
+    ("warpw = warpFloor(perSequence(kvw, d), c[39], c[40], c[41]);",
+     "warpw = warpFloor(perSequence(kv, d), c[39], c[40], c[41]);", "synthetic", 6, "tpot_s"),
+    # the softmax's warp floor from the first position, not after the kernel's shortest time
+    ("? (tokens - after) * s : 0.0; }", "? tokens * s : 0.0; }", "synthetic", 0, "tpot_s"),
     # the rows' score factor forgotten
     ("        score = score * lf;\n", "", "synthetic", 5, "tpot_s"),
     # the skewed routing's bisection (too few iterations)

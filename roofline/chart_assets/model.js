@@ -365,6 +365,9 @@ var RooflineModel = (function () {
       m.prefillFitted = [(model.body_linear_flop_per_token - routedFlop) * sPerPrefillFlop / tp,
                          model.lm_head_flop_per_position * sPerPrefillFlop / tp];
       m.loadCurve = cal.matmul_load_curve || null;
+      // StepModel: the softmax's warp kernel walks its row serially (attention_softmax_warp_s_per_token;
+      // MLA's latent runs its own)
+      var warpRowS = mla ? 0.0 : (cal.attention_softmax_warp_s_per_token || 0.0);
       m.c = [
         cal.prefill_overhead_s,                                             // 0 prefill overhead
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
@@ -406,6 +409,11 @@ var RooflineModel = (function () {
         smallRowS,                                                          // 35 per row of small tiles (0: no tiles)
         largeRowS,                                                          // 36 per row of large tiles
         SMALL_TILE_ROWS_PER_EXPERT * model.num_experts,                     // 37 routed rows below which tiles are small
+        warpRowS * fullLane,                                                // 38 softmax warp floor per position, full layers
+        warpRowS * winLane,                                                 // 39 softmax warp floor per position, windowed
+        cal.attention_softmax_warp_max_tokens === undefined ? 2048.0
+          : cal.attention_softmax_warp_max_tokens,                          // 40 longest row the warp kernel takes
+        cal.attention_softmax_warp_after_tokens || 0.0,                     // 41 positions the floor starts after
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       m.tileTable = tiles ? tileRowsTable(model.num_experts, model.experts_per_token, skew) : null;
@@ -445,6 +453,9 @@ var RooflineModel = (function () {
 
     function perSequence(total, sequences) { return sequences > 0.0 ? total / sequences : 0.0; }
 
+    // roofline.step._warp_floor: (tokens - after) x s where a row of tokens runs the softmax's warp kernel
+    function warpFloor(tokens, s, most, after) { return tokens > after && tokens <= most ? (tokens - after) * s : 0.0; }
+
     // roofline.step._window_factor: the factor of the window a cache of kv / d positions falls in
     function windowFactor(windows, kv, d) {
       if (d > 0.0) {
@@ -463,6 +474,11 @@ var RooflineModel = (function () {
       var c = m.c, d = w.d, kv = w.kv, p = w.p, pairs = w.pairs, rows = w.rows;
       var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
       var score = c[17], scorew = c[18];
+      var warp = 0.0, warpw = 0.0;
+      if (c[38] || c[39]) { // StepModel._parts: the softmax's warp kernel's floor, its walk along the row
+        warp = warpFloor(perSequence(kv, d), c[38], c[40], c[41]);
+        warpw = warpFloor(perSequence(kvw, d), c[39], c[40], c[41]);
+      }
       if (m.rowFactors.length) { // StepModel._parts: the scores' row-length windows
         var lf = windowFactor(m.rowFactors, kv, d);
         score = score * lf;
@@ -497,7 +513,8 @@ var RooflineModel = (function () {
         overheadS(m, d, p),
         matmulMemory,
         matmulCompute,
-        kvS + kv * score + kvw * scorew + d * c[19] + pairs * c[32] + pairsw * c[33],
+        kvS + (c[38] || c[39] ? Math.max(kv * score, warp) + Math.max(kvw * scorew, warpw) : kv * score + kvw * scorew)
+          + d * c[19] + pairs * c[32] + pairsw * c[33],
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
         d * c[10] + p * c[11] + (d + p) * c[34],
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
