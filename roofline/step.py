@@ -357,8 +357,9 @@ class StepModel:
             float(spec.lm_head_flop_per_position) / tp * s_per_prefill_flop))
         dense_prefill_s, lm_head_s = self._prefill_fitted_s
         # the softmax's warp kernel (a row of at most attention_softmax_warp_max_tokens positions a warp) walks
-        # its row serially: with few rows it costs the row's length x this a layer (MLA's latent runs its own)
-        warp_row_s = 0.0 if spec.attention_kind == "mla" else float(cal.attention_softmax_warp_s_per_token or 0.0)
+        # its row serially: with few rows it costs the row's length x this a layer (MLA's latent scores too:
+        # the engine's absorbed decode softmaxes them with the same kernel)
+        warp_row_s = float(cal.attention_softmax_warp_s_per_token or 0.0)
         set_(self, "_c", (
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead

@@ -76,7 +76,7 @@ SYNTHETIC = dict(
     # the softmax's warp kernel's walk along rows of 140-2,048 positions: qwen2.5-0.5b at 200 + 256 and
     # llama-3.1-70b at 1,000 + 256 (their small batches), gemma-3-4b's windowed layers' ring of 1,024 (not
     # its full layers at 5,100), gpt-oss-20b's ring of 128 (below the start) and full layers (past the
-    # warp's rows) never, deepseek-v2-lite's MLA never
+    # warp's rows) never, deepseek-v2-lite's MLA latent scores at 3,300 positions not
     attention_softmax_warp_s_per_token=3e-9, attention_softmax_warp_after_tokens=140.0,
     # the matmul rate against time under load: the prefills' fitted matmuls at its average (a dip, a
     # flat stretch and a last value held after it; the routed experts' and the attention's rates held)

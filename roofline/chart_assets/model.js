@@ -366,8 +366,8 @@ var RooflineModel = (function () {
                          model.lm_head_flop_per_position * sPerPrefillFlop / tp];
       m.loadCurve = cal.matmul_load_curve || null;
       // StepModel: the softmax's warp kernel walks its row serially (attention_softmax_warp_s_per_token;
-      // MLA's latent runs its own)
-      var warpRowS = mla ? 0.0 : (cal.attention_softmax_warp_s_per_token || 0.0);
+      // MLA's latent scores too)
+      var warpRowS = cal.attention_softmax_warp_s_per_token || 0.0;
       m.c = [
         cal.prefill_overhead_s,                                             // 0 prefill overhead
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
