@@ -283,6 +283,33 @@ def groups_probe_section() -> str:
                  rows)
 
 
+def overhead_share_section(cal) -> str:
+    """The fixed part of one layer at batch 1 by model (the layers probe's slope less the layer's weight
+    bytes at the calibration's bandwidth), and the dense validation's TPOT error by overhead share."""
+    from roofline.model_spec import load_model
+
+    data = json.loads((ROOT / M / "h200-probe-layers.json").read_text())
+    bandwidth = cal.bandwidth_efficiency * cal.measured_bandwidth_bytes_per_s
+    fixed_rows = []
+    for model in dict.fromkeys(p["model"] for p in data["points"]):
+        sel = sorted((p["layers"], p["step_s"]) for p in data["points"]
+                     if p["model"] == model and not p["variant"] and p["batch"] == 1)
+        slope = np.polyfit([x for x, _ in sel], [y for _, y in sel], 1)[0]
+        spec = load_model(model)
+        layer_bytes = 2.0 * (spec.linear_params_per_layer + spec.bias_params_per_layer)
+        fixed_rows.append([model, "fitted" if model in cal.fitted_on else "held out", f"{slope * 1e6:.1f}",
+                           f"{layer_bytes / bandwidth * 1e6:.1f}", f"{(slope - layer_bytes / bandwidth) * 1e6:.1f}"])
+    val = cal.fit_report["validation"]["dense"]
+    bins = [[f"{b['from']:.1f}-{b['to']:.1f}", b["points"], pct(b["tpot_mape_fraction"])]
+            for b in val["tpot_mape_by_overhead_share"]]
+    top = cal.fit_report["coverage"]["overhead_share"][1]
+    return (table(["model", "fit", "batch 1: one layer (us)", "its weights at the fitted bandwidth (us)",
+                   "fixed part (us)"], fixed_rows)
+            + "\nThe dense validation set's TPOT error by the predicted step's overhead share (its fixed "
+            f"overhead over its time; the fitted steps reach {100 * top:.0f}%):\n\n"
+            + table(["overhead share", "held-out points", "TPOT MAPE"], bins))
+
+
 def layers_section() -> str:
     """The layers probe: each model's decode step cut to 2-12 layers, its per-layer and per-step
     times (least squares over the layer counts), and the shipped calibration on those steps."""
@@ -518,6 +545,16 @@ def main() -> None:
         "us in each layer; it now puts 32 us and 50.2 us (`.venv/bin/python benchmarks/overhead_variants.py` sets "
         "both fits, and other forms, against the held-out models):\n\n",
         layers_section(),
+        "\n### How much of a step is fixed, and what that does to the error\n\n",
+        "The fixed part of a layer (launches and the small kernels' own time) is not the same on every model: "
+        "at batch 1 the layers probe's per-layer time less the layer's weight bytes at the fitted bandwidth is "
+        "44-49 us across the seven models, and qwen2.5-1.5b, the one small model fitted on, has the most of "
+        "the seven. A step that is mostly fixed time (a small model at small batches) carries that spread, "
+        "which three fitted models cannot show: the held-out 128/128 runs of qwen2.5-0.5b are priced 6-10% too slow at "
+        "batches 1-64. `predict` therefore gives each row at least the held-out error of steps as much fixed "
+        "overhead (`fit_report.validation.dense.tpot_mape_by_overhead_share`), and names a step more fixed "
+        "overhead than any fitted one as an extrapolation ([method.md](method.md#confidence)):\n\n",
+        overhead_share_section(graph),
         "\n## A layer's features: the layer-features probe\n\n",
         "The fitted per-layer time is learnt on models whose layers all run the same ~19 kernels. A layer with "
         "q/k norms (qwen3, gemma-3, olmo-2), MLA's absorbed decode, shared experts, or gpt-oss's MoE layer runs "

@@ -99,6 +99,9 @@ def main() -> None:
     check58 = M / "h200-graph-check-call58.csv"  # and eight at 8,192-16,384 after the stream terms (call 58)
     check59 = M / "h200-graph-check-call59.csv"  # and nine at 1,952 and 12,320 after the softmax's kernels (call 59)
     check60 = M / "h200-graph-check-call60.csv"  # and five at 1,792 and 10,624, unseen by the softmax's warp floor (call 60)
+    # the 128/128 held-out runs (calls 4 and 17: four small models, batches 1-1,024): the steps most
+    # fixed overhead, where the error by overhead share (roofline.confidence) is measured
+    short = (M / "h200-graph-128-call4.csv", M / "h200-graph-128-call17.csv")
     moe51 = M / "h200-graph-moe-check-call51.csv"  # and the mixtures of experts at 1,536 and 12,288 (call 51)
     moe52 = M / "h200-graph-moe-check-call52.csv"  # and at batches of 32-192 routed rows an expert (call 52)
     moe53 = M / "h200-graph-moe-check-call53.csv"  # and after the grouped GEMM's tiles were committed (call 53)
@@ -113,11 +116,12 @@ def main() -> None:
             + read_measurements(check44) + read_measurements(check45) + read_measurements(check47)
             + read_measurements(check50) + read_measurements(check54) + read_measurements(check56)
             + read_measurements(check57) + read_measurements(check58) + read_measurements(check59)
-            + read_measurements(check60),
-            card, "dense models at prompts 512-16384 (other architectures and unaligned lengths too)",
+            + read_measurements(check60) + [r for f in short for r in read_measurements(f)],
+            card, "dense models at prompts 128-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
             + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name,
-               check54.name, check56.name, check57.name, check58.name, check59.name, check60.name]),
+               check54.name, check56.name, check57.name, check58.name, check59.name, check60.name]
+            + [f.name for f in short]),
         "moe": validation_entry(
             graph, [r for r in read_measurements(moe) if r.model not in again]
             + [r for r in read_measurements(moe19) if r.model not in again]

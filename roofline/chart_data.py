@@ -81,7 +81,7 @@ def compact_fit_report(report: dict | None) -> dict:
         out["coverage"] = report["coverage"]
     for group in REPORT_ERROR_GROUPS:
         if group in report:
-            extra = ("what", "models") if group == "validation" else ()
+            extra = ("what", "models", "tpot_mape_by_overhead_share") if group == "validation" else ()
             out[group] = {name: errors(e or {}, extra) for name, e in report[group].items()}
     if "in_sample" in report:
         out["in_sample"] = errors(report["in_sample"] or {})

@@ -11,9 +11,15 @@ it saw (issue 9).
   the errors on the held-out models of that kind the calibration was validated on
   (``fit_report["validation"]``, benchmarks/make_calibrations.py). A card with no calibration gets
   the pure roofline's record instead (hardware_profiles/measurements/floor-errors.json): its times are floors.
+  Where the validation also measured its error by how much of the decode step is fixed overhead
+  (``tpot_mape_by_overhead_share``: bins of the predicted step's overhead share), a row's TPOT error
+  is at least its bin's: a step that is mostly launches and fixed per-layer time (a small model at
+  small batches) carries the model-to-model spread of that fixed time, which the fitted models
+  cannot show (docs/method.md, "The expected error").
 * **Extrapolation** (``extrapolation``): a list of reasons, one per way the question leaves the
   coverage; empty when none. The expected error holds inside the coverage; outside it, it is a
-  lower bound and the reasons say why.
+  lower bound and the reasons say why. A row whose step is more fixed overhead than any step the
+  calibration was fitted on (``coverage["overhead_share"]``) says so.
 """
 
 from __future__ import annotations
@@ -25,6 +31,48 @@ FLOOR_FILE = "measurements/floor-errors.json"
 
 #: A model this much larger or smaller (by parameters) than every fitted one is an extrapolation.
 SIZE_MARGIN = 1.25
+
+#: Bins of a decode step's overhead share (its fixed overhead over its time, the mean decode step as
+#: roofline.decode.mean_decode prices it) for the held-out TPOT error by share; a bin of fewer than
+#: MIN_BIN_POINTS held-out points is not used (too few to say its error)
+OVERHEAD_SHARE_EDGES = (0.0, 0.5, 0.6, 0.7, 0.8, 1.0)
+MIN_BIN_POINTS = 8
+#: a step's overhead share this much above the largest of the fitted steps' is an extrapolation
+OVERHEAD_SHARE_MARGIN = 0.02
+
+
+def overhead_share(step_model, batch, prompt, gen, kv_cache) -> np.ndarray:
+    """The fixed overhead's share of the mean decode step (roofline.decode.mean_decode), per entry of
+    the broadcast arrays ``batch``, ``prompt``, ``gen``."""
+    from roofline.decode import mean_decode
+
+    dec = mean_decode(step_model, batch, prompt, gen, kv_cache)
+    step = np.asarray(dec["step_s"], dtype=float)
+    return np.divide(np.asarray(dec["overhead_s"], dtype=float), step, out=np.zeros_like(step), where=step > 0)
+
+
+def errors_by_overhead_share(shares, errors) -> list[dict]:
+    """The mean absolute relative error of the points in each OVERHEAD_SHARE_EDGES bin that has any:
+    [{from, to, tpot_mape_fraction, points}] (the last bin holds a share of exactly 1)."""
+    shares, errors = np.asarray(shares, dtype=float), np.abs(np.asarray(errors, dtype=float))
+    out = []
+    for i, (lo, hi) in enumerate(zip(OVERHEAD_SHARE_EDGES, OVERHEAD_SHARE_EDGES[1:])):
+        last = i == len(OVERHEAD_SHARE_EDGES) - 2
+        inside = (shares >= lo) & ((shares <= hi) if last else (shares < hi))
+        if inside.any():
+            out.append({"from": lo, "to": hi, "tpot_mape_fraction": float(errors[inside].mean()),
+                        "points": int(inside.sum())})
+    return out
+
+
+def share_bin_error(bins, share: float) -> float | None:
+    """The TPOT error of the bin of ``bins`` (errors_by_overhead_share) that ``share`` falls in, None
+    where none does or it holds fewer than MIN_BIN_POINTS points."""
+    for i, b in enumerate(bins or ()):
+        last = i == len(bins) - 1
+        if b["from"] <= share and (share <= b["to"] if last else share < b["to"]):
+            return b["tpot_mape_fraction"] if b["points"] >= MIN_BIN_POINTS else None
+    return None
 
 
 def coverage_of(groups) -> dict:
@@ -59,6 +107,12 @@ def merge_coverage(a: dict, b: dict) -> dict:
         out[key] = sorted(set(a[key]) | set(b[key]))
     for key in ("windows", "sinks", "moe"):
         out[key] = bool(a[key] or b[key])
+    # overhead shares too: a MoE layer's fixed time is its own, so a dense step is judged by the dense fits'
+    key = "moe_overhead_share" if b["moe"] else "overhead_share"
+    shares = [c[key] for c in (a, b) if c.get(key)] if key == "overhead_share" else \
+        [x for x in (a.get(key), b.get("overhead_share")) if x]
+    if shares:
+        out[key] = [min(x[0] for x in shares), max(x[1] for x in shares)]
     return out
 
 
@@ -86,10 +140,11 @@ _KEYS = {"tpot": "tpot_mape_fraction", "ttft": "ttft_mape_fraction", "ttft_large
          "peak_mem": "peak_mem_mape_fraction"}
 
 
-def expected_errors(calibration, scenario, batches) -> dict:
+def expected_errors(calibration, scenario, batches, overhead_shares=None) -> dict:
     """The expected relative error of each answer, per batch: {tpot_fraction, ttft_fraction (arrays),
     peak_mem_fraction (a number), basis (words)}. Fractions are mean absolute errors measured out
-    of sample; None where nothing measured them. See the module doc."""
+    of sample; None where nothing measured them. ``overhead_shares``: each batch's decode step's
+    overhead share (overhead_share), for the validation's error by share. See the module doc."""
     batches = np.atleast_1d(np.asarray(batches, dtype=float))
     n = len(batches)
     if calibration.is_uncalibrated:
@@ -132,7 +187,15 @@ def expected_errors(calibration, scenario, batches) -> dict:
     ttft = np.where(batches >= 64, np.nan if ttft_large is None else ttft_large,
                     np.nan if ttft_small is None else ttft_small)
     tpot = pick("tpot")
-    return {"tpot_fraction": np.full(n, np.nan if tpot is None else tpot), "ttft_fraction": ttft,
+    tpot_rows = np.full(n, np.nan if tpot is None else tpot)
+    bins = (validation or {}).get("tpot_mape_by_overhead_share")
+    if bins and any(b["points"] >= MIN_BIN_POINTS for b in bins):
+        basis = basis[:-1] + "; each row at least the held-out error of steps as much fixed overhead)"
+        if overhead_shares is not None:
+            by_share = [share_bin_error(bins, float(x)) for x in np.broadcast_to(overhead_shares, (n,))]
+            tpot_rows = np.array([t if e is None else (e if np.isnan(t) else max(t, e))
+                                  for t, e in zip(tpot_rows, by_share)])
+    return {"tpot_fraction": tpot_rows, "ttft_fraction": ttft,
             "peak_mem_fraction": pick("peak_mem"), "basis": basis}
 
 
@@ -148,8 +211,9 @@ def _transferred_errors(transferred: dict, n: int) -> dict:
             "ttft_fraction": np.full(n, np.nan if ttft is None else ttft), "peak_mem_fraction": None, "basis": basis}
 
 
-def extrapolation(calibration, scenario, batches) -> list[list[str]]:
-    """Per batch, the reasons the answer leaves what the calibration saw (empty lists: none)."""
+def extrapolation(calibration, scenario, batches, overhead_shares=None) -> list[list[str]]:
+    """Per batch, the reasons the answer leaves what the calibration saw (empty lists: none);
+    ``overhead_shares`` as for expected_errors."""
     batches = np.atleast_1d(np.asarray(batches))
     common: list[str] = []
     if calibration.is_uncalibrated:
@@ -192,10 +256,17 @@ def extrapolation(calibration, scenario, batches) -> list[list[str]]:
     tps = sorted(set(cov["tp"]) | set(cov.get("link_tp", [])))
     if scenario.tp not in tps:
         common.append(f"tensor parallelism {scenario.tp}: the calibration measured {' and '.join(map(str, tps))} GPU(s)")
+    share_range = cov.get("moe_overhead_share") if spec.moe_layers and cov.get("moe_overhead_share") \
+        else cov.get("overhead_share")
+    shares = None if overhead_shares is None or not share_range else np.broadcast_to(overhead_shares, batches.shape)
+    top_share = share_range[1] if share_range else None
     out = []
-    for b in batches:
+    for i, b in enumerate(batches):
         reasons = list(common)
         if b > cov["batch"][1]:
             reasons.append(f"batch {int(b):,} beyond the {cov['batch'][1]:,} the calibration saw")
+        if shares is not None and shares[i] > top_share + OVERHEAD_SHARE_MARGIN:
+            reasons.append(f"a step {100 * shares[i]:.0f}% fixed overhead, beyond the {100 * top_share:.0f}% "
+                           "of the most overhead-bound step the calibration was fitted on")
         out.append(reasons)
     return out

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from roofline.calibration import CONTEXT_TERMS, DECODE_TERMS, MEMORY_TERMS, MOE_TERMS, PREFILL_TERMS, TERMS, Calibration
-from roofline.confidence import coverage_of, merge_coverage
+from roofline.confidence import coverage_of, errors_by_overhead_share, merge_coverage, overhead_share
 from roofline.decode import mean_tpot_s
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile
@@ -443,7 +443,7 @@ def fit_calibration(
     tied = dict(fixed_per_bandwidth or {})
     probe, cuts = tuple(attention_probe), tuple(layers_probe)
     cal = _fit_all(card, base, groups, kv_cache, held_fixed, probe, layers_probe=cuts, tied=tied)
-    coverage = coverage_of(groups)
+    coverage = {**coverage_of(groups), "overhead_share": _share_range(card, cal, groups, kv_cache)}
     if link_world is not None:
         coverage["link_tp"] = [int(link_world)]
     held_terms = _unidentifiable(groups, held_fixed | set(tied), bool(_layer_cuts(groups, cuts)))
@@ -470,6 +470,17 @@ def fit_calibration(
                                                  held, kv_cache)
         report["leave_one_context_out"] = loco
     return _with(cal, fit_report=report)
+
+
+def _shares(card, cal, groups, kv_cache) -> list[np.ndarray]:
+    """Each group's decode steps' overhead share under ``cal`` (roofline.confidence.overhead_share)."""
+    return [overhead_share(g.step_model(card, cal), g.batch, g.prompt, g.gen, kv_cache) for g in groups]
+
+
+def _share_range(card, cal, groups, kv_cache) -> list[float]:
+    """[smallest, largest] overhead share of the fitted decode steps (the coverage's ``overhead_share``)."""
+    shares = np.concatenate(_shares(card, cal, groups, kv_cache))
+    return [round(float(shares.min()), 4), round(float(shares.max()), 4)]
 
 
 def _mape(pred, meas) -> float | None:
@@ -583,7 +594,8 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
     report["extra"] = {"terms": names, "models": sorted({g.spec.name for g in groups}), "held": sorted(fixed or {}),
                        "in_sample": _errors(card, cal, groups, kv_cache)}
     if "coverage" in report:
-        report["coverage"] = merge_coverage(report["coverage"], coverage_of(groups))
+        report["coverage"] = merge_coverage(report["coverage"], {**coverage_of(groups),
+                                                                 "overhead_share": _share_range(card, cal, groups, kv_cache)})
     fitted_on = sorted(set(base.fitted_on) | {g.spec.name for g in groups})
     return _with(cal, fit_report=report, fitted_on=fitted_on,
                  source=f"{base.source}; MoE terms: {source}" if source else base.source)
@@ -599,5 +611,14 @@ def validation_entry(calibration: Calibration, rows, card: CardProfile, what: st
     result = compare(calibration, rows, card)
     keys = ("tpot_mape_fraction", "tpot_worst_fraction", "ttft_mape_fraction", "ttft_mape_fraction_batch_64_up",
             "peak_mem_mape_fraction", "points")
+    # the TPOT error by the step's overhead share (roofline.confidence): per model, as compare groups them
+    shares, errs = [], []
+    for model in sorted({r.model for r in rows}):
+        groups, _, kv_cache, _ = _groups([r for r in rows if r.model == model], calibration.tpot_statistic)
+        for g, share in zip(groups, _shares(card, calibration, groups, kv_cache)):
+            tpot, _, _ = _predict_group(card, calibration, g, kv_cache)
+            shares.append(share)
+            errs.append(np.asarray(tpot) / g.tpot - 1.0)
     return {"what": what, "files": [str(f) for f in files], "models": sorted({r.model for r in rows}),
-            **{k: result.get(k) for k in keys}}
+            **{k: result.get(k) for k in keys},
+            "tpot_mape_by_overhead_share": errors_by_overhead_share(np.concatenate(shares), np.concatenate(errs))}

@@ -127,8 +127,11 @@ class Prediction:
         ``extrapolation`` = per batch, the reasons the question leaves what the calibration saw."""
         from roofline.confidence import expected_errors, extrapolation
 
-        sc, b = self.scenario, self.columns["batch"]
-        return {"errors": expected_errors(sc.calibration, sc, b), "extrapolation": extrapolation(sc.calibration, sc, b)}
+        sc, b, cols = self.scenario, self.columns["batch"], self.columns
+        tpot = np.asarray(cols["tpot_s"], dtype=float)
+        shares = np.divide(np.asarray(cols["step_overhead_s"], dtype=float), tpot, out=np.zeros_like(tpot), where=tpot > 0)
+        return {"errors": expected_errors(sc.calibration, sc, b, shares),
+                "extrapolation": extrapolation(sc.calibration, sc, b, shares)}
 
     def _confidence_value(self, key: str, i: int):
         errors = self.confidence["errors"]

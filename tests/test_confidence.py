@@ -9,7 +9,8 @@ from click.testing import CliRunner
 import roofline
 from roofline.calibration import load_calibration
 from cli import main
-from roofline.confidence import coverage_of, floor_record, merge_coverage
+from roofline.confidence import (MIN_BIN_POINTS, coverage_of, errors_by_overhead_share, floor_record, merge_coverage,
+                                 share_bin_error)
 from roofline.fitting import _groups, fit_calibration
 from roofline.hardware import load_card
 from roofline.measurements import read_measurements
@@ -39,7 +40,7 @@ def test_inside_the_coverage_nothing_is_flagged():
 def test_batch_model_size_dtype_and_tp_beyond_the_coverage_are_named():
     (big_batch,) = _graph_rows(4096)
     assert big_batch["extrapolation"] == ["batch 4,096 beyond the 1,024 the calibration saw"]
-    (small,) = _graph_rows(8, model="qwen2.5-0.5b")
+    (small,) = _graph_rows(256, prompt_tokens=4096, gen_tokens=64, model="qwen2.5-0.5b")  # not overhead-bound
     assert len(small["extrapolation"]) == 1 and "0.49B parameters outside" in small["extrapolation"][0]
     (fp8,) = _graph_rows(8, weight_dtype="fp8")
     assert fp8["extrapolation"] == ["weights in fp8, the calibration saw bf16"]
@@ -120,3 +121,44 @@ def test_merging_an_moe_fit_keeps_dense_sizes_apart():
     assert merged["moe"] is True
     assert merged["params"] == coverage_of(dense)["params"]  # a dense 14B is still judged by the dense fits
     assert merged["moe_params"] == coverage_of(moe)["params"]
+
+
+def test_errors_by_overhead_share_bin_the_points_and_skip_thin_bins():
+    shares = [0.1, 0.45, 0.55, 0.95, 1.0] + [0.75] * MIN_BIN_POINTS
+    errors = [0.01, -0.03, 0.02, 0.10, -0.20] + [0.05] * MIN_BIN_POINTS
+    bins = errors_by_overhead_share(shares, errors)
+    assert [(b["from"], b["to"], b["points"]) for b in bins] == [(0.0, 0.5, 2), (0.5, 0.6, 1), (0.7, 0.8, 8),
+                                                                 (0.8, 1.0, 2)]  # a share of 1 is in the last
+    assert bins[0]["tpot_mape_fraction"] == pytest.approx(0.02)  # mean |error|: (0.01 + 0.03) / 2
+    assert bins[3]["tpot_mape_fraction"] == pytest.approx(0.15)
+    assert share_bin_error(bins, 0.75) == pytest.approx(0.05)
+    assert share_bin_error(bins, 0.3) is None  # two points: too few to say
+    assert share_bin_error(bins, 0.65) is None  # no point in 0.6-0.7
+
+
+def test_an_overhead_bound_step_carries_the_held_out_error_of_such_steps_and_says_it_extrapolates():
+    rep = load_calibration(GRAPH).fit_report
+    bins = rep["validation"]["dense"]["tpot_mape_by_overhead_share"]
+    assert sum(b["points"] for b in bins) == rep["validation"]["dense"]["points"]
+    top = rep["coverage"]["overhead_share"][1]
+    assert 0.5 < top < 0.75  # qwen2.5-1.5b's batch-1 steps, the fitted steps most fixed overhead
+    p = roofline.predict("h200", "qwen2.5-0.5b", [1, 512], engine="graph", calibration=GRAPH)
+    one, big = p.rows()
+    share = one["step_overhead_s"] / one["tpot_s"]
+    assert share > top + 0.05  # a 0.5B model at one sequence: mostly launches and fixed per-layer time
+    assert one["expected_error"]["tpot_fraction"] == pytest.approx(
+        max(share_bin_error(bins, share), big["expected_error"]["tpot_fraction"]))
+    assert one["expected_error"]["tpot_fraction"] > big["expected_error"]["tpot_fraction"]
+    assert any(r.startswith(f"a step {100 * share:.0f}% fixed overhead, beyond the {100 * top:.0f}%")
+               for r in one["extrapolation"])
+    assert not any("fixed overhead" in r for r in big["extrapolation"])
+    assert "steps as much fixed overhead" in p.meta()["expected_error_basis"]
+
+
+def test_merging_an_moe_fit_keeps_its_overhead_shares_apart():
+    dense = {**coverage_of(_groups(read_measurements("hardware_profiles/measurements/h200-graph-grid.csv"))[0]),
+             "overhead_share": [0.02, 0.66]}
+    moe = {**coverage_of(_groups([r for r in read_measurements("hardware_profiles/measurements/h200-graph-moe.csv")
+                                  if r.model == "qwen3-30b-a3b"])[0]), "overhead_share": [0.14, 0.78]}
+    merged = merge_coverage(dense, moe)
+    assert merged["overhead_share"] == [0.02, 0.66] and merged["moe_overhead_share"] == [0.14, 0.78]

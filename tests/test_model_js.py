@@ -94,7 +94,8 @@ FOREIGN = dict(
         "coverage": {"context_tokens": [256, 4096], "prompt_tokens": [128, 4000], "batch": [1, 256],
                      "params": [1_000_000_000, 9_000_000_000], "weight_dtypes": ["bf16", "fp8"], "kv_dtypes": ["bf16"],
                      "attention": ["gqa", "mla"], "windows": False, "sinks": True, "moe": True, "tp": [1],
-                     "link_tp": [2, 4], "moe_params": [15_000_000_000, 16_000_000_000]},
+                     "link_tp": [2, 4], "moe_params": [15_000_000_000, 16_000_000_000],
+                     "overhead_share": [0.05, 0.3], "moe_overhead_share": [0.1, 0.9]},
         "leave_one_model_out": {"a": {"tpot_mape_fraction": 0.05, "ttft_mape_fraction": 0.2,
                                       "ttft_mape_fraction_batch_64_up": 0.1, "peak_mem_mape_fraction": 0.01,
                                       "points": 9},
@@ -105,7 +106,12 @@ FOREIGN = dict(
                                   "1000/24": {"tpot_mape_fraction": 0.09, "ttft_mape_fraction": 0.1,
                                               "ttft_mape_fraction_batch_64_up": 0.05}},
         "validation": {"dense": {"what": "dense", "models": ["x-7b", "y-3b"], "tpot_mape_fraction": 0.11,
-                                 "peak_mem_mape_fraction": 0.005, "files": ["f.csv"]}},
+                                 "peak_mem_mape_fraction": 0.005, "files": ["f.csv"],
+                                 # the error by overhead share: a thin bin (unused) and one above the rest
+                                 "tpot_mape_by_overhead_share": [
+                                     {"from": 0.0, "to": 0.4, "tpot_mape_fraction": 0.03, "points": 50},
+                                     {"from": 0.4, "to": 0.5, "tpot_mape_fraction": 0.5, "points": 2},
+                                     {"from": 0.5, "to": 1.0, "tpot_mape_fraction": 0.25, "points": 30}]}},
         "in_sample": {"tpot_mape_fraction": 0.01},
     },
 )
@@ -234,7 +240,7 @@ def test_port_equals_python(page, tmp_path):
     if page == "synthetic":  # every branch of the bound attribution was exercised
         assert bounds == {"overhead", "memory", "compute"}
     if page == "foreign":  # and most of the extrapolation's reasons
-        assert {"context", "model", "weights", "KV", "sliding-window", "tensor", "batch"} <= reasons, reasons
+        assert {"context", "model", "weights", "KV", "sliding-window", "tensor", "batch", "a"} <= reasons, reasons
 
 
 def test_the_scenarios_cover_what_they_claim():
@@ -428,6 +434,11 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     ("for (var it = 0; it < 200; it++)", "for (var it = 0; it < 20; it++)", "shipped-graph", 5, "tpot_s"),
     # the expected error's nearest context (a tie goes to the first, as Python's min)
     ("if (d < best)", "if (d <= best)", "foreign", 0, "expected_error"),
+    # the expected error by overhead share: a bin of too few points used (llama-3.2-1b's batch 7, a share of 0.46)
+    ("return b.points >= MIN_BIN_POINTS ? b.tpot_mape_fraction : null;", "return b.tpot_mape_fraction;", "foreign", 4,
+     "expected_error"),
+    # and the overhead-bound steps' error forgotten (its batch 1, a share of 0.56)
+    ("return tpot === null || isNaN(tpot) ? e : Math.max(tpot, e);", "return tpot;", "foreign", 4, "expected_error"),
     # a prompt's routed-expert FLOPs at the dense prefill rate instead of the grouped GEMMs'
     ("prefillRoutedS = routedFlop / tp * sPerExpertPrefillFlop;", "prefillRoutedS = routedFlop / tp * sPerPrefillFlop;",
      "synthetic", 3, "ttft_s"),

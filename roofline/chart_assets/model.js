@@ -11,6 +11,8 @@ var RooflineModel = (function () {
   var SAMPLES = 16; // roofline.decode.decode_contexts(samples=16)
   var BOUNDS = ["overhead", "memory", "compute"]; // roofline.step.BOUNDS
   var SIZE_MARGIN = 1.25; // roofline.confidence.SIZE_MARGIN
+  var MIN_BIN_POINTS = 8; // roofline.confidence.MIN_BIN_POINTS
+  var OVERHEAD_SHARE_MARGIN = 0.02; // roofline.confidence.OVERHEAD_SHARE_MARGIN
   var TOUCHED_MAX_TOKENS = 65536; // roofline.step._touched_table(max_tokens=1 << 16)
   var SMALL_TILE = [64, 128], LARGE_TILE = [128, 256], SMALL_TILE_ROWS_PER_EXPERT = 129; // roofline.step
   var TILE_TABLE_MAX_TOKENS = 8192; // roofline.step.TILE_TABLE_MAX_TOKENS
@@ -760,7 +762,26 @@ var RooflineModel = (function () {
         return values.length ? Math.max.apply(null, values) : null;
       }
       var ttftSmall = pick("ttft"), ttftLarge = pick("ttft_large"), tpot = pick("tpot");
-      return { tpot: function () { return tpot; },
+      // roofline.confidence.share_bin_error: at least the held-out error of steps as overhead-bound
+      var bins = (validation || {}).tpot_mape_by_overhead_share || null;
+      if (bins && bins.some(function (b) { return b.points >= MIN_BIN_POINTS; })) {
+        basis = basis.slice(0, -1) + "; each row at least the held-out error of steps as much fixed overhead)";
+      }
+      function shareError(share) {
+        if (!bins || share === undefined || share === null) return null;
+        for (var i = 0; i < bins.length; i++) {
+          var b = bins[i], last = i === bins.length - 1;
+          if (b.from <= share && (last ? share <= b.to : share < b.to)) {
+            return b.points >= MIN_BIN_POINTS ? b.tpot_mape_fraction : null;
+          }
+        }
+        return null;
+      }
+      return { tpot: function (batch, share) {
+                 var e = shareError(share);
+                 if (e === null) return tpot;
+                 return tpot === null || isNaN(tpot) ? e : Math.max(tpot, e);
+               },
                ttft: function (b) { return b >= 64 ? ttftLarge : ttftSmall; },
                peak_mem_fraction: pick("peak_mem"), basis: basis };
     }
@@ -808,7 +829,8 @@ var RooflineModel = (function () {
       cov.tp.concat(cov.link_tp || []).forEach(function (t) { if (tps.indexOf(t) < 0) tps.push(t); });
       tps.sort(function (a, b) { return a - b; });
       if (tps.indexOf(m.tp) < 0) common.push("tensor parallelism " + m.tp + ": the calibration measured " + tps.join(" and ") + " GPU(s)");
-      return { common: common, batch_max: cov.batch[1] };
+      var shareRange = model.moe_layers && cov.moe_overhead_share ? cov.moe_overhead_share : cov.overhead_share;
+      return { common: common, batch_max: cov.batch[1], overhead_share_max: shareRange ? shareRange[1] : null };
     }
 
     function confidence(m) {
@@ -817,20 +839,26 @@ var RooflineModel = (function () {
     }
 
     // the per-row confidence of roofline.prediction.Prediction.rows: expected_error and extrapolation
-    function rowConfidence(m, batch) {
+    // (share: the row's decode step's overhead share, roofline.confidence.overhead_share)
+    function rowConfidence(m, batch, share) {
       var conf = confidence(m), e = conf.errors, x = conf.extrapolation;
       var reasons = x.common.slice();
       if (x.batch_max !== null && batch > x.batch_max) {
         reasons.push("batch " + thousands(batch) + " beyond the " + thousands(x.batch_max) + " the calibration saw");
       }
-      return { expected_error: { tpot_fraction: e.tpot(batch), ttft_fraction: e.ttft(batch), peak_mem_fraction: e.peak_mem_fraction },
+      if (x.overhead_share_max !== null && x.overhead_share_max !== undefined && share !== undefined
+          && share > x.overhead_share_max + OVERHEAD_SHARE_MARGIN) {
+        reasons.push("a step " + (100 * share).toFixed(0) + "% fixed overhead, beyond the "
+                     + (100 * x.overhead_share_max).toFixed(0) + "% of the most overhead-bound step the calibration was fitted on");
+      }
+      return { expected_error: { tpot_fraction: e.tpot(batch, share), ttft_fraction: e.ttft(batch), peak_mem_fraction: e.peak_mem_fraction },
                extrapolation: reasons };
     }
 
     // one row of roofline.prediction.evaluate (and Prediction.rows' confidence)
     function row(m, batch, ctx) {
       var dec = meanDecode(m, batch, ctx), pre = prefill(m, batch), mem = peakMemory(m, batch);
-      var tpot = dec.step_s, ttft = pre.ttft_s, conf = rowConfidence(m, batch);
+      var tpot = dec.step_s, ttft = pre.ttft_s, conf = rowConfidence(m, batch, tpot > 0 ? dec.overhead_s / tpot : 0);
       return {
         batch: batch, ttft_s: ttft, tpot_s: tpot, per_user_tok_s: 1.0 / tpot, throughput_tok_s: batch / tpot,
         peak_mem_gib: mem.peak_bytes / DATA.gib,
