@@ -51,17 +51,21 @@ def overhead_share(step_model, batch, prompt, gen, kv_cache) -> np.ndarray:
     return np.divide(np.asarray(dec["overhead_s"], dtype=float), step, out=np.zeros_like(step), where=step > 0)
 
 
-def errors_by_overhead_share(shares, errors) -> list[dict]:
+def errors_by_overhead_share(shares, errors, models=None) -> list[dict]:
     """The mean absolute relative error of the points in each OVERHEAD_SHARE_EDGES bin that has any:
-    [{from, to, tpot_mape_fraction, points}] (the last bin holds a share of exactly 1)."""
+    [{from, to, tpot_mape_fraction, points}] (the last bin holds a share of exactly 1); with each
+    point's model name (``models``), each bin's ``models`` too (how many models its figure rests on)."""
     shares, errors = np.asarray(shares, dtype=float), np.abs(np.asarray(errors, dtype=float))
     out = []
     for i, (lo, hi) in enumerate(zip(OVERHEAD_SHARE_EDGES, OVERHEAD_SHARE_EDGES[1:])):
         last = i == len(OVERHEAD_SHARE_EDGES) - 2
         inside = (shares >= lo) & ((shares <= hi) if last else (shares < hi))
         if inside.any():
-            out.append({"from": lo, "to": hi, "tpot_mape_fraction": float(errors[inside].mean()),
-                        "points": int(inside.sum())})
+            entry = {"from": lo, "to": hi, "tpot_mape_fraction": float(errors[inside].mean()),
+                     "points": int(inside.sum())}
+            if models is not None:
+                entry["models"] = sorted({str(m) for m, keep in zip(models, inside) if keep})
+            out.append(entry)
     return out
 
 

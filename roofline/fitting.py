@@ -612,13 +612,15 @@ def validation_entry(calibration: Calibration, rows, card: CardProfile, what: st
     keys = ("tpot_mape_fraction", "tpot_worst_fraction", "ttft_mape_fraction", "ttft_mape_fraction_batch_64_up",
             "peak_mem_mape_fraction", "points")
     # the TPOT error by the step's overhead share (roofline.confidence): per model, as compare groups them
-    shares, errs = [], []
+    shares, errs, names = [], [], []
     for model in sorted({r.model for r in rows}):
         groups, _, kv_cache, _ = _groups([r for r in rows if r.model == model], calibration.tpot_statistic)
         for g, share in zip(groups, _shares(card, calibration, groups, kv_cache)):
             tpot, _, _ = _predict_group(card, calibration, g, kv_cache)
             shares.append(share)
             errs.append(np.asarray(tpot) / g.tpot - 1.0)
+            names += [model] * len(g.batch)
     return {"what": what, "files": [str(f) for f in files], "models": sorted({r.model for r in rows}),
             **{k: result.get(k) for k in keys},
-            "tpot_mape_by_overhead_share": errors_by_overhead_share(np.concatenate(shares), np.concatenate(errs))}
+            "tpot_mape_by_overhead_share": errors_by_overhead_share(np.concatenate(shares), np.concatenate(errs),
+                                                                    names)}

@@ -126,9 +126,11 @@ def test_merging_an_moe_fit_keeps_dense_sizes_apart():
 def test_errors_by_overhead_share_bin_the_points_and_skip_thin_bins():
     shares = [0.1, 0.45, 0.55, 0.95, 1.0] + [0.75] * MIN_BIN_POINTS
     errors = [0.01, -0.03, 0.02, 0.10, -0.20] + [0.05] * MIN_BIN_POINTS
-    bins = errors_by_overhead_share(shares, errors)
+    models = ["a", "b", "a", "c", "a"] + ["d"] * MIN_BIN_POINTS
+    bins = errors_by_overhead_share(shares, errors, models)
     assert [(b["from"], b["to"], b["points"]) for b in bins] == [(0.0, 0.5, 2), (0.5, 0.6, 1), (0.7, 0.8, 8),
                                                                  (0.8, 1.0, 2)]  # a share of 1 is in the last
+    assert [b["models"] for b in bins] == [["a", "b"], ["a"], ["d"], ["a", "c"]]
     assert bins[0]["tpot_mape_fraction"] == pytest.approx(0.02)  # mean |error|: (0.01 + 0.03) / 2
     assert bins[3]["tpot_mape_fraction"] == pytest.approx(0.15)
     assert share_bin_error(bins, 0.75) == pytest.approx(0.05)
