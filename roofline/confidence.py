@@ -41,14 +41,16 @@ MIN_BIN_POINTS = 8
 OVERHEAD_SHARE_MARGIN = 0.02
 
 
-def overhead_share(step_model, batch, prompt, gen, kv_cache) -> np.ndarray:
-    """The fixed overhead's share of the mean decode step (roofline.decode.mean_decode), per entry of
-    the broadcast arrays ``batch``, ``prompt``, ``gen``."""
-    from roofline.decode import mean_decode
+def overhead_share(overhead_s, step_s) -> np.ndarray:
+    """The fixed overhead's share of a decode step: ``overhead_s`` / ``step_s`` (arrays; 0 where the
+    step takes no time), as roofline.decode.mean_decode or predict's columns give them."""
+    step = np.asarray(step_s, dtype=float)
+    return np.divide(np.asarray(overhead_s, dtype=float), step, out=np.zeros_like(step), where=step > 0)
 
-    dec = mean_decode(step_model, batch, prompt, gen, kv_cache)
-    step = np.asarray(dec["step_s"], dtype=float)
-    return np.divide(np.asarray(dec["overhead_s"], dtype=float), step, out=np.zeros_like(step), where=step > 0)
+
+def _in_bin(share, lo, hi, last):
+    """share in [lo, hi) -- [lo, hi] for the last bin, which holds a share of exactly 1 (floats or arrays)."""
+    return (share >= lo) & ((share <= hi) if last else (share < hi))
 
 
 def errors_by_overhead_share(shares, errors, models=None) -> list[dict]:
@@ -58,8 +60,7 @@ def errors_by_overhead_share(shares, errors, models=None) -> list[dict]:
     shares, errors = np.asarray(shares, dtype=float), np.abs(np.asarray(errors, dtype=float))
     out = []
     for i, (lo, hi) in enumerate(zip(OVERHEAD_SHARE_EDGES, OVERHEAD_SHARE_EDGES[1:])):
-        last = i == len(OVERHEAD_SHARE_EDGES) - 2
-        inside = (shares >= lo) & ((shares <= hi) if last else (shares < hi))
+        inside = _in_bin(shares, lo, hi, i == len(OVERHEAD_SHARE_EDGES) - 2)
         if inside.any():
             entry = {"from": lo, "to": hi, "tpot_mape_fraction": float(errors[inside].mean()),
                      "points": int(inside.sum())}
@@ -73,8 +74,7 @@ def share_bin_error(bins, share: float) -> float | None:
     """The TPOT error of the bin of ``bins`` (errors_by_overhead_share) that ``share`` falls in, None
     where none does or it holds fewer than MIN_BIN_POINTS points."""
     for i, b in enumerate(bins or ()):
-        last = i == len(bins) - 1
-        if b["from"] <= share and (share <= b["to"] if last else share < b["to"]):
+        if _in_bin(share, b["from"], b["to"], i == len(bins) - 1):
             return b["tpot_mape_fraction"] if b["points"] >= MIN_BIN_POINTS else None
     return None
 
@@ -113,8 +113,7 @@ def merge_coverage(a: dict, b: dict) -> dict:
         out[key] = bool(a[key] or b[key])
     # overhead shares too: a MoE layer's fixed time is its own, so a dense step is judged by the dense fits'
     key = "moe_overhead_share" if b["moe"] else "overhead_share"
-    shares = [c[key] for c in (a, b) if c.get(key)] if key == "overhead_share" else \
-        [x for x in (a.get(key), b.get("overhead_share")) if x]
+    shares = [x for x in (a.get(key), b.get("overhead_share")) if x]
     if shares:
         out[key] = [min(x[0] for x in shares), max(x[1] for x in shares)]
     return out
@@ -148,7 +147,7 @@ def expected_errors(calibration, scenario, batches, overhead_shares=None) -> dic
     """The expected relative error of each answer, per batch: {tpot_fraction, ttft_fraction (arrays),
     peak_mem_fraction (a number), basis (words)}. Fractions are mean absolute errors measured out
     of sample; None where nothing measured them. ``overhead_shares``: each batch's decode step's
-    overhead share (overhead_share), for the validation's error by share. See the module doc."""
+    overhead share (``overhead_share``), for the validation's error by share. See the module doc."""
     batches = np.atleast_1d(np.asarray(batches, dtype=float))
     n = len(batches)
     if calibration.is_uncalibrated:

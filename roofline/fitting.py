@@ -26,7 +26,7 @@ import numpy as np
 
 from roofline.calibration import CONTEXT_TERMS, DECODE_TERMS, MEMORY_TERMS, MOE_TERMS, PREFILL_TERMS, TERMS, Calibration
 from roofline.confidence import coverage_of, errors_by_overhead_share, merge_coverage, overhead_share
-from roofline.decode import mean_tpot_s
+from roofline.decode import mean_decode, mean_tpot_s
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile
 from roofline.memory import peak_memory
@@ -472,14 +472,15 @@ def fit_calibration(
     return _with(cal, fit_report=report)
 
 
-def _shares(card, cal, groups, kv_cache) -> list[np.ndarray]:
-    """Each group's decode steps' overhead share under ``cal`` (roofline.confidence.overhead_share)."""
-    return [overhead_share(g.step_model(card, cal), g.batch, g.prompt, g.gen, kv_cache) for g in groups]
+def _tpot_and_share(card, cal, g: _Group, kv_cache) -> tuple[np.ndarray, np.ndarray]:
+    """A group's predicted TPOT and its decode steps' overhead share under ``cal`` (one mean_decode)."""
+    dec = mean_decode(g.step_model(card, cal), g.batch, g.prompt, g.gen, kv_cache)
+    return np.asarray(dec["step_s"], dtype=float), overhead_share(dec["overhead_s"], dec["step_s"])
 
 
 def _share_range(card, cal, groups, kv_cache) -> list[float]:
     """[smallest, largest] overhead share of the fitted decode steps (the coverage's ``overhead_share``)."""
-    shares = np.concatenate(_shares(card, cal, groups, kv_cache))
+    shares = np.concatenate([_tpot_and_share(card, cal, g, kv_cache)[1] for g in groups])
     return [round(float(shares.min()), 4), round(float(shares.max()), 4)]
 
 
@@ -615,10 +616,10 @@ def validation_entry(calibration: Calibration, rows, card: CardProfile, what: st
     shares, errs, names = [], [], []
     for model in sorted({r.model for r in rows}):
         groups, _, kv_cache, _ = _groups([r for r in rows if r.model == model], calibration.tpot_statistic)
-        for g, share in zip(groups, _shares(card, calibration, groups, kv_cache)):
-            tpot, _, _ = _predict_group(card, calibration, g, kv_cache)
+        for g in groups:
+            tpot, share = _tpot_and_share(card, calibration, g, kv_cache)
             shares.append(share)
-            errs.append(np.asarray(tpot) / g.tpot - 1.0)
+            errs.append(tpot / g.tpot - 1.0)
             names += [model] * len(g.batch)
     return {"what": what, "files": [str(f) for f in files], "models": sorted({r.model for r in rows}),
             **{k: result.get(k) for k in keys},

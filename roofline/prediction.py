@@ -125,11 +125,10 @@ class Prediction:
         """How far to trust each row (roofline.confidence): ``errors`` = the expected relative error
         of TPOT and TTFT (arrays, one per batch), of peak memory, and its ``basis`` in words;
         ``extrapolation`` = per batch, the reasons the question leaves what the calibration saw."""
-        from roofline.confidence import expected_errors, extrapolation
+        from roofline.confidence import expected_errors, extrapolation, overhead_share
 
         sc, b, cols = self.scenario, self.columns["batch"], self.columns
-        tpot = np.asarray(cols["tpot_s"], dtype=float)
-        shares = np.divide(np.asarray(cols["step_overhead_s"], dtype=float), tpot, out=np.zeros_like(tpot), where=tpot > 0)
+        shares = overhead_share(cols["step_overhead_s"], cols["tpot_s"])
         return {"errors": expected_errors(sc.calibration, sc, b, shares),
                 "extrapolation": extrapolation(sc.calibration, sc, b, shares)}
 
