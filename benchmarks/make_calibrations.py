@@ -60,7 +60,7 @@ def main() -> None:
         softmax_probe=[M / "h200-probe-attention.json", M / "h200-probe-attention-widths.json"],
         label="graph engine on the lent H200, 2026-11-30: default grid (prompts 128-16384, batches 1-1024 until "
               "out of memory) of qwen2.5-1.5b, qwen2.5-7b, llama-3.1-8b; attention probe and attention-groups probe (generic shapes of 1-64 query heads a KV head); layers probe (the "
-              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); the softmax alone at few rows in the attention and attention-widths probes (its warp kernel's time per position of a row); sustained-matmul probe (the matmul rate against time under load: the clock's fall from its boost); the decode attention's cost per KV byte and per score element from the five attention probes' shapes of 64+ sequences over 1,024+ positions (held); TP2 link",
+              "same three models' decode step cut to 2-12 layers); prefill-attention probe (its FLOP rate by head width); masked-attention probe (the windowed and sinks prefill's masked path, by head width); prefill-kernels probe (each kind of element a prefill layer's non-matmul kernels touch, at generic shapes); layer-features probe (the decode step's fixed time per layer of a feature's own kernels: q/k norms, MLA's decode, shared experts, gpt-oss's MoE layer, each switched on at a fitted model's shape; two runs); attention-contexts probe (the decode attention alone over cache lengths around the powers of two: the windows where cuBLAS runs a slower kernel); the softmax alone at few rows in the attention and attention-widths probes (its warp kernel's time per position of a row); sustained-matmul probe (the matmul rate against time under load: the clock's fall from its boost); the decode attention's cost per KV byte and per score element from the five attention probes' shapes of 64+ sequences over 1,024+ positions, and its fill-and-drain time beyond that price from all their points (held); TP2 link",
     )
     with tempfile.TemporaryDirectory() as tmp:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]
@@ -99,6 +99,7 @@ def main() -> None:
     check58 = M / "h200-graph-check-call58.csv"  # and eight at 8,192-16,384 after the stream terms (call 58)
     check59 = M / "h200-graph-check-call59.csv"  # and nine at 1,952 and 12,320 after the softmax's kernels (call 59)
     check60 = M / "h200-graph-check-call60.csv"  # and five at 1,792 and 10,624, unseen by the softmax's warp floor (call 60)
+    check62 = M / "h200-graph-check-call62.csv"  # and ten at 384, 2,624 and 6,040, after the attention's ramp (call 62)
     # the 128/128 held-out runs (calls 4 and 17: four small models, batches 1-1,024): the steps most
     # fixed overhead, where the error by overhead share (roofline.confidence) is measured
     short = (M / "h200-graph-128-call4.csv", M / "h200-graph-128-call17.csv")
@@ -116,11 +117,11 @@ def main() -> None:
             + read_measurements(check44) + read_measurements(check45) + read_measurements(check47)
             + read_measurements(check50) + read_measurements(check54) + read_measurements(check56)
             + read_measurements(check57) + read_measurements(check58) + read_measurements(check59)
-            + read_measurements(check60) + [r for f in short for r in read_measurements(f)],
+            + read_measurements(check60) + read_measurements(check62) + [r for f in short for r in read_measurements(f)],
             card, "dense models at prompts 128-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
             + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name,
-               check54.name, check56.name, check57.name, check58.name, check59.name, check60.name]
+               check54.name, check56.name, check57.name, check58.name, check59.name, check60.name, check62.name]
             + [f.name for f in short]),
         "moe": validation_entry(
             graph, [r for r in read_measurements(moe) if r.model not in again]

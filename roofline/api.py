@@ -467,7 +467,9 @@ def fit(
     ``attention_score_bytes``) and the score's factors by the softmax kernel a row's length runs
     (``attention_score_row_factors``) fitted on their large shapes (roofline.probes.attention_stream_terms)
     and held, as costs per byte, while the other terms are fitted (``fixed_per_bandwidth`` of
-    roofline.fitting.fit_calibration); the two are read against the fitted terms, so the fit runs until
+    roofline.fitting.fit_calibration), and the attention's fill-and-drain time beyond that price
+    (``attention_ramp_s``, ``attention_ramp_knee_s``) fitted on all their points
+    (roofline.probes.attention_ramp_terms) and held in seconds; they are read against the fitted terms, so the fit runs until
     they settle (within 0.2%, at most STREAM_TERM_ROUNDS rounds) and cross-validates once, at the end.
     ``softmax_probe``: calibrate.probes attention files that time the softmax alone (the attention and
     attention-widths probes): the softmax's warp kernel's time per position of a row at few rows
@@ -571,7 +573,7 @@ def fit(
 
         stream_paths = _paths(attention_stream_probe)
         if stream_paths:
-            from roofline.probes import attention_stream_terms
+            from roofline.probes import attention_ramp_terms, attention_stream_terms
 
             # the probes measure a cost in seconds per byte (per unit of bandwidth efficiency, held so
             # whatever efficiency the steps fit), read against the other terms (the lane costs), which
@@ -580,15 +582,20 @@ def fit(
             cal, tied = dense_fit(fixed, cross_validate=False), {}
             for _ in range(STREAM_TERM_ROUNDS):
                 terms = attention_stream_terms(stream_paths, cal, card_p)
+                # the attention's fill and drain beyond its price, read with those costs (seconds: held as
+                # measured); the probes' largest points, where it has saturated, fix the costs above
+                ramp = attention_ramp_terms(stream_paths, cal.model_copy(update=terms), card_p)
+                settled_ramp = all(abs(getattr(cal, k) / v - 1.0) < 0.002 if v else getattr(cal, k) == v
+                                   for k, v in ramp.items())
                 per_bw = {k: terms.pop(k) / cal.bandwidth_efficiency
                           for k in ("kv_traffic_factor", "attention_score_bytes")}
                 # the rows' score factors (ratios of the score's costs by kernel): held as measured
                 steps = terms.get("attention_score_row_factors") or []
                 held_steps = fixed.get("attention_score_row_factors") or []
-                settled = (bool(tied) and all(abs(v / tied[k] - 1.0) < 0.002 for k, v in per_bw.items())
+                settled = (bool(tied) and settled_ramp and all(abs(v / tied[k] - 1.0) < 0.002 for k, v in per_bw.items())
                            and [a for a, _ in steps] == [a for a, _ in held_steps]
                            and all(abs(f / g - 1.0) < 0.002 for (_, f), (_, g) in zip(steps, held_steps)))
-                fixed, tied = {**fixed, **terms}, per_bw
+                fixed, tied = {**fixed, **terms, **ramp}, per_bw
                 if settled:
                     break
                 cal = dense_fit(fixed, tied, cross_validate=False)

@@ -262,6 +262,18 @@ class Calibration(BaseModel):
     attention_softmax_warp_max_tokens: float = Field(
         2048.0, gt=0.0, description="the longest softmax row PyTorch's warp kernel takes (bf16: 2,048 elements; "
         "PyTorch's SoftMax.cu), the floor's reach")
+    attention_ramp_s: float = Field(
+        0.0, ge=0.0, le=1e-3, description="the decode attention's time beyond its price that grows with its size and "
+        "saturates, per layer: a layer whose decode attention is priced x seconds (its KV and score traffic) costs "
+        "attention_ramp_s x x / (x + attention_ramp_knee_s) more (every attention layer: MLA's absorbed decode runs the same three dependent kernels on its latent). "
+        "The attention probes (calibrate.probes: the engine's decode attention alone at generic shapes, batches "
+        "1-512, 512-16,384 positions) run ~9 us beyond their price at the smallest shapes (the kernels' launch-"
+        "level time, which the fitted per-layer overhead holds) and ~12-16 us from 16 MB to 1 GB of cache a layer: "
+        "three dependent kernels (scores, softmax, weighted sum) each fill and drain the card; fitted on the "
+        "probes' points at every size (roofline.probes.attention_ramp_terms); 0: none")
+    attention_ramp_knee_s: float = Field(
+        1e-5, gt=0.0, le=1e-2, description="the priced decode attention a layer (seconds) at which the ramp "
+        "(attention_ramp_s) reaches half its height")
     matmul_load_curve: list[tuple[float, float]] | None = Field(
         None, description="the card's rate against time under load: (seconds of load, rate / the rate of the "
         "first tens of ms), ascending in time, the last held after it; the sustained-matmul probe's (calibrate."

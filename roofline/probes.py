@@ -660,6 +660,52 @@ def attention_stream_terms(paths, calibration, card=None, min_batch: int = STREA
     return terms(fit.x)
 
 
+def attention_ramp_terms(paths, calibration, card=None) -> dict:
+    """The decode attention's fill-and-drain time beyond its price (``attention_ramp_s``, seconds a
+    layer at most, and ``attention_ramp_knee_s``, the priced attention a layer at half of it), fitted
+    on every point of attention probe files (every batch and cache length): each point priced as a
+    fixed time (free: the kernels' launch-level time, which the step model's fitted per-layer
+    overhead holds) plus ``calibration``'s attention family for that shape plus the ramp, a robust loss
+    on the relative error as in attention_stream_terms (a cache length in a slower-kernel window does
+    not pull the fit).
+
+    Why: the probes' attention runs ~9 us beyond its price at the smallest shapes and ~12-16 us from
+    16 MB to 1 GB of cache a layer, at every batch (docs/method.md, section 14): its three dependent
+    kernels each fill the card and drain it, a time that grows with the work until a kernel runs
+    several waves. Without it the fit's per-layer extra of two or more sequences
+    (``batch_layer_overhead_s``) carries the ramp's average, too much for short contexts."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from roofline.fitting import _probe_attention_s, _probe_models
+    from roofline.hardware import load_card
+
+    card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
+    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
+              for p in attention_points(f, "graph_attention")]
+    sizes = {(p.batch, p.context_tokens) for p in points}
+    if len(points) < 16 or len(sizes) < 8:
+        raise RooflineError(f"the attention probes have {len(points)} points at {len(sizes)} batch x cache sizes: "
+                            "at least 16 points at 8 sizes are needed to fit how the attention's time beyond its "
+                            "price grows with its size")
+    seconds = np.array([p.seconds for p in points])
+    specs = _probe_models(card_p, points)
+    scale = np.array([1e-5, 1e-5, 1e-5])
+
+    def terms(x) -> dict:
+        _, ramp, knee = x * scale
+        return {"attention_ramp_s": float(ramp), "attention_ramp_knee_s": float(knee)}
+
+    def residual(x):
+        cal = calibration.model_copy(update=terms(x))
+        return (x[0] * scale[0] + _probe_attention_s(card_p, cal, specs, points)) / seconds - 1.0
+
+    lower, upper = np.array([0.0, 0.0, 0.01]), np.array([10.0, 20.0, 100.0])
+    start = np.array([0.9, 0.5, 2.0])
+    fit = least_squares(residual, start, bounds=(lower, upper), loss="soft_l1", f_scale=0.05)
+    return terms(fit.x)
+
+
 def attention_context_residuals(points, calibration, card=None, trend_tolerance: float = 0.06) -> dict:
     """{(query heads, KV heads, head width, batch): {cache length: log residual}} of attention probe
     points: each series' measured time over ``calibration``'s price (its windows left out), less a

@@ -360,6 +360,9 @@ class StepModel:
         # its row serially: with few rows it costs the row's length x this a layer (MLA's latent scores too:
         # the engine's absorbed decode softmaxes them with the same kernel)
         warp_row_s = float(cal.attention_softmax_warp_s_per_token or 0.0)
+        # the decode attention's fill-and-drain time beyond its price (Calibration.attention_ramp_s), every
+        # attention layer (MLA's absorbed decode runs the same three dependent kernels on its latent)
+        ramp_layers = float(sum(g.layers for g in spec.attention_groups))
         set_(self, "_c", (
             float(cal.prefill_overhead_s),                                        # 0 prefill overhead
             max(self.decode_overhead_s, float(cal.prefill_overhead_s)),           # 1 mixed-pass overhead
@@ -405,6 +408,9 @@ class StepModel:
             warp_row_s * win_lane,                                                # 39 softmax warp floor per position, windowed
             float(cal.attention_softmax_warp_max_tokens),                         # 40 longest row the warp kernel takes
             float(cal.attention_softmax_warp_after_tokens),                       # 41 positions the floor starts after
+            ramp_layers * float(cal.attention_ramp_s),                            # 42 attention ramp's height, all its layers
+            ramp_layers,                                                          # 43 the layers it applies to
+            float(cal.attention_ramp_knee_s),                                     # 44 its knee, a layer's priced attention
         ))
         # cache lengths whose decode attention runs a slower kernel (Calibration.attention_context_factors)
         # (measured at some head widths and query heads a KV head: a model of other ones, or MLA, runs
@@ -537,12 +543,16 @@ class StepModel:
             # runs serially: with few sequences it cannot go faster than context x the lane time
             lane = _per_sequence(kv, d) * c[26] + _per_sequence(kvw, d) * c[27]
             kv_s = 0.5 * kv_s + _max(0.5 * kv_s, lane)
+        decode_attention = (kv_s + (_max(kv * score, warp) + _max(kvw * scorew, warpw) if c[38] or c[39]
+                                    else kv * score + kvw * scorew) + d * c[19])
+        if c[42]:  # its fill and drain: a layer priced x seconds (not the prompt's KV writes) runs ramp x x / (x + knee) more
+            x = _max(decode_attention - p * (c[6] + c[14]), 0.0 * decode_attention) / c[43]
+            decode_attention = decode_attention + c[42] * x / (x + c[44])
         return (
             self.overhead_s(d, p),
             matmul_memory,
             matmul_compute,
-            kv_s + (_max(kv * score, warp) + _max(kvw * scorew, warpw) if c[38] or c[39] else kv * score + kvw * scorew)
-            + d * c[19] + pairs * c[32] + pairsw * c[33],
+            decode_attention + pairs * c[32] + pairsw * c[33],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
             d * c[10] + p * c[11] + (d + p) * c[34],
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],

@@ -112,7 +112,8 @@ def test_the_rows_score_factors_are_recovered_and_priced(tmp_path):
 
     card = load_card("h200")
     cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None,
-                                                       "attention_score_row_factors": None})
+                                                       "attention_score_row_factors": None,
+                                                       "attention_ramp_s": 0.0})  # the scores' price alone
     truth = cal.model_copy(update={"attention_score_row_factors": [(2048.0, 1.5), (9216.0, 0.6)]})
     assert SOFTMAX_ROW_REGIMES == (2048, 9216)
     path = _probe_file(tmp_path, truth, card, kv=0.9, score=20.0, fixed_s=4e-6,

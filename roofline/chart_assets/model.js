@@ -370,6 +370,9 @@ var RooflineModel = (function () {
       // StepModel: the softmax's warp kernel walks its row serially (attention_softmax_warp_s_per_token;
       // MLA's latent scores too)
       var warpRowS = cal.attention_softmax_warp_s_per_token || 0.0;
+      // StepModel: the decode attention's fill and drain beyond its price (attention_ramp_s), every attention layer
+      var rampLayers = 0;
+      model.attention_groups.forEach(function (g) { rampLayers = rampLayers + g.layers; });
       m.c = [
         cal.prefill_overhead_s,                                             // 0 prefill overhead
         Math.max(m.overhead, cal.prefill_overhead_s),                       // 1 mixed-pass overhead
@@ -416,6 +419,9 @@ var RooflineModel = (function () {
         cal.attention_softmax_warp_max_tokens === undefined ? 2048.0
           : cal.attention_softmax_warp_max_tokens,                          // 40 longest row the warp kernel takes
         cal.attention_softmax_warp_after_tokens || 0.0,                     // 41 positions the floor starts after
+        rampLayers * (cal.attention_ramp_s || 0.0),                         // 42 attention ramp's height, all its layers
+        rampLayers,                                                         // 43 the layers it applies to
+        cal.attention_ramp_knee_s === undefined ? 1e-5 : cal.attention_ramp_knee_s,  // 44 its knee
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       m.tileTable = tiles ? tileRowsTable(model.num_experts, model.experts_per_token, skew) : null;
@@ -511,12 +517,17 @@ var RooflineModel = (function () {
         var lane = perSequence(kv, d) * c[26] + perSequence(kvw, d) * c[27];
         kvS = 0.5 * kvS + Math.max(0.5 * kvS, lane);
       }
+      var decodeAttention = kvS + (c[38] || c[39] ? Math.max(kv * score, warp) + Math.max(kvw * scorew, warpw)
+                                                  : kv * score + kvw * scorew) + d * c[19];
+      if (c[42]) { // its fill and drain: a layer priced x seconds (not the prompt's KV writes) runs ramp x x / (x + knee) more
+        var x = Math.max(decodeAttention - p * (c[6] + c[14]), 0.0) / c[43];
+        decodeAttention = decodeAttention + c[42] * x / (x + c[44]);
+      }
       return [
         overheadS(m, d, p),
         matmulMemory,
         matmulCompute,
-        kvS + (c[38] || c[39] ? Math.max(kv * score, warp) + Math.max(kvw * scorew, warpw) : kv * score + kvw * scorew)
-          + d * c[19] + pairs * c[32] + pairsw * c[33],
+        decodeAttention + pairs * c[32] + pairsw * c[33],
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
         d * c[10] + p * c[11] + (d + p) * c[34],
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
