@@ -1,7 +1,10 @@
 """The decode attention's time beyond its price, by cache size (docs/method.md, section 2.4): every
 point of the five H200 attention probes (the engine's decode attention alone) against the shipped
 graph calibration's attention family, without its ramp (``attention_ramp_s`` = 0) and with it, the
-median time beyond the price in each band of KV cache bytes a layer. No GPU needed.
+median time beyond the price in each band of KV cache bytes a layer; then, from 64 sequences, each
+shape's measured time less the smallest band's median beyond the price (the launch-level time the
+per-layer overhead holds), over the price with the ramp, by query heads a KV head and head width
+(method.md section 13: many query heads on one KV head). No GPU needed.
 
     .venv/bin/python benchmarks/attention_ramp.py [CALIBRATION]
 """
@@ -45,6 +48,17 @@ def main() -> None:
             band = f"over {lo:,.0f} MB" if hi == float("inf") else f"{lo:,.0f}-{hi:,.0f} MB"
             print(f"| {band} | {int(s.sum())} | {np.median(without[s]) * 1e6:+.1f} us | "
                   f"{np.median(with_ramp[s]) * 1e6:+.1f} us |")
+    launch = float(np.median(with_ramp[kv_mb < BANDS_MB[1]]))
+    ratio = (seconds - launch) / (seconds - with_ramp)
+    print(f"\nfrom 64 sequences: (measured - {launch * 1e6:.1f} us) / price, by query heads a KV head x head width")
+    print("| group x width | points | median | 10th-90th percentile |")
+    print("|---|---:|---:|---:|")
+    groups = sorted({(p.q_heads // p.kv_heads, p.head_dim) for p in points})
+    for g, d in groups:
+        s = np.array([p.batch >= 64 and p.q_heads // p.kv_heads == g and p.head_dim == d for p in points])
+        if s.any():
+            lo, hi = np.percentile(ratio[s], [10, 90])
+            print(f"| {g} x {d} | {int(s.sum())} | {np.median(ratio[s]):.3f} | {lo:.3f}-{hi:.3f} |")
 
 
 if __name__ == "__main__":
