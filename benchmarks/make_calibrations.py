@@ -102,7 +102,8 @@ def main() -> None:
     check62 = M / "h200-graph-check-call62.csv"  # and ten at 384, 2,624 and 6,040, after the attention's ramp (call 62)
     # the 128/128 held-out runs (calls 4 and 17: four small models, batches 1-1,024): the steps most
     # fixed overhead, where the error by overhead share (roofline.confidence) is measured
-    short = (M / "h200-graph-128-call4.csv", M / "h200-graph-128-call17.csv")
+    # and six more models at 128/128 after the attention's ramp (call 63)
+    short = (M / "h200-graph-128-call4.csv", M / "h200-graph-128-call17.csv", M / "h200-graph-128-call63.csv")
     moe51 = M / "h200-graph-moe-check-call51.csv"  # and the mixtures of experts at 1,536 and 12,288 (call 51)
     moe52 = M / "h200-graph-moe-check-call52.csv"  # and at batches of 32-192 routed rows an expert (call 52)
     moe53 = M / "h200-graph-moe-check-call53.csv"  # and after the grouped GEMM's tiles were committed (call 53)
