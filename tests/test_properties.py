@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from roofline.calibration import Calibration
@@ -122,10 +122,14 @@ def test_calibration_terms_bounds_are_enforced():
 
 
 @given(cards, models, st.integers(1, 4096), st.integers(1, 4096), calibrations, st.integers(1, 2048))
+@example("h200", "gpt-neox-20b", 1042, 48, "auto", 6)  # its last step leaves a window of cache lengths
 def test_sixteen_block_tpot_is_within_0_1_percent_of_the_step_by_step_mean(card, model, prompt, gen, cal, batch):
-    # docs/method.md section 2 claims this
+    # docs/method.md section 6 claims this: 0.1%, plus a sixteenth of the largest jump between two
+    # consecutive steps where the generation crosses a step of the price (a window of cache lengths)
     sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=cal)
     steps = np.arange(1, max(gen - 1, 1) + 1)
-    exact = decode_step(sc.step, batch, prompt + steps)["step_s"].mean()
+    each = decode_step(sc.step, batch, prompt + steps)["step_s"]
+    exact = each.mean()
+    jump = float(np.max(np.abs(np.diff(each)))) if len(each) > 1 else 0.0
     blocks = mean_decode(sc.step, np.array([batch]), prompt, gen, "dynamic")["step_s"][0]
-    assert blocks == pytest.approx(exact, rel=1e-3)
+    assert abs(blocks / exact - 1.0) <= 1e-3 + jump / exact / 16.0
