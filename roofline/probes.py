@@ -31,6 +31,23 @@ class AttentionPoint:
     seconds: float
 
 
+def _files(paths) -> list:
+    """A probe argument's files: one path -> [it], several -> them."""
+    return [paths] if isinstance(paths, (str, Path)) else list(paths)
+
+
+def _graph_attention_points(paths) -> list[AttentionPoint]:
+    """The ``graph_attention`` points of one or several attention probe files, pooled."""
+    return [p for f in _files(paths) for p in attention_points(f, "graph_attention")]
+
+
+def _card_for(card, calibration):
+    """``card`` if it is a CardProfile, else the profile it names (or the calibration's card)."""
+    from roofline.hardware import load_card
+
+    return card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
+
+
 def attention_points(path: str | Path, op: str = "graph_attention") -> list[AttentionPoint]:
     """The probe's timings of ``op`` (the graph engine's whole decode attention by default)."""
     data = read_json(Path(path), "attention probe")
@@ -65,7 +82,7 @@ def softmax_warp_floor(paths, most: float = 2048.0, max_rows: int = 128, shortes
     import numpy as np
 
     lines, short = [], []
-    for f in [paths] if isinstance(paths, (str, Path)) else list(paths):
+    for f in _files(paths):
         series: dict[tuple, list[tuple[int, float]]] = {}
         for p in attention_points(f, "graph_softmax"):
             if p.batch * p.q_heads > max_rows or p.context_tokens > most:
@@ -493,7 +510,7 @@ def read_layer_features(paths) -> LayerFeaturesRuns:
     overrides in each)."""
     grid: dict[tuple, tuple] = {}
     cuts: dict[tuple, dict[int, tuple[float, int]]] = {}
-    files = tuple([paths] if isinstance(paths, (str, Path)) else list(paths))
+    files = tuple(_files(paths))
     for k, path in enumerate(files):
         data = read_json(Path(path), "layer-features probe")
         if not isinstance(data, dict) or data.get("probe") != "layer-features" or not isinstance(data.get("points"), list):
@@ -550,10 +567,8 @@ def layer_feature_seconds(paths, calibration=None, card=None, max_batch: int = 1
     runs = read_layer_features(paths)
     cal = card_p = None
     if calibration is not None:
-        from roofline.hardware import load_card
-
         cal = calibration.model_copy(update={"layer_feature_overhead_s": None})
-        card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or cal.card)
+        card_p = _card_for(card, cal)
 
     def net(model, variant, batch, k):
         got = runs.per_layer_s(model, variant, batch, k)
@@ -624,12 +639,9 @@ def attention_stream_terms(paths, calibration, card=None, min_batch: int = STREA
     from scipy.optimize import least_squares
 
     from roofline.fitting import _probe_attention_s, _probe_models
-    from roofline.hardware import load_card
 
-    card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
-    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
-              for p in attention_points(f, "graph_attention")
-              if p.batch >= min_batch and p.context_tokens >= min_context]
+    card_p = _card_for(card, calibration)
+    points = [p for p in _graph_attention_points(paths) if p.batch >= min_batch and p.context_tokens >= min_context]
     shapes = {(p.q_heads, p.kv_heads, p.head_dim) for p in points}
     if len(points) < 8 or len({q / kv for q, kv, _ in shapes}) < 2:
         raise RooflineError(f"the attention probes have {len(points)} points of {min_batch}+ sequences over "
@@ -669,8 +681,8 @@ def attention_ramp_terms(paths, calibration, card=None) -> dict:
     on the relative error as in attention_stream_terms (a cache length in a slower-kernel window does
     not pull the fit).
 
-    Why: the probes' attention runs ~9 us beyond its price at the smallest shapes and ~12-16 us from
-    16 MB to 1 GB of cache a layer, at every batch (docs/method.md, section 14): its three dependent
+    Why: the probes' attention runs ~9 us beyond its price at the smallest shapes and ~14-20 us from
+    16 MB to 1 GB of cache a layer, at every batch (docs/method.md, section 2.4): its three dependent
     kernels each fill the card and drain it, a time that grows with the work until a kernel runs
     several waves. Without it the fit's per-layer extra of two or more sequences
     (``batch_layer_overhead_s``) carries the ramp's average, too much for short contexts."""
@@ -678,11 +690,9 @@ def attention_ramp_terms(paths, calibration, card=None) -> dict:
     from scipy.optimize import least_squares
 
     from roofline.fitting import _probe_attention_s, _probe_models
-    from roofline.hardware import load_card
 
-    card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
-    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
-              for p in attention_points(f, "graph_attention")]
+    card_p = _card_for(card, calibration)
+    points = _graph_attention_points(paths)
     sizes = {(p.batch, p.context_tokens) for p in points}
     if len(points) < 16 or len(sizes) < 8:
         raise RooflineError(f"the attention probes have {len(points)} points at {len(sizes)} batch x cache sizes: "
@@ -716,9 +726,8 @@ def attention_context_residuals(points, calibration, card=None, trend_tolerance:
     import numpy as np
 
     from roofline.fitting import _probe_attention_s, _probe_models
-    from roofline.hardware import load_card
 
-    card_p = card if hasattr(card, "bandwidth_bytes_per_s") else load_card(card or calibration.card)
+    card_p = _card_for(card, calibration)
     cal = calibration.model_copy(update={"attention_context_factors": None})
     priced = _probe_attention_s(card_p, cal, _probe_models(card_p, points), points)
     series: dict = {}
@@ -761,8 +770,7 @@ def attention_context_factors(paths, calibration, card=None, threshold: float = 
 
     import numpy as np
 
-    points = [p for f in ([paths] if isinstance(paths, (str, Path)) else list(paths))
-              for p in attention_points(f, "graph_attention")]
+    points = _graph_attention_points(paths)
     series = attention_context_residuals(points, calibration, card, trend_tolerance)
     residuals: dict[int, list[float]] = {}
     at_width: dict[tuple[int, int], list[float]] = {}  # (head width, length): the largest batch's residuals
@@ -819,7 +827,7 @@ def sustained_matmul_curve(paths, series: str | None = None) -> list[tuple[float
     from roofline.atomic import read_json
 
     windows: dict[str, list] = {}
-    for path in [paths] if isinstance(paths, (str, Path)) else list(paths):
+    for path in _files(paths):
         for w in read_json(Path(path), "sustained-matmul probe").get("windows") or ():
             windows.setdefault(str(w.get("series", "gemm")), []).append(w)
     if series is None:
