@@ -144,7 +144,7 @@ from roofline.units import GiB, MiB
 #: every probe, in the order run_probes runs them (memory first: see there)
 PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
-          "attention-widths", "attention-batches", "attention-lengths", "sustained-matmul")
+          "attention-widths", "attention-batches", "attention-lengths", "attention-table", "sustained-matmul")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1344,6 +1344,114 @@ def _attention_combo(dev, grid: AttentionGrid, where: dict, sizes: dict, result:
     del data
 
 
+
+# ---- the decode attention's kernel table ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttentionTableGrid:
+    """The graph engine's decode attention alone over batched matrices x cache lengths, per shape.
+
+    cuBLAS picks the decode attention's QK kernel by the number of batched matrices (batch x KV
+    heads) as well as by the row's length (docs/method.md, section 13): this grid times it at every
+    power of two of batched matrices, every cache length a few dozen positions apart, for the head
+    shapes of the catalog's models (roofline.probes.attention_kernel_table reads it)."""
+
+    shapes: tuple[tuple[str, int, int, int], ...]  # (name, q_heads, kv_heads, head_dim), in the order run
+    matrices: tuple[int, ...]  # batched matrices: batch x KV heads (a shape's batch is this / its KV heads)
+    contexts: tuple[int, ...]  # cache positions (multiples of 8, as the engine lays caches out)
+    max_kv_bytes: int  # skip points whose one layer's K + V exceed this
+    rotate_bytes: int  # copies of the cache in one graph until a replay touches this many bytes
+    max_copies: int
+    reps: int
+
+
+FULL_ATTENTION_TABLE = AttentionTableGrid(
+    shapes=(("g4-64", 32, 8, 64), ("g7-64", 14, 2, 64), ("g1-96", 32, 32, 96), ("g71-64", 71, 1, 64),
+            ("g16-64", 128, 8, 64), ("g4-128", 32, 8, 128), ("g7-128", 28, 4, 128), ("g1-128", 32, 32, 128),
+            ("g2-256", 16, 8, 256), ("g1-256", 16, 16, 256)),
+    matrices=(64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
+    contexts=(256, 320, 384, 448) + tuple(range(512, 4096, 64)) + tuple(range(4096, 16384 + 1, 256)) + (16416,),
+    max_kv_bytes=8 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5,
+)
+TINY_ATTENTION_TABLE = AttentionTableGrid(
+    shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), matrices=(4, 8), contexts=(16, 64),
+    max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2,
+)
+
+
+def attention_table_probe(device: str, grid: AttentionTableGrid, out_path: Path, deadline: float | None,
+                          progress: Callable[[str], None]) -> dict:
+    """Time the graph engine's decode attention (calibrate.graph_engine.decode_attention) over
+    ``grid``, one shape after another; writes ``out_path`` after each shape. Each shape's K and V
+    are two flat buffers filled once, and each point's caches are contiguous views of them of
+    exactly the engine's layout (B, KV heads, T, d): a point costs its capture and its replays,
+    not an allocation (the attention probe's points allocate and fill theirs: ~0.2 s a point)."""
+    import torch
+
+    from calibrate.timing import free_memory, torch_device
+
+    dev = torch_device(device)
+    result = _new_result("attention-table", dev, grid,
+                         "one layer; calls over `copies` contiguous cache views captured in one CUDA graph "
+                         "(a plain loop on the CPU), median of reps replays / copies", skipped=[])
+    t0 = time.monotonic()
+    bf16 = torch.bfloat16
+    with torch.inference_mode():
+        for name, q_heads, kv_heads, head_dim in grid.shapes:
+            if _out_of_budget(deadline, result, out_path, progress, "attention-table", name):
+                return result
+            group = q_heads // kv_heads
+            elements = grid.max_kv_bytes // 4  # K and V, bf16: each buffer holds half of the bytes
+            try:
+                gen = torch.Generator(device=dev).manual_seed(0)
+                kbuf = torch.randn(elements, device=dev, dtype=bf16, generator=gen)
+                vbuf = torch.randn(elements, device=dev, dtype=bf16, generator=gen)
+            except Exception as exc:  # noqa: BLE001 - out of memory: record, next shape
+                result["errors"].append({"shape": name, "error": _short(exc)})
+                continue
+            for matrices in grid.matrices:
+                if matrices % kv_heads:
+                    continue
+                batch = matrices // kv_heads
+                q = torch.randn(matrices, group, head_dim, device=dev, dtype=bf16, generator=gen)
+                for context in grid.contexts:
+                    where = {"shape": name, "q_heads": q_heads, "kv_heads": kv_heads, "head_dim": head_dim,
+                             "batch": batch, "context_tokens": context}
+                    sizes = attention_point_sizes(batch, context, q_heads, kv_heads, head_dim)
+                    n = batch * kv_heads * context * head_dim
+                    if n > elements:
+                        result["skipped"].append({**where, "why": "K + V over max_kv_bytes"})
+                        continue
+                    if _out_of_budget(deadline, result, out_path, progress, "attention-table",
+                                      f"{name} batch {batch} T {context}"):
+                        return result
+                    copies = max(1, min(grid.max_copies, elements // n,
+                                        math.ceil(grid.rotate_bytes / sizes["kv_bytes"]) if grid.rotate_bytes else 1))
+                    shape = (batch, kv_heads, context, head_dim)
+                    ks = [kbuf[i * n:(i + 1) * n].view(shape) for i in range(copies)]
+                    vs = [vbuf[i * n:(i + 1) * n].view(shape) for i in range(copies)]
+                    bias = torch.zeros(context, device=dev, dtype=bf16)
+                    bias[-1] = float("-inf")  # the slot after the current position, as in a decode step
+                    scale = head_dim ** -0.5
+                    fns = [lambda i=i: graph_decode_attention(q, ks[i], vs[i], bias, scale) for i in range(copies)]
+                    point = {**where, "op": "graph_attention", **sizes,
+                             **_op_cost("graph_attention", {**sizes, "context": context})}
+                    try:
+                        seconds, info = _time_calls(fns, dev, grid.reps)
+                        point.update(info, s=seconds, bytes_per_s=point["bytes"] / seconds if seconds > 0 else None)
+                    except Exception as exc:  # noqa: BLE001 - e.g. out of memory: record it
+                        point["error"] = _short(exc)
+                    result["points"].append(point)
+                    del fns
+                    if dev.type == "cuda" and torch.cuda.memory_reserved(dev) > 3 * grid.max_kv_bytes:
+                        torch.cuda.empty_cache()  # each capture's pool: freed with its graph, returned here
+            del kbuf, vbuf
+            free_memory()
+            _write(out_path, result)
+            progress(f"attention-table: {name} done ({time.monotonic() - t0:.1f} s)")
+    return _finished(result, out_path, t0)
+
+
 # ---- memory ------------------------------------------------------------------------------------
 
 FULL_MEMORY_CASES = tuple(
@@ -1820,6 +1928,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name in ATTENTION_SHAPE_GRIDS:  # the decode attention alone at generic shapes
                 attention_probe(device, TINY_ATTENTION_GROUPS if tiny else ATTENTION_SHAPE_GRIDS[name], path, deadline,
                                 progress)
+            elif name == "attention-table":
+                attention_table_probe(device, TINY_ATTENTION_TABLE if tiny else FULL_ATTENTION_TABLE, path, deadline,
+                                      progress)
             elif name == "sustained-matmul":
                 sustained_probe(device, TINY_SUSTAINED if tiny else FULL_SUSTAINED, path, deadline, progress)
             elif name == "gemm":

@@ -458,3 +458,32 @@ def test_attention_groups_probe_on_cpu_times_only_the_engines_attention(tmp_path
     for p in data["points"]:
         assert p["score_elements"] == p["batch"] * p["q_heads"] * p["context_tokens"] and p["s"] > 0
     assert {p["q_heads"] // p["kv_heads"] for p in data["points"]} == {1, 4}
+
+
+def test_attention_table_probe_on_cpu_times_views_of_the_engines_layout(tmp_path):
+    # the tiny grid: every (shape, batched matrices, length) whose K + V fit, the batch being the
+    # batched matrices over the shape's KV heads; what roofline.probes reads as graph_attention points
+    from roofline.probes import attention_points
+
+    path = tmp_path / "probe-attention-table.json"
+    grid = probes.TINY_ATTENTION_TABLE
+    data = probes.attention_table_probe("cpu", grid, path, None, lambda m: None)
+    assert data["stopped"] is None and not data["errors"]
+    points = attention_points(path)
+    assert len(points) == len(grid.shapes) * len(grid.matrices) * len(grid.contexts)
+    assert {(p.batch * p.kv_heads, p.context_tokens) for p in points} == {
+        (m, t) for m in grid.matrices for t in grid.contexts}
+    for raw in data["points"]:
+        assert raw["kv_bytes"] == 4 * raw["batch"] * raw["kv_heads"] * raw["context_tokens"] * raw["head_dim"]
+        assert raw["s"] > 0
+    # a K + V over the grid's limit is skipped, not timed
+    small = probes.AttentionTableGrid(shapes=(("g1", 4, 4, 16),), matrices=(8,), contexts=(16, 4096),
+                                      max_kv_bytes=64 * 1024, rotate_bytes=0, max_copies=1, reps=1)
+    data = probes.attention_table_probe("cpu", small, tmp_path / "small.json", None, lambda m: None)
+    assert [p["context_tokens"] for p in data["points"]] == [16]
+    assert [s["context_tokens"] for s in data["skipped"]] == [4096]
+
+
+def test_attention_table_probe_stops_at_the_budget(tmp_path):
+    data = probes.attention_table_probe("cpu", probes.TINY_ATTENTION_TABLE, tmp_path / "t.json", 0.0, lambda m: None)
+    assert data["stopped"] and not data["points"]
