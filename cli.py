@@ -418,6 +418,10 @@ TPOT_STATISTIC = ("mean", "median", "p10")
                    "softmax's warp kernel's time per position of a row at few rows, stored as measured: a decode step's "
                    "scores cost at least that x the cache's positions x the layers while rows run a warp each "
                    "(repeat: the files' series are pooled).")
+@click.option("--attention-table-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Attention-table-probe file (calibrate.probes): the decode attention's measured time over its price "
+                   "by head shape, batched matrices (batch x KV heads) and cache length, read against the fitted terms "
+                   "and held while they are fitted again (repeat: the files' points are pooled).")
 @click.option("--collectives", type=click.Path(dir_okay=False),
               help="Collectives file of a tensor-parallel run: the all-reduce's measured latency and bandwidth.")
 @click.option("--base", type=click.Path(dir_okay=False),

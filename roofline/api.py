@@ -399,6 +399,9 @@ def read_ceilings(path) -> tuple[float, float]:
 #: the most rounds of fitting the decode attention's stream terms on the probes against the other
 #: terms, fitted on the steps (fit's ``attention_stream_probe``); the H200's settle in three or four
 STREAM_TERM_ROUNDS = 6
+#: the most rounds of reading the attention-table probe against the refitted terms (fit's
+#: ``attention_table_probe``)
+KERNEL_TABLE_ROUNDS = 3
 
 
 def fit(
@@ -423,6 +426,7 @@ def fit(
     sustained_matmul_probe=None,
     attention_stream_probe=None,
     softmax_probe=None,
+    attention_table_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -475,7 +479,11 @@ def fit(
     attention-widths probes): the softmax's warp kernel's time per position of a row at few rows
     (``attention_softmax_warp_s_per_token``, from ``attention_softmax_warp_after_tokens`` positions on:
     roofline.probes.softmax_warp_floor), stored as measured
-    before the decode terms are fitted."""
+    before the decode terms are fitted. ``attention_table_probe``: calibrate.probes attention-table files:
+    the decode attention's measured time over its price by head shape, batched matrices and cache length
+    (``attention_kernel_table``, roofline.probes.attention_kernel_table), read against the fitted terms
+    (the windows included), held while the decode terms are fitted again, read again until its factors
+    settle (within 0.5%, at most KERNEL_TABLE_ROUNDS rounds)."""
     from roofline.calibration import save_calibration
     from roofline.fitting import fit_calibration
     from roofline.hardware import CardProfile, load_card
@@ -608,6 +616,29 @@ def fit(
         if priced:
             report = {**cal.fit_report, "fixed": {**cal.fit_report.get("fixed", {}), **priced}}
             cal = cal.model_copy(update={**priced, "fit_report": report})
+        table_paths = _paths(attention_table_probe)
+        if table_paths:
+            from roofline.probes import attention_kernel_table
+
+            # read against the fitted terms and windows, then held while the steps are fitted again (the
+            # fitted models' own shapes are in it); read again until it gives back what is held
+            held_table, change = None, None
+            for _ in range(KERNEL_TABLE_ROUNDS):
+                table = attention_kernel_table(table_paths, cal, card_p)
+                if held_table is not None:
+                    change = max(abs(x / y - 1.0) for a, b in zip(table, held_table)
+                                 for ra, rb in zip(a["factors"], b["factors"]) for x, y in zip(ra, rb))
+                    if change < 0.005:
+                        break
+                held_table = table
+                held = {**fixed, **priced, "attention_kernel_table": table}
+                cal = dense_fit(held, tied) if stream_paths else dense_fit(held)
+                priced = _priced_probe_tables(layer_features_probe, attention_contexts_probe, cal, card_p)
+                cal = cal.model_copy(update=priced)
+            report = {**cal.fit_report, "attention_kernel_table": {
+                "files": [Path(f).name for f in table_paths], "entries": len(held_table),
+                "largest_change_last_round": change}}
+            cal = cal.model_copy(update={"attention_kernel_table": held_table, "fit_report": report})
     if output is not None:
         save_calibration(cal, output)
     return cal

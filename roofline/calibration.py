@@ -237,6 +237,18 @@ class Calibration(BaseModel):
         "are within the probed ones (GQA/MHA; an MLA layer's latent runs other kernels); the attention-contexts probe's "
         "(calibrate.probes: the engine's decode attention alone at generic shapes over cache lengths around the "
         "powers of two; roofline.probes.attention_context_factors); None: none")
+    attention_kernel_table: list[dict] | None = Field(
+        None, description="the decode attention's measured time over its price, by head shape, batched matrices and "
+        "cache length: entries {head_dim, group, matrices: [...], contexts: [...], factors: [[...] per matrices]}. "
+        "cuBLAS picks the decode attention's QK kernel by the number of batched matrices (batch x KV heads a GPU) "
+        "as well as by the row's length, in pockets no smooth term follows (the H200's 64-wide heads 1.3-1.7x "
+        "their price at 1,024-2,048 matrices at some lengths, ~1.0 at the neighbours). A model of the entry's "
+        "head width and within a factor of two of its query heads a KV head (the nearest; not MLA) has each "
+        "decoding layer's attention priced x the factor at its matrices (linear in log2 between the probed ones, "
+        "the ends held) and cache length (linear between the probed ones, not across a step of the price's own "
+        "factors by length: the same side's value). The attention-table probe's (calibrate.probes: the engine's "
+        "decode attention alone; roofline.probes.attention_kernel_table: measured less its launch-level time, over "
+        "the price without the table; 1 where the price is under 30 us); None: none")
     attention_score_row_factors: list[tuple[float, float]] | None = Field(
         None, description="(after_tokens, factor) steps, ascending: a decoding sequence whose cache (a windowed "
         "layer's: its ring) holds more than after_tokens positions has its score elements priced at the last such "
@@ -322,6 +334,28 @@ class Calibration(BaseModel):
             raise ValueError("attention_score_row_factors: (after_tokens >= 0, ascending and distinct; "
                              "0 < factor <= 10) steps")
         return [(float(a), float(f)) for a, f in v]
+
+    @field_validator("attention_kernel_table")
+    @classmethod
+    def _kernel_table(cls, v):
+        if v is None:
+            return v
+        out = []
+        for e in v:
+            try:
+                d, g = float(e["head_dim"]), float(e["group"])
+                m = [float(x) for x in e["matrices"]]
+                c = [float(x) for x in e["contexts"]]
+                f = [[float(x) for x in row] for row in e["factors"]]
+            except (KeyError, TypeError, ValueError):
+                raise ValueError("each attention_kernel_table entry is {head_dim, group, matrices, contexts, factors}") from None
+            if not (d > 0 and g > 0 and len(m) >= 2 and len(c) >= 2 and m == sorted(set(m)) and c == sorted(set(c))
+                    and m[0] > 0 and len(f) == len(m) and all(len(r) == len(c) for r in f)
+                    and all(math.isfinite(x) and 0.1 <= x <= 10 for r in f for x in r)):
+                raise ValueError("attention_kernel_table: head_dim and group > 0; matrices and contexts ascending, "
+                                 "distinct, two or more; factors one row of 0.1-10 per matrices, one value per context")
+            out.append({"head_dim": d, "group": g, "matrices": m, "contexts": c, "factors": f})
+        return out
 
     @field_validator("attention_context_factors")
     @classmethod

@@ -162,6 +162,8 @@ def model_entry(spec: ModelSpec) -> dict:
         "head_dim": spec.head_dim,  # roofline.step.head_dim_rate: the prefill attention's measured rate
         # query heads a KV head (StepModel._context_windows: the windows' probed groups)
         "heads_per_kv_head": spec.num_attention_heads / spec.num_key_value_heads,
+        # KV heads (StepModel._kernel_table: a step's batched matrices are its sequences x one GPU's KV heads)
+        "num_key_value_heads": spec.num_key_value_heads,
         "vocab_size": spec.vocab_size,
         "widest_intermediate": spec.widest_intermediate,
         "prefill_transient_width": spec.prefill_transient_width,

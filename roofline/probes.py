@@ -728,7 +728,7 @@ def attention_context_residuals(points, calibration, card=None, trend_tolerance:
     from roofline.fitting import _probe_attention_s, _probe_models
 
     card_p = _card_for(card, calibration)
-    cal = calibration.model_copy(update={"attention_context_factors": None})
+    cal = calibration.model_copy(update={"attention_context_factors": None, "attention_kernel_table": None})
     priced = _probe_attention_s(card_p, cal, _probe_models(card_p, points), points)
     series: dict = {}
     for p, s in zip(points, priced):
@@ -848,3 +848,63 @@ def sustained_matmul_curve(paths, series: str | None = None) -> list[tuple[float
     burst = float(np.median(rates[0]))
     return [(0.0 if i == 0 else 0.5 * (LOAD_BINS_S[i] + LOAD_BINS_S[i + 1]), float(np.median(r)) / burst)
             for i, r in sorted(rates.items())]
+
+
+#: the price (seconds a layer) under which an attention-table point's factor is not read: there the
+#: launch-level time taken off the measurement is a large share of it (the factor is set to 1)
+KERNEL_TABLE_MIN_PRICE_S = 30e-6
+#: the price under which a point's time beyond it is its launch-level time (the median is taken off
+#: every point's measurement: the step model's fitted per-layer overhead holds it)
+KERNEL_TABLE_LAUNCH_PRICE_S = 10e-6
+
+
+def attention_kernel_table(paths, calibration, card=None, min_price_s: float = KERNEL_TABLE_MIN_PRICE_S) -> list[dict]:
+    """``Calibration.attention_kernel_table`` from attention-table probe files (calibrate.probes: the
+    graph engine's decode attention alone at head shapes x batched matrices x cache lengths): per shape
+    (head width, query heads a KV head), each point's measured time less the launch-level time (the
+    median time beyond the price of the points priced under KERNEL_TABLE_LAUNCH_PRICE_S, which the
+    fitted per-layer overhead holds) over ``calibration``'s price of it without a table (its windows,
+    row factors and ramp included); 1 where the price is under ``min_price_s``; a point the probe
+    skipped (its K + V over the probe's limit) takes its row's value at the next shorter length.
+
+    Why: cuBLAS picks the decode attention's QK kernel by the number of batched matrices as well as by
+    the length (docs/method.md, section 2.5): at 64-wide heads the probe runs 1,024-2,048 matrices at
+    1.3-1.7x the price at some lengths and ~1.0 at their neighbours, which no smooth term follows."""
+    import numpy as np
+
+    from roofline.fitting import _probe_attention_s, _probe_models
+
+    card_p = _card_for(card, calibration)
+    points = _graph_attention_points(paths)
+    cal = calibration.model_copy(update={"attention_kernel_table": None})
+    priced = _probe_attention_s(card_p, cal, _probe_models(card_p, points), points)
+    seconds = np.array([p.seconds for p in points])
+    small = priced < KERNEL_TABLE_LAUNCH_PRICE_S
+    if int(small.sum()) < 8:
+        raise RooflineError(f"the attention-table probe has {int(small.sum())} points priced under "
+                            f"{KERNEL_TABLE_LAUNCH_PRICE_S * 1e6:.0f} us: at least 8 are needed to read the "
+                            "kernels' launch-level time")
+    launch = float(np.median(seconds[small] - priced[small]))
+    shapes: dict = {}
+    for p, s, price in zip(points, seconds, priced):
+        key = (p.head_dim, p.q_heads // p.kv_heads)
+        f = (s - launch) / price if price >= min_price_s else 1.0
+        shapes.setdefault(key, {})[(p.batch * p.kv_heads, p.context_tokens)] = float(min(max(f, 0.1), 10.0))
+    out = []
+    for (head_dim, group), cells in sorted(shapes.items()):
+        matrices = sorted({m for m, _ in cells})
+        contexts = sorted({c for _, c in cells})
+        if len(matrices) < 2 or len(contexts) < 2:
+            continue
+        factors = []
+        for m in matrices:
+            row, last = [], 1.0
+            for c in contexts:
+                last = cells.get((m, c), last)
+                row.append(round(last, 4))
+            factors.append(row)
+        out.append({"head_dim": float(head_dim), "group": float(group), "matrices": [float(m) for m in matrices],
+                    "contexts": [float(c) for c in contexts], "factors": factors})
+    if not out:
+        raise RooflineError("the attention-table probe has no shape at two or more batched matrices and lengths")
+    return out

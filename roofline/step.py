@@ -40,6 +40,8 @@ the same code: only ``pnorm``, ``experts_touched`` and the overhead's choice bra
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import ceil, exp, inf, log, log1p, sqrt
@@ -211,6 +213,7 @@ class StepModel:
     _window_layers: int = field(init=False, repr=False, default=0)
     _context_windows: tuple = field(init=False, repr=False, default=())
     _row_factors: tuple = field(init=False, repr=False, default=())
+    _kernel_table: object = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
         cal, spec, tp = self.calibration, self.spec, self.tp
@@ -425,6 +428,26 @@ class StepModel:
         steps = [] if spec.attention_kind == "mla" else [(float(a), float(f)) for a, f in
                                                          (cal.attention_score_row_factors or ())]
         set_(self, "_row_factors", tuple((a, b, f) for (a, f), b in zip(steps, [a for a, _ in steps[1:]] + [inf])))
+        # the decode attention's measured factor by batched matrices and cache length (Calibration.
+        # attention_kernel_table): the entry of this head width nearest in query heads a KV head
+        # (within 2x; MLA's latent attention runs other kernels), with the price's own steps by length
+        # (the windows and the softmax's kernels), which its interpolation does not cross
+        if cal.attention_kernel_table and spec.attention_kind != "mla":
+            near = [e for e in cal.attention_kernel_table
+                    if e["head_dim"] == spec.head_dim and max(e["group"] / group, group / e["group"]) <= 2.0]
+            if near:
+                e = min(near, key=lambda e: (abs(math.log(e["group"] / group)), e["group"]))
+                edges = sorted({x for a, b, _ in self._context_windows for x in (a, b)}
+                               | {a for a, _, _ in self._row_factors if a > 0})
+                # below the fewest probed matrices the factor goes to 1 at half as many (fewer matrices
+                # run other kernels, which the fitted terms price)
+                lm = np.log2(np.asarray(e["matrices"], dtype=float))
+                factors = np.asarray(e["factors"], dtype=float)
+                set_(self, "_kernel_table", (np.concatenate([[lm[0] - 1.0], lm]),
+                                             np.asarray(e["contexts"], dtype=float),
+                                             np.vstack([np.ones((1, factors.shape[1])), factors]), tuple(edges),
+                                             spec.num_key_value_heads * kv_heads_share(spec.attention_kind,
+                                                                                       spec.num_key_value_heads, tp)))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         if tiles:
@@ -510,6 +533,7 @@ class StepModel:
         if pairsw is None:
             pairsw = pairs
         score, scorew = c[17], c[18]
+        tokens, tokens_w = kv, kvw  # the cached tokens read, before a window's factor scales them
         if c[38] or c[39]:  # the softmax's warp kernel's floor: its walk along the row, while it runs a warp a row
             t, tw = _per_sequence(kv, d), _per_sequence(kvw, d)
             warp, warpw = _warp_floor(t, c[38], c[40], c[41]), _warp_floor(tw, c[39], c[40], c[41])
@@ -548,6 +572,19 @@ class StepModel:
         if c[42]:  # its fill and drain: a layer priced x seconds (not the prompt's KV writes) runs ramp x x / (x + knee) more
             x = _max(decode_attention - p * (c[6] + c[14]), 0.0 * decode_attention) / c[43]
             decode_attention = decode_attention + c[42] * x / (x + c[44])
+        if self._kernel_table is not None:  # as measured at its batched matrices and cache length (not the prompt's KV writes)
+            table = self._kernel_table
+            f = _table_factor(table, d * table[4], _per_sequence(tokens, d))
+            if not uncapped:  # the windowed layers' rings: their own length's factor, by their share
+                fw = _table_factor(table, d * table[4], _per_sequence(tokens_w, d))
+                full, win = c[7] * kv * c[6] + kv * score, c[7] * kvw * c[14] + kvw * scorew
+                both = full + win
+                if type(both) is float:
+                    f = (f * full + fw * win) / both if both > 0.0 else f
+                else:
+                    f = np.where(both > 0.0, (f * full + fw * win) / np.where(both > 0.0, both, 1.0), f)
+            written_s = p * (c[6] + c[14])
+            decode_attention = written_s + (decode_attention - written_s) * f
         return (
             self.overhead_s(d, p),
             matmul_memory,
@@ -639,6 +676,39 @@ def _per_sequence(total, sequences):
     total, sequences = np.asarray(total, dtype=float), np.asarray(sequences, dtype=float)
     shape = np.broadcast_shapes(total.shape, sequences.shape)
     return np.divide(total, sequences, out=np.zeros(shape), where=sequences > 0)
+
+
+def _table_factor(table, matrices, tokens):
+    """The kernel table's factor (StepModel._kernel_table: log2 matrices, lengths, factors, the price's
+    steps by length) at ``matrices`` batched matrices and caches of ``tokens`` positions: linear in
+    log2 matrices and in length between the probed ones, the ends held; between two probed lengths
+    with a step of the price's own factors between them, the value on the query's side of it."""
+    lm, cs, F, edges = table[0], table[1], table[2], table[3]
+    if type(matrices) is float and type(tokens) is float:
+        x = min(max(math.log2(matrices) if matrices > 1.0 else 0.0, lm[0]), lm[-1])
+        t = min(max(tokens, cs[0]), cs[-1])
+        i = min(max(bisect.bisect_right(lm, x) - 1, 0), len(lm) - 2)
+        j = min(max(bisect.bisect_right(cs, t) - 1, 0), len(cs) - 2)
+        wi = (x - lm[i]) / (lm[i + 1] - lm[i])
+        wj = (t - cs[j]) / (cs[j + 1] - cs[j])
+        for e in edges:
+            if cs[j] <= e < cs[j + 1]:
+                wj = 0.0 if t <= e else 1.0
+        lo = F[i, j] * (1.0 - wj) + F[i, j + 1] * wj
+        hi = F[i + 1, j] * (1.0 - wj) + F[i + 1, j + 1] * wj
+        return float(lo * (1.0 - wi) + hi * wi)
+    x = np.clip(np.log2(np.maximum(np.asarray(matrices, dtype=float), 1.0)), lm[0], lm[-1])
+    t = np.clip(np.asarray(tokens, dtype=float), cs[0], cs[-1])
+    x, t = np.broadcast_arrays(x, t)
+    i = np.clip(np.searchsorted(lm, x, side="right") - 1, 0, len(lm) - 2)
+    j = np.clip(np.searchsorted(cs, t, side="right") - 1, 0, len(cs) - 2)
+    wi = (x - lm[i]) / (lm[i + 1] - lm[i])
+    wj = (t - cs[j]) / (cs[j + 1] - cs[j])
+    for e in edges:
+        wj = np.where((cs[j] <= e) & (e < cs[j + 1]), np.where(t <= e, 0.0, 1.0), wj)
+    lo = F[i, j] * (1.0 - wj) + F[i, j + 1] * wj
+    hi = F[i + 1, j] * (1.0 - wj) + F[i + 1, j + 1] * wj
+    return lo * (1.0 - wi) + hi * wi
 
 
 def _warp_floor(tokens, s_per_token, most, after):

@@ -81,6 +81,19 @@ SYNTHETIC = dict(
     # the matmul rate against time under load: the prefills' fitted matmuls at its average (a dip, a
     # flat stretch and a last value held after it; the routed experts' and the attention's rates held)
     matmul_load_curve=[[0.0, 1.0], [0.02, 0.97], [0.1, 0.85], [0.3, 0.88], [2.0, 0.8]],
+    # the decode attention's factor by batched matrices and length: qwen2.5-7b's 7 query heads a KV head
+    # take the 8's entry (the 1's is beyond 2x), gpt-oss-20b's full layers and ring of 128 the 64-wide
+    # one, gemma-3-4b's full layers and ring of 1,024 the 256-wide one (its lengths cross the windows at
+    # 1,000 and 1,100 and the row factors' 2,048: the same side's value); MLA never
+    attention_kernel_table=[
+        {"head_dim": 128, "group": 8, "matrices": [64, 1024, 8192], "contexts": [256, 1024, 2112, 9000, 9300],
+         "factors": [[1.1, 0.9, 1.3, 1.0, 1.05], [1.5, 1.2, 0.8, 1.4, 0.9], [0.9, 1.0, 1.1, 1.3, 1.5]]},
+        {"head_dim": 128, "group": 1, "matrices": [64, 128], "contexts": [256, 512], "factors": [[3.0, 3.0], [3.0, 3.0]]},
+        {"head_dim": 64, "group": 8, "matrices": [16, 512], "contexts": [64, 256, 16384, 32768],
+         "factors": [[1.2, 0.8, 1.1, 1.3], [0.7, 1.6, 1.0, 1.2]]},
+        {"head_dim": 256, "group": 2, "matrices": [8, 64, 2048], "contexts": [512, 1056, 1200, 3000, 8000],
+         "factors": [[1.0, 1.4, 0.9, 1.1, 1.2], [1.3, 0.8, 1.5, 1.0, 0.9], [1.1, 1.2, 1.0, 1.3, 0.95]]},
+    ],
 )
 #: A calibration fitted on another card, with a fit report of every kind confidence reads: the
 #: coverage (MLA among its attention kinds, a MoE size range, a TP link), held-out models and
@@ -426,6 +439,16 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # warp's rows, against its ring of 1,024)
     ("warpw = warpFloor(perSequence(kvw, d), c[39], c[40], c[41]);",
      "warpw = warpFloor(perSequence(kv, d), c[39], c[40], c[41]);", "synthetic", 6, "tpot_s"),
+    # the kernel table's factor on the windowed layers' ring read at the full layers' length (gemma-3-4b: 5,100
+    # positions against its ring of 1,024)
+    ("var fw = tableFactor(T, d * T.kvHeads, perSequence(tokensW, d));",
+     "var fw = tableFactor(T, d * T.kvHeads, perSequence(tokens, d));", "synthetic", 6, "tpot_s"),
+    # and interpolated across a step of the price (gemma-3-4b's ring of 1,024 past the window's 1,000)
+    ("      T.edges.forEach(function (e) { if (cs[j] <= e && e < cs[j + 1]) wj = t <= e ? 0.0 : 1.0; });\n", "",
+     "synthetic", 6, "tpot_s"),
+    # its batched matrices at every KV head, not one GPU's share (qwen3-30b-a3b at TP 8: one a GPU)
+    ("kvHeads: model.num_key_value_heads * kvHeadsShare(\"gqa\", model.num_key_value_heads, tp),",
+     "kvHeads: model.num_key_value_heads,", "synthetic", 5, "tpot_s"),
     # the softmax's warp floor from the first position, not after the kernel's shortest time
     ("? (tokens - after) * s : 0.0; }", "? tokens * s : 0.0; }", "synthetic", 0, "tpot_s"),
     # the rows' score factor forgotten

@@ -308,6 +308,30 @@ var RooflineModel = (function () {
       m.rowFactors = mla ? [] : (cal.attention_score_row_factors || []).map(function (s, i, all) {
         return [s[0], i + 1 < all.length ? all[i + 1][0] : Infinity, s[1]];
       });
+      // StepModel._kernel_table: the decode attention's measured factor by batched matrices and cache
+      // length (attention_kernel_table), the entry of this head width nearest in query heads a KV head
+      // (within 2x; not MLA), a column of ones at half its fewest matrices, and the price's steps by length
+      m.kernelTable = null;
+      var near = mla ? [] : (cal.attention_kernel_table || []).filter(function (e) {
+        return e.head_dim === model.head_dim && Math.max(e.group / group, group / e.group) <= 2.0;
+      });
+      if (near.length) {
+        var best = near[0];
+        near.forEach(function (e) {
+          var a = Math.abs(Math.log(e.group / group)), b = Math.abs(Math.log(best.group / group));
+          if (a < b || (a === b && e.group < best.group)) best = e;
+        });
+        var edges = [];
+        m.contextWindows.forEach(function (w) { edges.push(w[0], w[1]); });
+        m.rowFactors.forEach(function (r) { if (r[0] > 0) edges.push(r[0]); });
+        edges = edges.filter(function (e, i) { return edges.indexOf(e) === i; }).sort(function (a, b) { return a - b; });
+        var lm = best.matrices.map(function (x) { return Math.log2(x); });
+        m.kernelTable = {
+          lm: [lm[0] - 1.0].concat(lm), cs: best.contexts,
+          F: [best.contexts.map(function () { return 1.0; })].concat(best.factors), edges: edges,
+          kvHeads: model.num_key_value_heads * kvHeadsShare("gqa", model.num_key_value_heads, tp),
+        };
+      }
       m.overhead = cal.step_overhead_s + cal.layer_overhead_s * model.num_hidden_layers
         + cal.moe_layer_overhead_s * model.moe_layers;                   // decode_overhead_s
       // a layer's q/k norms (gpt-oss's MoE layer): a fixed time each such layer (layer_feature_overhead_s)
@@ -476,12 +500,36 @@ var RooflineModel = (function () {
       return 1.0;
     }
 
+    // bisect.bisect_right(a, x)
+    function bisectRight(a, x) {
+      var lo = 0, hi = a.length;
+      while (lo < hi) { var mid = (lo + hi) >> 1; if (x < a[mid]) hi = mid; else lo = mid + 1; }
+      return lo;
+    }
+
+    // roofline.step._table_factor: the kernel table's factor at `matrices` batched matrices and caches of
+    // `tokens` positions (linear in log2 matrices and length, ends held, never across a step of the price)
+    function tableFactor(T, matrices, tokens) {
+      var lm = T.lm, cs = T.cs, F = T.F;
+      var x = Math.min(Math.max(matrices > 1.0 ? Math.log2(matrices) : 0.0, lm[0]), lm[lm.length - 1]);
+      var t = Math.min(Math.max(tokens, cs[0]), cs[cs.length - 1]);
+      var i = Math.min(Math.max(bisectRight(lm, x) - 1, 0), lm.length - 2);
+      var j = Math.min(Math.max(bisectRight(cs, t) - 1, 0), cs.length - 2);
+      var wi = (x - lm[i]) / (lm[i + 1] - lm[i]);
+      var wj = (t - cs[j]) / (cs[j + 1] - cs[j]);
+      T.edges.forEach(function (e) { if (cs[j] <= e && e < cs[j + 1]) wj = t <= e ? 0.0 : 1.0; });
+      var lo = F[i][j] * (1.0 - wj) + F[i][j + 1] * wj;
+      var hi = F[i + 1][j] * (1.0 - wj) + F[i + 1][j + 1] * wj;
+      return lo * (1.0 - wi) + hi * wi;
+    }
+
     // StepModel._parts: [overhead, matmul memory, matmul compute, attention memory, attention compute,
     // elementwise, collectives]
     function passParts(m, w) {
       var c = m.c, d = w.d, kv = w.kv, p = w.p, pairs = w.pairs, rows = w.rows;
       var kvw = w.kvw === null ? kv : w.kvw, pairsw = w.pairsw === null ? pairs : w.pairsw;
       var score = c[17], scorew = c[18];
+      var tokens = kv, tokensW = kvw;  // the cached tokens read, before a window's factor scales them
       var warp = 0.0, warpw = 0.0;
       if (c[38] || c[39]) { // StepModel._parts: the softmax's warp kernel's floor, its walk along the row
         warp = warpFloor(perSequence(kv, d), c[38], c[40], c[41]);
@@ -522,6 +570,17 @@ var RooflineModel = (function () {
       if (c[42]) { // its fill and drain: a layer priced x seconds (not the prompt's KV writes) runs ramp x x / (x + knee) more
         var x = Math.max(decodeAttention - p * (c[6] + c[14]), 0.0) / c[43];
         decodeAttention = decodeAttention + c[42] * x / (x + c[44]);
+      }
+      if (m.kernelTable) { // as measured at its batched matrices and cache length (not the prompt's KV writes)
+        var T = m.kernelTable;
+        var kf = tableFactor(T, d * T.kvHeads, perSequence(tokens, d));
+        if (w.kvw !== null) { // the windowed layers' rings: their own length's factor, by their share
+          var fw = tableFactor(T, d * T.kvHeads, perSequence(tokensW, d));
+          var full = c[7] * kv * c[6] + kv * score, win = c[7] * kvw * c[14] + kvw * scorew;
+          kf = full + win > 0.0 ? (kf * full + fw * win) / (full + win) : kf;
+        }
+        var writtenS = p * (c[6] + c[14]);
+        decodeAttention = writtenS + (decodeAttention - writtenS) * kf;
       }
       return [
         overheadS(m, d, p),
