@@ -640,6 +640,7 @@ def attention_stream_terms(paths, calibration, card=None, min_batch: int = STREA
 
     from roofline.fitting import _probe_attention_s, _probe_models
 
+    calibration = calibration.model_copy(update={"attention_kernel_table": None})  # read against the smooth price
     card_p = _card_for(card, calibration)
     points = [p for p in _graph_attention_points(paths) if p.batch >= min_batch and p.context_tokens >= min_context]
     shapes = {(p.q_heads, p.kv_heads, p.head_dim) for p in points}
@@ -692,6 +693,7 @@ def attention_ramp_terms(paths, calibration, card=None) -> dict:
     from roofline.fitting import _probe_attention_s, _probe_models
 
     card_p = _card_for(card, calibration)
+    calibration = calibration.model_copy(update={"attention_kernel_table": None})  # read against the smooth price
     points = _graph_attention_points(paths)
     sizes = {(p.batch, p.context_tokens) for p in points}
     if len(points) < 16 or len(sizes) < 8:

@@ -144,6 +144,11 @@ def fit_view(cal, output, fmt) -> str:
             return "-"
         if isinstance(v, dict):  # e.g. a measured rate by head width: "64: 4.527e+14, 128: 5.879e+14"
             return ", ".join(f"{k}: {x:.4g}" for k, x in v.items())
+        if isinstance(v, (list, tuple)) and v and all(isinstance(e, dict) for e in v):
+            # the kernel table: "64-wide x4: 9 x 110 points, x0.80-1.70"
+            return ", ".join(f"{e['head_dim']:.0f}-wide x{e['group']:.0f}: {len(e['matrices'])} x {len(e['contexts'])} "
+                             f"points, x{min(min(r) for r in e['factors']):.2f}-{max(max(r) for r in e['factors']):.2f}"
+                             for e in v)
         if isinstance(v, (list, tuple)) and all(len(w) == 2 for w in v):  # the load curve: "0.1 s: 0.93"
             return ", ".join(f"{t:.3g} s: {r:.3f}" for t, r in v) or "-"
         if isinstance(v, (list, tuple)):  # windows of cache lengths: "(1024, 1088]: x1.175"

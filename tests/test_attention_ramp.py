@@ -24,7 +24,8 @@ SHAPES = [(32, 8, 128), (32, 32, 64), (16, 2, 128), (64, 1, 64)]
 
 
 def _plain(cal):
-    return cal.model_copy(update={"attention_context_factors": None, "attention_ramp_s": 0.0})
+    return cal.model_copy(update={"attention_context_factors": None, "attention_ramp_s": 0.0,
+                                  "attention_kernel_table": None})
 
 
 def _probe_file(tmp_path, truth, card, fixed_s, batches=(1, 4, 16, 64, 256), contexts=(512, 2048, 8192),

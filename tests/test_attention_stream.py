@@ -46,7 +46,7 @@ def _probe_file(tmp_path, cal, card, kv, score, fixed_s, shapes=SHAPES, batches=
 
 def test_known_terms_are_recovered_from_a_probe_file(tmp_path):
     card = load_card("h200")
-    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_kernel_table": None}).model_copy(update={"attention_context_factors": None})
     path = _probe_file(tmp_path, cal, card, kv=0.85, score=30.0, fixed_s=4e-6)
     # started elsewhere: the calibration's own terms are only the fit's start
     start = cal.model_copy(update={"kv_traffic_factor": 1.2, "attention_score_bytes": 5.0})
@@ -57,7 +57,7 @@ def test_known_terms_are_recovered_from_a_probe_file(tmp_path):
 
 def test_a_probe_that_cannot_split_the_kv_from_the_scores_is_refused(tmp_path):
     card = load_card("h200")
-    cal = load_calibration(SHIPPED)
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_kernel_table": None})
     # one ratio of query heads to KV heads: KV bytes and score elements move in fixed proportion
     one_ratio = _probe_file(tmp_path, cal, card, 0.9, 25.0, 4e-6, shapes=[(32, 8, 128), (16, 4, 128)])
     with pytest.raises(RooflineError, match="two ratios"):
@@ -86,7 +86,7 @@ def test_the_shipped_calibration_holds_what_the_shipped_probes_give():
     row factors (the fit's last round; within 1%, the rounds' settling). The rounds read the probes
     against the dense fit, before the attention-contexts windows are read from the contexts probe:
     so does this."""
-    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_kernel_table": None}).model_copy(update={"attention_context_factors": None})
     terms = attention_stream_terms(PROBES, cal, load_card("h200"))
     assert terms["kv_traffic_factor"] == pytest.approx(cal.kv_traffic_factor, rel=0.01)
     assert terms["attention_score_bytes"] == pytest.approx(cal.attention_score_bytes, rel=0.01)
@@ -111,7 +111,7 @@ def test_the_rows_score_factors_are_recovered_and_priced(tmp_path):
     from roofline.step import StepModel, decode_work
 
     card = load_card("h200")
-    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None,
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_kernel_table": None}).model_copy(update={"attention_context_factors": None,
                                                        "attention_score_row_factors": None,
                                                        "attention_ramp_s": 0.0})  # the scores' price alone
     truth = cal.model_copy(update={"attention_score_row_factors": [(2048.0, 1.5), (9216.0, 0.6)]})

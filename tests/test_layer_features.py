@@ -220,7 +220,7 @@ def _contexts_probe(tmp_path, cal, card, bump: dict, contexts=(512, 768, 1024, 1
 def test_the_contexts_reader_finds_a_slower_kernels_window_and_its_factor(tmp_path):
     from roofline.probes import attention_context_factors
 
-    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    cal = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None, "attention_kernel_table": None})
     card = load_card("h200")
     path = _contexts_probe(tmp_path, cal, card, {1040: 1.3, 1056: 1.3})
     # the window runs from just past the probed length before it (at most 8 positions: the engine
@@ -233,7 +233,7 @@ def test_the_contexts_reader_finds_a_slower_kernels_window_and_its_factor(tmp_pa
 
 
 def test_a_decode_step_in_a_window_prices_its_attention_by_the_factor():
-    base = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None})
+    base = load_calibration(SHIPPED).model_copy(update={"attention_context_factors": None, "attention_kernel_table": None})
     windowed = base.model_copy(update={"attention_context_factors": [(1024.0, 1088.0, 1.25, 64.0, 128.0, 1.0, 8.0)]})
     card = load_card("h200")
     spec = load_model("llama-3.1-8b")

@@ -82,8 +82,8 @@ SYNTHETIC = dict(
     # flat stretch and a last value held after it; the routed experts' and the attention's rates held)
     matmul_load_curve=[[0.0, 1.0], [0.02, 0.97], [0.1, 0.85], [0.3, 0.88], [2.0, 0.8]],
     # the decode attention's factor by batched matrices and length: qwen2.5-7b's 7 query heads a KV head
-    # take the 8's entry (the 1's is beyond 2x), gpt-oss-20b's full layers and ring of 128 the 64-wide
-    # one, gemma-3-4b's full layers and ring of 1,024 the 256-wide one (its lengths cross the windows at
+    # take the 8's entry (the 1's is beyond 2x), gemma-3-4b's full layers and ring of 1,024 the 256-wide
+    # one (the mixtures of experts, gpt-oss-20b's 64-wide and qwen3-30b-a3b's, never) (its lengths cross the windows at
     # 1,000 and 1,100 and the row factors' 2,048: the same side's value); MLA never
     attention_kernel_table=[
         {"head_dim": 128, "group": 8, "matrices": [64, 1024, 8192], "contexts": [256, 1024, 2112, 9000, 9300],
@@ -446,9 +446,6 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # and interpolated across a step of the price (gemma-3-4b's ring of 1,024 past the window's 1,000)
     ("      T.edges.forEach(function (e) { if (cs[j] <= e && e < cs[j + 1]) wj = t <= e ? 0.0 : 1.0; });\n", "",
      "synthetic", 6, "tpot_s"),
-    # its batched matrices at every KV head, not one GPU's share (qwen3-30b-a3b at TP 8: one a GPU)
-    ("kvHeads: model.num_key_value_heads * kvHeadsShare(\"gqa\", model.num_key_value_heads, tp),",
-     "kvHeads: model.num_key_value_heads,", "synthetic", 5, "tpot_s"),
     # the softmax's warp floor from the first position, not after the kernel's shortest time
     ("? (tokens - after) * s : 0.0; }", "? tokens * s : 0.0; }", "synthetic", 0, "tpot_s"),
     # the rows' score factor forgotten

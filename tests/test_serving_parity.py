@@ -329,7 +329,7 @@ EARLIER_MISSES = {
     ("h200-graph", "qwen2.5-1.5b-mixed-r50-n300-s13", "ttft_p50_s"): 0.11,
     ("h200-graph", "qwen2.5-1.5b-mixed-r60-n300-s8", "ttft_p50_s"): 0.31,
     ("h200-graph", "qwen2.5-1.5b-mixed-r80-n400-s1", "ttft_p50_s"): 0.21,
-    ("h200-graph", "qwen2.5-7b-mixed-r25-n300-s1", "ttft_p99_s"): 0.41,
+    ("h200-graph", "qwen2.5-7b-mixed-r25-n300-s1", "ttft_p99_s"): 0.43,  # 0.417 with the attention-kernel table (session 15)
 }
 
 

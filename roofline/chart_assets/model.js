@@ -312,7 +312,7 @@ var RooflineModel = (function () {
       // length (attention_kernel_table), the entry of this head width nearest in query heads a KV head
       // (within 2x; not MLA), a column of ones at half its fewest matrices, and the price's steps by length
       m.kernelTable = null;
-      var near = mla ? [] : (cal.attention_kernel_table || []).filter(function (e) {
+      var near = mla || model.moe_layers ? [] : (cal.attention_kernel_table || []).filter(function (e) {
         return e.head_dim === model.head_dim && Math.max(e.group / group, group / e.group) <= 2.0;
       });
       if (near.length) {
