@@ -571,8 +571,9 @@ class StepModel:
             kv_s = 0.5 * kv_s + _max(0.5 * kv_s, lane)
         decode_attention = (kv_s + (_max(kv * score, warp) + _max(kvw * scorew, warpw) if c[38] or c[39]
                                     else kv * score + kvw * scorew) + d * c[19])
+        written_s = p * (c[6] + c[14])  # the prompt's KV writes: not the decode attention's
         if c[42]:  # its fill and drain: a layer priced x seconds (not the prompt's KV writes) runs ramp x x / (x + knee) more
-            x = _max(decode_attention - p * (c[6] + c[14]), 0.0 * decode_attention) / c[43]
+            x = _max(decode_attention - written_s, 0.0 * decode_attention) / c[43]
             decode_attention = decode_attention + c[42] * x / (x + c[44])
         if self._kernel_table is not None:  # as measured at its batched matrices and cache length (not the prompt's KV writes)
             table = self._kernel_table
@@ -585,7 +586,6 @@ class StepModel:
                     f = (f * full + fw * win) / both if both > 0.0 else f
                 else:
                     f = np.where(both > 0.0, (f * full + fw * win) / np.where(both > 0.0, both, 1.0), f)
-            written_s = p * (c[6] + c[14])
             decode_attention = written_s + (decode_attention - written_s) * f
         return (
             self.overhead_s(d, p),
