@@ -37,7 +37,7 @@ from roofline.kvpool import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, 
 from roofline.model_spec import ModelSpec, catalog_names, load_model
 from roofline.prediction import BEND_MAX_BATCH, KNEE_ELASTICITY, bend_grid
 from roofline.scenario import MAX_TP, make_scenario
-from roofline.step import activation_width_bytes
+from roofline.step import PLAIN_MLP_ACTIVATION_WEIGHT, activation_width_bytes, plain_intermediate_bytes
 from roofline.units import DTYPE_BYTES, GiB, dtype_bytes
 
 #: Storage dtypes the page offers for weights and the KV cache (the CLI's choices).
@@ -173,6 +173,9 @@ def model_entry(spec: ModelSpec) -> dict:
         "logits_bytes_per_position": spec.logits_bytes_per_position(ad),
         # StepModel's elementwise traffic per token, all layers, per unit of activation_traffic_coeff
         "act_width_bytes_per_token": activation_width_bytes(spec, ad),
+        # of which a plain MLP's intermediate (0 for a gated one): weighted by the calibration's
+        # plain_mlp_activation_weight
+        "plain_intermediate_bytes_per_token": plain_intermediate_bytes(spec, ad),
         # the prefill's elementwise elements per token by kind (the calibration's seconds per element)
         "prefill_elementwise_elements": spec.prefill_elementwise_elements,
         # the layers with each decode-layer feature (the calibration's fixed seconds per such layer)
@@ -392,6 +395,7 @@ def page_data(
         "bend_max_batch": BEND_MAX_BATCH,
         "knee_elasticity": KNEE_ELASTICITY,
         "max_exponent": MAX_EXPONENT,
+        "plain_mlp_activation_weight": PLAIN_MLP_ACTIVATION_WEIGHT,
         "gib": GiB,
     }
 

@@ -266,7 +266,9 @@ class StepModel:
         set_(self, "prefill_window_flop_per_pair", win_pflop)
         set_(self, "kv_bytes_per_token", full_kv + win_kv)
         set_(self, "kv_window_bytes_per_token", win_kv)
-        width_bytes = activation_width_bytes(spec, ad) / tp
+        # a plain MLP's GELU touches its intermediate once where a gated one's silu-and-multiply
+        # moves it several times: weighted by their measured costs (plain_mlp_activation_weight)
+        width_bytes = activation_width_bytes(spec, ad, plain_mlp_activation_weight(cal)) / tp
         set_(self, "act_bytes_per_token", cal.activation_traffic_coeff * width_bytes)
         set_(self, "prefill_act_bytes_per_token", cal.prefill_activation_traffic_coeff * width_bytes)
         bandwidth = float(cal.measured_bandwidth_bytes_per_s or self.card.bandwidth_bytes_per_s)
@@ -829,10 +831,36 @@ def tile_rows_table(experts: int, top_k: int, skew: float = 0.0):
     return grid, values
 
 
-def activation_width_bytes(spec: ModelSpec, act_dtype: str = "bf16") -> float:
+#: a plain MLP's intermediate element in decode's elementwise traffic, per gated one, where the
+#: calibration has not measured both (``plain_mlp_activation_weight``): GELU reads and writes the
+#: intermediate once (2 I elements moved), silu-and-multiply moves 5 I (silu reads the gate and
+#: writes it, the product reads it and up and writes I)
+PLAIN_MLP_ACTIVATION_WEIGHT = 0.4
+
+
+def plain_mlp_activation_weight(cal: Calibration) -> float:
+    """What a plain (GELU) MLP's intermediate element weighs in the decode activation width, per a
+    gated MLP's: the prefill-kernels probe's measured cost of one over the other where the
+    calibration has both (the same kernels run at a decode step's rows; on the H200's graph engine
+    5.8 against 25.7 bytes an element, 0.23), else PLAIN_MLP_ACTIVATION_WEIGHT."""
+    per = cal.prefill_elementwise_bytes_per_element or {}
+    gated, plain = float(per.get("gated_intermediate", 0.0)), float(per.get("plain_intermediate", 0.0))
+    return plain / gated if gated > 0.0 and plain > 0.0 else PLAIN_MLP_ACTIVATION_WEIGHT
+
+
+def activation_width_bytes(spec: ModelSpec, act_dtype: str = "bf16", plain_weight: float = 1.0) -> float:
     """Bytes of one token's activations across every layer's elementwise kernels, per unit of the
-    calibration's activation-traffic coefficient: Σ layers (hidden + active intermediate) x act bytes."""
-    return float(spec.activation_width_per_token) * dtype_bytes(act_dtype)
+    calibration's activation-traffic coefficient: Σ layers (hidden + active intermediate) x act
+    bytes, a plain MLP's intermediate weighted by ``plain_weight`` (plain_mlp_activation_weight;
+    1 counts it as a gated one's)."""
+    plain = float(spec.prefill_elementwise_elements["plain_intermediate"])
+    return (float(spec.activation_width_per_token) - (1.0 - plain_weight) * plain) * dtype_bytes(act_dtype)
+
+
+def plain_intermediate_bytes(spec: ModelSpec, act_dtype: str = "bf16") -> float:
+    """Bytes of a plain MLP's intermediate per token, all layers (0 for a gated MLP): what
+    activation_width_bytes takes off at a plain_weight below 1 (the chart's port reads it)."""
+    return float(spec.prefill_elementwise_elements["plain_intermediate"]) * dtype_bytes(act_dtype)
 
 
 def head_dim_rate(rates: dict | None, head_dim: float) -> float | None:

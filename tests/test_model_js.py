@@ -196,6 +196,8 @@ PAGES = {
         setting("h200", "qwen3-30b-a3b", 4096, 128, tp=4, skew=0.7, serving=False),
         # a mixture of experts on half the card: 11 preemptions
         setting("h200", "qwen3-30b-a3b", 3000, 256, skew=0.8, mix="16x64,16x768", batch=64, count=128, mem=0.5),
+        # a plain MLP: its intermediate weighted by the prefill-kernels probe's plain / gated costs
+        setting("h200", "falcon-7b", 512, 64, mix="8x16,8x64", count=32),
     ]),
     "pure": (dict(cards=("h100-sxm",), calibration=None), [
         setting("h100-sxm", "llama-3.1-70b", 1000, 200, tp=2, mix="8x32,8x128", count=32),  # NVSwitch link
@@ -217,6 +219,7 @@ PAGES = {
         setting("h200", "deepseek-v2-lite", 3000, 300, tp=2, mix="8x32,8x64", count=16),
         setting("h200", "qwen3-30b-a3b", 9000, 64, tp=8, serving=False),
         setting("h200", "gemma-3-4b", 5000, 100, serving=False),  # the masked prefill past its window
+        setting("h200", "gpt-j-6b", 1000, 100, serving=False),  # a plain MLP at the synthetic 5.7 / 25.6
     ]),
     "foreign": (dict(cards=("h200",), calibration=Calibration(**FOREIGN)), [
         setting("h200", "qwen2.5-7b", 384, 128, serving=False),  # context 512: a tie between the held-out contexts
@@ -224,6 +227,13 @@ PAGES = {
         setting("h200", "deepseek-v2-lite", 2000, 100, serving=False),
         setting("h200", "gpt-oss-120b", 100, 100, kv="fp8", tp=8, serving=False),
         setting("h200", "llama-3.2-1b", 5000, 10, serving=False),
+    ]),
+    # elementwise traffic without the element costs measured: a plain MLP's intermediate at the
+    # default weight (roofline.step.PLAIN_MLP_ACTIVATION_WEIGHT)
+    "plain-default": (dict(cards=("h200",), calibration=Calibration(card="h200", engine="graph",
+                                                                    activation_traffic_coeff=3.0)), [
+        setting("h200", "falcon-7b", 512, 64, serving=False),
+        setting("h200", "gpt-neox-20b", 2000, 64, mix="8x16,8x64", count=32),
     ]),
 }
 
@@ -490,6 +500,11 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # gpt-oss's clamped activation priced at nothing where the calibration lacks its cost (not silu's)
     ('if (cost === undefined && k === "clamped_intermediate") cost = perElement.gated_intermediate;',
      "", "synthetic", 3, "ttft_s"),
+    # a plain MLP's intermediate counted as a gated one's (its measured weight dropped)
+    ("plainWeight = perElement.plain_intermediate / perElement.gated_intermediate;", "plainWeight = 1.0;",
+     "shipped-graph", -1, "tpot_s"),
+    # ... and at the default weight
+    ("var plainWeight = DATA.plain_mlp_activation_weight;", "var plainWeight = 1.0;", "plain-default", 0, "tpot_s"),
 ])
 def test_a_drifted_js_formula_is_caught(needle, replacement, page, index, where, tmp_path):
     """Break one term of the port and the comparison fails where it should."""

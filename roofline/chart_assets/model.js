@@ -271,12 +271,18 @@ var RooflineModel = (function () {
       m.prefillWindowFlopPerPair = winPflop;
       m.kvb = fullKv + winKv;            // kv_bytes_per_token
       m.kvWindowB = winKv;               // kv_window_bytes_per_token
-      var widthBytes = model.act_width_bytes_per_token / tp;
-      m.actBpt = cal.activation_traffic_coeff * widthBytes;
-      m.preActBpt = cal.prefill_activation_traffic_coeff * widthBytes;
       // roofline.step: the prefill-kernels probe's bytes per element of each kind (at the bandwidth
       // ceiling), x the model's elements per token (without the clamped activation's: silu's)
       var perElement = cal.prefill_elementwise_bytes_per_element || null;
+      // roofline.step.plain_mlp_activation_weight: a plain MLP's intermediate element per a gated one's
+      var plainWeight = DATA.plain_mlp_activation_weight;
+      if (perElement && perElement.gated_intermediate > 0 && perElement.plain_intermediate > 0) {
+        plainWeight = perElement.plain_intermediate / perElement.gated_intermediate;
+      }
+      var widthBytes = (model.act_width_bytes_per_token
+                        - (1.0 - plainWeight) * (model.plain_intermediate_bytes_per_token || 0.0)) / tp;
+      m.actBpt = cal.activation_traffic_coeff * widthBytes;
+      m.preActBpt = cal.prefill_activation_traffic_coeff * widthBytes;
       m.preElS = 0.0;
       if (perElement) {
         var elements = model.prefill_elementwise_elements;
