@@ -441,7 +441,11 @@ class StepModel:
                     if e["head_dim"] == spec.head_dim and max(e["group"] / group, group / e["group"]) <= 2.0]
             if near:
                 e = min(near, key=lambda e: (abs(math.log(e["group"] / group)), e["group"]))
-                edges = sorted({x for a, b, _ in self._context_windows for x in (a, b)}
+                # (a slower kernel's window of lengths measured at this head width bounds the
+                # interpolation whatever the query heads a KV head: the table itself measures the
+                # factor inside it where the window's own was not measured)
+                edges = sorted({x for a, b, _, d_lo, d_hi, _, _ in (cal.attention_context_factors or ())
+                                if d_lo <= spec.head_dim <= d_hi for x in (float(a), float(b))}
                                | {a for a, _, _ in self._row_factors if a > 0})
                 # below the fewest probed matrices the factor goes to 1 at half as many (fewer matrices
                 # run other kernels, which the fitted terms price)

@@ -180,3 +180,24 @@ def test_the_shipped_calibration_holds_the_shipped_probes_table():
     worst = max(abs(x / y - 1.0) for a, b in zip(again, shipped.attention_kernel_table)
                 for ra, rb in zip(a["factors"], b["factors"]) for x, y in zip(ra, rb))
     assert worst < 0.02
+
+
+def test_a_slower_kernels_window_bounds_the_table_at_every_group_of_its_head_width():
+    """The shipped calibration's window of cache lengths (1,024-1,088] where 64-wide heads run a
+    slower kernel was measured at 1-8 query heads a KV head; falcon-40b's 16 take no window factor,
+    but the table's interpolation stops at the window's lengths all the same: past 1,024 the
+    table's value at 1,088 (device call 66: falcon-40b at 1,000 + 32, batches 128-512, was priced
+    9-12% fast with the table interpolated across 1,024)."""
+    card = load_card("h200")
+    cal = _plain(load_calibration(SHIPPED))
+    assert any(a == 1024.0 and lo <= 64 <= hi and g_hi < 16
+               for a, b, f, lo, hi, g_lo, g_hi in cal.attention_context_factors)
+    entry = {"head_dim": 64, "group": 16, "matrices": [256, 1024, 4096], "contexts": [960, 1024, 1088, 1152],
+             "factors": [[1.0, 0.9, 1.4, 1.0], [1.0, 0.8, 1.5, 1.1], [1.0, 0.9, 1.4, 1.0]]}
+    table = _with_table(cal, [entry])
+    falcon = load_model("falcon-40b")  # 64-wide heads, 128 query heads over 8 KV heads
+    # batch 128 x 8 KV heads = 1,024 matrices: just past 1,024 positions the 1,088 column's 1.5
+    assert _attention(falcon, table, 128, 1030, card) == pytest.approx(1.5 * _attention(falcon, cal, 128, 1030, card))
+    # at 1,024 and below: the 1,024 column, and linear from 960
+    assert _attention(falcon, table, 128, 1024, card) == pytest.approx(0.8 * _attention(falcon, cal, 128, 1024, card))
+    assert _attention(falcon, table, 128, 992, card) == pytest.approx(0.9 * _attention(falcon, cal, 128, 992, card))

@@ -235,6 +235,16 @@ PAGES = {
         setting("h200", "falcon-7b", 512, 64, serving=False),
         setting("h200", "gpt-neox-20b", 2000, 64, mix="8x16,8x64", count=32),
     ]),
+    # a kernel table of 64-wide heads, 16 a KV head (falcon-40b's), and a slower kernel's window at
+    # 1,024-1,088 positions measured for 1-8 query heads a KV head only: the table's interpolation
+    # stops at the window's lengths all the same (from 1,000 + 64 the steps cross 1,024)
+    "table-edges": (dict(cards=("h200",), calibration=Calibration(
+        card="h200", engine="graph", attention_context_factors=[[1024.0, 1088.0, 1.4, 64.0, 90.0, 1.0, 8.0]],
+        attention_kernel_table=[{"head_dim": 64, "group": 16, "matrices": [64, 4096],
+                                 "contexts": [960, 1024, 1088, 1152],
+                                 "factors": [[1.0, 0.9, 1.4, 1.0], [1.0, 0.85, 1.45, 1.1]]}])), [
+        setting("h200", "falcon-40b", 1000, 64, serving=False),
+    ]),
 }
 
 
@@ -505,6 +515,8 @@ def _drifted_copy(script, needle, replacement, tmp_path):
      "shipped-graph", -1, "tpot_s"),
     # ... and at the default weight
     ("var plainWeight = DATA.plain_mlp_activation_weight;", "var plainWeight = 1.0;", "plain-default", 0, "tpot_s"),
+    # the kernel table interpolated across a slower kernel's window measured at other query heads a KV head
+    ("if (w[3] <= model.head_dim && model.head_dim <= w[4]) edges.push(w[0], w[1]);", "", "table-edges", 0, "tpot_s"),
 ])
 def test_a_drifted_js_formula_is_caught(needle, replacement, page, index, where, tmp_path):
     """Break one term of the port and the comparison fails where it should."""

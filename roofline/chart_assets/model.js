@@ -328,7 +328,10 @@ var RooflineModel = (function () {
           if (a < b || (a === b && e.group < best.group)) best = e;
         });
         var edges = [];
-        m.contextWindows.forEach(function (w) { edges.push(w[0], w[1]); });
+        // a slower kernel's window measured at this head width, whatever its query heads a KV head
+        (cal.attention_context_factors || []).forEach(function (w) {
+          if (w[3] <= model.head_dim && model.head_dim <= w[4]) edges.push(w[0], w[1]);
+        });
         m.rowFactors.forEach(function (r) { if (r[0] > 0) edges.push(r[0]); });
         edges = edges.filter(function (e, i) { return edges.indexOf(e) === i; }).sort(function (a, b) { return a - b; });
         var lm = best.matrices.map(function (x) { return Math.log2(x); });
