@@ -2,12 +2,14 @@
 and context (the bar: 6%) and per point (15%), prompts 512 and up, against one calibration or two
 side by side (no GPU needed).
 
-    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [--also CSV] [-v]
+    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [--also CSV] [--only CSV] [-v]
 
 CALIBRATION defaults to the shipped hardware_profiles/calibrations/h200-graph.json; its
 ``fit_report["validation"][kind]["files"]`` names the measurement files (hardware_profiles/measurements),
 and every row of a model it was not fitted on is compared (for ``dense``: models without experts;
-for ``moe``: with); ``--also`` adds a measurement file (repeat). ``-v`` lists every model and context over the bar.
+for ``moe``: with); ``--also`` adds a measurement file (repeat); ``--only`` compares the rows of these
+files alone (repeat; a check's own figure: run it at two commits to read a change against the rows
+measured after it). ``-v`` lists every model and context over the bar.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ REMEASURED_AFTER_RING_ALIGN = "h200-graph-call22.csv"
 BEFORE_RING_ALIGN = ("h200-graph-dense-call20.csv", "h200-graph-moe-call19.csv", "h200-graph-moe.csv")
 
 
-def held_rows(cal, kind: str, also=()):
+def held_rows(cal, kind: str, also=(), only=()):
     from roofline.measurements import read_measurements
     from roofline.model_spec import load_model
 
-    files = [M / name for name in cal.fit_report["validation"][kind]["files"]] + [Path(f) for f in also]
+    files = ([Path(f) for f in only] if only else
+             [M / name for name in cal.fit_report["validation"][kind]["files"]] + [Path(f) for f in also])
     again = {r.model for r in read_measurements(M / REMEASURED_AFTER_RING_ALIGN)}
     rows, seen = [], set()
     for path in dict.fromkeys(files):
@@ -85,10 +88,11 @@ def main() -> None:
     ap.add_argument("calibrations", nargs="*", default=[str(ROOT / "hardware_profiles/calibrations/h200-graph.json")])
     ap.add_argument("--kind", default="dense", choices=("dense", "moe", "tp"))
     ap.add_argument("--also", action="append", default=[])
+    ap.add_argument("--only", action="append", default=[])
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
     cals = [load_calibration(p) for p in a.calibrations[:2]]
-    rows = held_rows(cals[0], a.kind, a.also)
+    rows = held_rows(cals[0], a.kind, a.also, a.only)
     card = load_card(cals[0].card)
     results = [summary(errors(c, rows, card)) for c in cals]
     print(f"{a.kind}: held-out rows of prompts {MIN_PROMPT}+ ({results[0]['points']} points, "

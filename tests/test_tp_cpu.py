@@ -249,6 +249,8 @@ def test_an_error_on_one_rank_stops_both_and_keeps_the_points(tmp_path):
 
 def test_a_hung_rank_is_killed_at_the_timeout(tmp_path):
     t0 = time.monotonic()
-    with pytest.raises(RooflineError, match=r"\[-9, -9\] \(timeout after 8 s"):
+    # each rank killed by the launcher (-9), or ended by its own watchdog's hard deadline (124) when
+    # that fires first on a loaded machine: either way both are gone, and the timeout is said
+    with pytest.raises(RooflineError, match=r"\[(-9|124), (-9|124)\] \(timeout after 8 s"):
         _sweep(tmp_path, prompts=(8,), fault="rank=1,batch=1,phase=prefill,kind=hang", timeout_s=8.0)
     assert time.monotonic() - t0 < 40
