@@ -857,8 +857,8 @@ def activation_width_bytes(spec: ModelSpec, act_dtype: str = "bf16", plain_weigh
     calibration's activation-traffic coefficient: Σ layers (hidden + active intermediate) x act
     bytes, a plain MLP's intermediate weighted by ``plain_weight`` (plain_mlp_activation_weight;
     1 counts it as a gated one's)."""
-    plain = float(spec.prefill_elementwise_elements["plain_intermediate"])
-    return (float(spec.activation_width_per_token) - (1.0 - plain_weight) * plain) * dtype_bytes(act_dtype)
+    return (float(spec.activation_width_per_token) * dtype_bytes(act_dtype)
+            - (1.0 - plain_weight) * plain_intermediate_bytes(spec, act_dtype))
 
 
 def plain_intermediate_bytes(spec: ModelSpec, act_dtype: str = "bf16") -> float:
