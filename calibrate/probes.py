@@ -1369,12 +1369,13 @@ FULL_ATTENTION_TABLE = AttentionTableGrid(
     shapes=(("g4-64", 32, 8, 64), ("g7-64", 14, 2, 64), ("g1-96", 32, 32, 96), ("g71-64", 71, 1, 64),
             ("g16-64", 128, 8, 64), ("g4-128", 32, 8, 128), ("g7-128", 28, 4, 128), ("g1-128", 32, 32, 128),
             ("g2-256", 16, 8, 256), ("g1-256", 16, 16, 256)),
-    matrices=(64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
-    contexts=(256, 320, 384, 448) + tuple(range(512, 4096, 64)) + tuple(range(4096, 16384 + 1, 256)) + (16416,),
+    matrices=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384),
+    contexts=(256, 320, 384, 448) + tuple(sorted(set(range(512, 4096, 64)) | set(range(1024, 1088, 8))))
+    + tuple(range(4096, 16384 + 1, 256)) + (16416,),
     max_kv_bytes=8 * GiB, rotate_bytes=256 * MiB, max_copies=16, reps=5,
 )
 TINY_ATTENTION_TABLE = AttentionTableGrid(
-    shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), matrices=(4, 8), contexts=(16, 64),
+    shapes=(("g1", 4, 4, 16), ("g4", 4, 1, 16)), matrices=(2, 4, 8), contexts=(16, 64),
     max_kv_bytes=64 * MiB, rotate_bytes=0, max_copies=2, reps=2,
 )
 
@@ -1410,15 +1411,18 @@ def attention_table_probe(device: str, grid: AttentionTableGrid, out_path: Path,
                 result["errors"].append({"shape": name, "error": _short(exc)})
                 continue
             for matrices in grid.matrices:
-                if matrices % kv_heads:
+                # fewer matrices than the shape's KV heads: one sequence of that many KV heads (the same
+                # query heads a KV head: the batched matrices and their rows are what the kernels see)
+                kv = kv_heads if matrices >= kv_heads else matrices
+                if matrices % kv or kv_heads % kv:
                     continue
-                batch = matrices // kv_heads
+                batch = matrices // kv
                 q = torch.randn(matrices, group, head_dim, device=dev, dtype=bf16, generator=gen)
                 for context in grid.contexts:
-                    where = {"shape": name, "q_heads": q_heads, "kv_heads": kv_heads, "head_dim": head_dim,
+                    where = {"shape": name, "q_heads": group * kv, "kv_heads": kv, "head_dim": head_dim,
                              "batch": batch, "context_tokens": context}
-                    sizes = attention_point_sizes(batch, context, q_heads, kv_heads, head_dim)
-                    n = batch * kv_heads * context * head_dim
+                    sizes = attention_point_sizes(batch, context, group * kv, kv, head_dim)
+                    n = batch * kv * context * head_dim
                     if n > elements:
                         result["skipped"].append({**where, "why": "K + V over max_kv_bytes"})
                         continue
@@ -1427,7 +1431,7 @@ def attention_table_probe(device: str, grid: AttentionTableGrid, out_path: Path,
                         return result
                     copies = max(1, min(grid.max_copies, elements // n,
                                         math.ceil(grid.rotate_bytes / sizes["kv_bytes"]) if grid.rotate_bytes else 1))
-                    shape = (batch, kv_heads, context, head_dim)
+                    shape = (batch, kv, context, head_dim)
                     ks = [kbuf[i * n:(i + 1) * n].view(shape) for i in range(copies)]
                     vs = [vbuf[i * n:(i + 1) * n].view(shape) for i in range(copies)]
                     bias = torch.zeros(context, device=dev, dtype=bf16)

@@ -476,6 +476,11 @@ def test_attention_table_probe_on_cpu_times_views_of_the_engines_layout(tmp_path
     for raw in data["points"]:
         assert raw["kv_bytes"] == 4 * raw["batch"] * raw["kv_heads"] * raw["context_tokens"] * raw["head_dim"]
         assert raw["s"] > 0
+    # fewer matrices than the shape's KV heads: one sequence of that many KV heads, the group kept
+    # (g1 has 4 KV heads: its 2 matrices run as 2 query heads on 2 KV heads)
+    few = {(p["shape"], p["batch"], p["kv_heads"], p["q_heads"]) for p in data["points"]
+           if p["batch"] * p["kv_heads"] == 2}
+    assert few == {("g1", 1, 2, 2), ("g4", 2, 1, 4)}
     # a K + V over the grid's limit is skipped, not timed
     small = probes.AttentionTableGrid(shapes=(("g1", 4, 4, 16),), matrices=(8,), contexts=(16, 4096),
                                       max_kv_bytes=64 * 1024, rotate_bytes=0, max_copies=1, reps=1)
