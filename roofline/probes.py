@@ -853,8 +853,12 @@ def sustained_matmul_curve(paths, series: str | None = None) -> list[tuple[float
 
 
 #: the price (seconds a layer) under which an attention-table point's factor is not read: there the
-#: launch-level time taken off the measurement is a large share of it (the factor is set to 1)
-KERNEL_TABLE_MIN_PRICE_S = 30e-6
+#: launch-level time taken off the measurement (8 us on the H200) is most of it (the factor is set to
+#: 1). 10 us, not the 30 of device call 64's table: a factor read at a price p carries the launch-level
+#: time's spread over p (its points' 10-90% range is a few us, docs/method.md section 2.5), and the
+#: few matrices of one to four sequences over long caches are priced 10-30 us, where the kernel runs
+#: 1.1-1.3x the price (device call 68)
+KERNEL_TABLE_MIN_PRICE_S = 10e-6
 #: the price under which a point's time beyond it is its launch-level time (the median is taken off
 #: every point's measurement: the step model's fitted per-layer overhead holds it)
 KERNEL_TABLE_LAUNCH_PRICE_S = 10e-6

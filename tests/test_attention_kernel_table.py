@@ -18,11 +18,11 @@ from roofline.errors import RooflineError
 from roofline.fitting import _probe_attention_s, _probe_models
 from roofline.hardware import load_card
 from roofline.model_spec import load_model
-from roofline.probes import AttentionPoint, attention_kernel_table
+from roofline.probes import KERNEL_TABLE_MIN_PRICE_S, AttentionPoint, attention_kernel_table
 from roofline.step import StepModel, decode_work, prefill_work
 
 SHIPPED = "hardware_profiles/calibrations/h200-graph.json"
-TABLE_PROBE = "hardware_profiles/measurements/h200-probe-attention-table.json"
+TABLE_PROBE = "hardware_profiles/measurements/h200-probe-attention-table-call68.json"
 
 
 def _plain(cal):
@@ -41,7 +41,7 @@ def _probe_file(tmp_path, cal, card, launch_s=8e-6, shape=(32, 8, 64), name="tab
     price = _probe_attention_s(card, cal, _probe_models(card, points), points)
     rows = [{"shape": p.shape, "q_heads": q, "kv_heads": k, "head_dim": d, "batch": p.batch,
              "context_tokens": p.context_tokens, "op": "graph_attention",
-             "s": float(launch_s + s * (_truth(k, p.batch * k, p.context_tokens) if s >= 30e-6 else 1.0))}
+             "s": float(launch_s + s * (_truth(k, p.batch * k, p.context_tokens) if s >= KERNEL_TABLE_MIN_PRICE_S else 1.0))}
             for p, s in zip(points, price)]
     path = tmp_path / name
     path.write_text(json.dumps({"probe": "attention-table", "points": rows}))
@@ -61,7 +61,7 @@ def test_a_known_table_is_read_back_from_a_probe_file(tmp_path):
             got = entry["factors"][i][j]
             if (m, c) == (4096, 4096):  # skipped: its row's value at the next shorter length
                 assert got == entry["factors"][i][j - 1]
-            elif price[(m, c)] < 30e-6:  # the launch-level time a large share: not read
+            elif price[(m, c)] < KERNEL_TABLE_MIN_PRICE_S:  # the launch-level time a large share: not read
                 assert got == 1.0
             else:  # (measured - the median launch-level time) / price
                 assert got == pytest.approx(_truth(8, m, c), rel=2e-3), (m, c)
