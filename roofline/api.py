@@ -400,8 +400,9 @@ def read_ceilings(path) -> tuple[float, float]:
 #: terms, fitted on the steps (fit's ``attention_stream_probe``); the H200's settle in three or four
 STREAM_TERM_ROUNDS = 6
 #: the most rounds of reading the attention-table probe against the refitted terms (fit's
-#: ``attention_table_probe``)
-KERNEL_TABLE_ROUNDS = 3
+#: ``attention_table_probe``): the H200's settle within 0.5% in two with factors read from 30 us, in
+#: five to seven from 10 us (the few matrices' points, priced 5-30 us, move the most with the terms)
+KERNEL_TABLE_ROUNDS = 8
 
 
 def fit(

@@ -248,7 +248,7 @@ class Calibration(BaseModel):
         "the ends held) and cache length (linear between the probed ones, not across a step of the price's own "
         "factors by length: the same side's value). The attention-table probe's (calibrate.probes: the engine's "
         "decode attention alone; roofline.probes.attention_kernel_table: measured less its launch-level time, over "
-        "the price without the table; 1 where the price is under 10 us); None: none")
+        "the price without the table; 1 where the price is under 5 us, in full from 10 us); None: none")
     attention_score_row_factors: list[tuple[float, float]] | None = Field(
         None, description="(after_tokens, factor) steps, ascending: a decoding sequence whose cache (a windowed "
         "layer's: its ring) holds more than after_tokens positions has its score elements priced at the last such "

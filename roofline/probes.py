@@ -852,12 +852,13 @@ def sustained_matmul_curve(paths, series: str | None = None) -> list[tuple[float
             for i, r in sorted(rates.items())]
 
 
-#: the price (seconds a layer) under which an attention-table point's factor is not read: there the
-#: launch-level time taken off the measurement (8 us on the H200) is most of it (the factor is set to
-#: 1). 10 us, not the 30 of device call 64's table: a factor read at a price p carries the launch-level
-#: time's spread over p (its points' 10-90% range is a few us, docs/method.md section 2.5), and the
-#: few matrices of one to four sequences over long caches are priced 10-30 us, where the kernel runs
-#: 1.1-1.3x the price (device call 68)
+#: the price (seconds a layer) from which an attention-table point's factor is read in full; under
+#: half of it the launch-level time taken off the measurement (8 us on the H200) is most of it and the
+#: factor is 1; between the two, the reading blended with 1 in proportion to the price. 10 us, not the
+#: 30 of device call 64's table: a factor read at a price p carries the launch-level time's spread
+#: over p (its points' 10-90% range is 3.6 us, docs/method.md section 2.5), and the few matrices of
+#: one to four sequences over long caches are priced 10-30 us, where the kernel runs 1.1-1.3x the
+#: price (device call 68)
 KERNEL_TABLE_MIN_PRICE_S = 10e-6
 #: the price under which a point's time beyond it is its launch-level time (the median is taken off
 #: every point's measurement: the step model's fitted per-layer overhead holds it)
@@ -870,7 +871,8 @@ def attention_kernel_table(paths, calibration, card=None, min_price_s: float = K
     (head width, query heads a KV head), each point's measured time less the launch-level time (the
     median time beyond the price of the points priced under KERNEL_TABLE_LAUNCH_PRICE_S, which the
     fitted per-layer overhead holds) over ``calibration``'s price of it without a table (its windows,
-    row factors and ramp included); 1 where the price is under ``min_price_s``; a point the probe
+    row factors and ramp included); 1 where the price is under half ``min_price_s``, in full from
+    ``min_price_s``, the two blended in proportion to the price between; a point the probe
     skipped (its K + V over the probe's limit) takes its row's value at the next shorter length.
 
     Why: cuBLAS picks the decode attention's QK kernel by the number of batched matrices as well as by
@@ -894,7 +896,11 @@ def attention_kernel_table(paths, calibration, card=None, min_price_s: float = K
     shapes: dict = {}
     for p, s, price in zip(points, seconds, priced):
         key = (p.head_dim, p.q_heads // p.kv_heads)
-        f = (s - launch) / price if price >= min_price_s else 1.0
+        # read in full from min_price_s, not at all under half of it, in proportion between: a hard
+        # edge would flip the points priced near it between 1 and their reading as the fitted terms
+        # move a little between the fit's rounds, which then do not settle
+        weight = min(max((price - 0.5 * min_price_s) / (0.5 * min_price_s), 0.0), 1.0)
+        f = 1.0 + weight * ((s - launch) / price - 1.0) if weight > 0.0 else 1.0
         shapes.setdefault(key, {})[(p.batch * p.kv_heads, p.context_tokens)] = float(min(max(f, 0.1), 10.0))
     out = []
     for (head_dim, group), cells in sorted(shapes.items()):

@@ -18,7 +18,7 @@ from roofline.errors import RooflineError
 from roofline.fitting import _probe_attention_s, _probe_models
 from roofline.hardware import load_card
 from roofline.model_spec import load_model
-from roofline.probes import KERNEL_TABLE_MIN_PRICE_S, AttentionPoint, attention_kernel_table
+from roofline.probes import KERNEL_TABLE_LAUNCH_PRICE_S, KERNEL_TABLE_MIN_PRICE_S, AttentionPoint, attention_kernel_table
 from roofline.step import StepModel, decode_work, prefill_work
 
 SHIPPED = "hardware_profiles/calibrations/h200-graph.json"
@@ -34,14 +34,14 @@ def _truth(kv_heads, matrices, context):
     return 1.6 if (matrices, context) == (1024, 1984) else 1.0 + 0.05 * np.log2(matrices / 64)
 
 
-def _probe_file(tmp_path, cal, card, launch_s=8e-6, shape=(32, 8, 64), name="table.json", skip=()):
+def _probe_file(tmp_path, cal, card, launch_s=8e-6, shape=(32, 8, 64), name="table.json", skip=(), everywhere=False):
     q, k, d = shape
     points = [AttentionPoint(f"g{q // k}-{d}", q, k, d, m // k, c, 0.0)
               for m in (8, 16, 64, 256, 1024, 4096) for c in (128, 256, 1920, 1984, 2048, 4096) if (m, c) not in skip]
     price = _probe_attention_s(card, cal, _probe_models(card, points), points)
     rows = [{"shape": p.shape, "q_heads": q, "kv_heads": k, "head_dim": d, "batch": p.batch,
              "context_tokens": p.context_tokens, "op": "graph_attention",
-             "s": float(launch_s + s * (_truth(k, p.batch * k, p.context_tokens) if s >= KERNEL_TABLE_MIN_PRICE_S else 1.0))}
+             "s": float(launch_s + s * (_truth(k, p.batch * k, p.context_tokens) if everywhere or s >= KERNEL_TABLE_MIN_PRICE_S else 1.0))}
             for p, s in zip(points, price)]
     path = tmp_path / name
     path.write_text(json.dumps({"probe": "attention-table", "points": rows}))
@@ -62,10 +62,32 @@ def test_a_known_table_is_read_back_from_a_probe_file(tmp_path):
             if (m, c) == (4096, 4096):  # skipped: its row's value at the next shorter length
                 assert got == entry["factors"][i][j - 1]
             elif price[(m, c)] < KERNEL_TABLE_MIN_PRICE_S:  # the launch-level time a large share: not read
-                assert got == 1.0
+                assert got == pytest.approx(1.0, abs=1e-4)  # (blended with the synthetic 1 from half of it)
             else:  # (measured - the median launch-level time) / price
                 assert got == pytest.approx(_truth(8, m, c), rel=2e-3), (m, c)
     assert entry["factors"][4][3] == pytest.approx(1.6, rel=2e-3)  # the pocket
+
+
+def test_a_factor_is_blended_with_1_by_its_price_under_the_full_reading(tmp_path):
+    # a probe whose every point runs the known factor: read in full from KERNEL_TABLE_MIN_PRICE_S, 1 under
+    # half of it, and in proportion between (a hard edge flips the points near it between the fit's rounds)
+    card = load_card("h200")
+    cal = _plain(load_calibration(SHIPPED))
+    path, price = _probe_file(tmp_path, cal, card, everywhere=True)
+    (entry,) = attention_kernel_table([path], cal, card)
+    measured = {(r["batch"] * r["kv_heads"], r["context_tokens"]): r["s"] for r in json.loads(path.read_text())["points"]}
+    # the launch-level time as read: the median beyond the price of the points priced under 10 us
+    launch = float(np.median([measured[k] - p for k, p in price.items() if p < KERNEL_TABLE_LAUNCH_PRICE_S]))
+    lo, hi = 0.5 * KERNEL_TABLE_MIN_PRICE_S, KERNEL_TABLE_MIN_PRICE_S
+    seen = set()
+    for i, m in enumerate(entry["matrices"]):
+        for j, c in enumerate(entry["contexts"]):
+            p, got = price[(m, c)], entry["factors"][i][j]
+            weight = min(max((p - lo) / (hi - lo), 0.0), 1.0)
+            read = (measured[(m, c)] - launch) / p
+            assert got == pytest.approx(1.0 + weight * (max(read, 0.1) - 1.0), rel=2e-3, abs=2e-4), (m, c, p)
+            seen.add("under" if p < lo else "full" if p >= hi else "between")
+    assert seen == {"under", "between", "full"}, seen  # the grid has points in each band
 
 
 def test_a_probe_without_small_points_is_refused(tmp_path):
