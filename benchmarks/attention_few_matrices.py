@@ -52,14 +52,15 @@ def kernels(cal, card) -> None:
 
 def table(cal, card) -> None:
     from roofline.fitting import _probe_attention_s, _probe_models
-    from roofline.probes import KERNEL_TABLE_LAUNCH_PRICE_S, _graph_attention_points
+    from roofline.probes import KERNEL_TABLE_LAUNCH_PRICE_S, _graph_attention_points, kernel_table_launch_s
 
     points = _graph_attention_points([M / "h200-probe-attention-table-call68.json"])
     priced = _probe_attention_s(card, cal, _probe_models(card, points), points)
     seconds = np.array([p.seconds for p in points])
     small = priced < KERNEL_TABLE_LAUNCH_PRICE_S
     beyond = (seconds[small] - priced[small]) * 1e6
-    launch = float(np.median(beyond)) * 1e-6
+    launch = kernel_table_launch_s(seconds, priced)  # as roofline.probes.attention_kernel_table reads it
+    at = {(p.head_dim, p.q_heads // p.kv_heads, p.batch * p.kv_heads, p.context_tokens): i for i, p in enumerate(points)}
     print(f"\nthe attention alone (call 68): {len(points)} points; launch-level time (median beyond the price of the "
           f"{int(small.sum())} priced under {KERNEL_TABLE_LAUNCH_PRICE_S * 1e6:.0f} us) {launch * 1e6:.2f} us, "
           f"10-90% {np.percentile(beyond, 10):.2f}-{np.percentile(beyond, 90):.2f} us")
@@ -69,9 +70,8 @@ def table(cal, card) -> None:
         for m in (1, 2, 4, 8, 16, 32, 64):
             row = []
             for c in (1024, 4096, 8192, 16384):
-                i = [j for j, p in enumerate(points) if (p.head_dim, p.q_heads // p.kv_heads, p.batch * p.kv_heads,
-                                                         p.context_tokens) == (head_dim, group, m, c)]
-                row.append(f"{(seconds[i[0]] - launch) / priced[i[0]]:6.2f} ({priced[i[0]] * 1e6:5.1f} us)" if i else "      -")
+                i = at.get((head_dim, group, m, c))
+                row.append("      -" if i is None else f"{(seconds[i] - launch) / priced[i]:6.2f} ({priced[i] * 1e6:5.1f} us)")
             print(f"    {m:5d} matrices: " + "  ".join(row))
 
 

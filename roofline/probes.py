@@ -856,13 +856,28 @@ def sustained_matmul_curve(paths, series: str | None = None) -> list[tuple[float
 #: half of it the launch-level time taken off the measurement (8 us on the H200) is most of it and the
 #: factor is 1; between the two, the reading blended with 1 in proportion to the price. 10 us, not the
 #: 30 of device call 64's table: a factor read at a price p carries the launch-level time's spread
-#: over p (its points' 10-90% range is 3.6 us, docs/method.md section 2.5), and the few matrices of
-#: one to four sequences over long caches are priced 10-30 us, where the kernel runs 1.1-1.3x the
+#: over p (its points' 10-90% range is 3.9 us, docs/method.md section 2.5), and the few matrices of
+#: one to four sequences over long caches are priced 10-30 us, where the kernel runs 1.1-1.35x the
 #: price (device call 68)
 KERNEL_TABLE_MIN_PRICE_S = 10e-6
 #: the price under which a point's time beyond it is its launch-level time (the median is taken off
 #: every point's measurement: the step model's fitted per-layer overhead holds it)
 KERNEL_TABLE_LAUNCH_PRICE_S = 10e-6
+
+
+def kernel_table_launch_s(seconds, priced) -> float:
+    """The attention-table probe's launch-level time: the median of its points' measured ``seconds``
+    beyond their ``priced`` seconds, over the points priced under KERNEL_TABLE_LAUNCH_PRICE_S (arrays
+    alike; at least 8 of them)."""
+    import numpy as np
+
+    seconds, priced = np.asarray(seconds, dtype=float), np.asarray(priced, dtype=float)
+    small = priced < KERNEL_TABLE_LAUNCH_PRICE_S
+    if int(small.sum()) < 8:
+        raise RooflineError(f"the attention-table probe has {int(small.sum())} points priced under "
+                            f"{KERNEL_TABLE_LAUNCH_PRICE_S * 1e6:.0f} us: at least 8 are needed to read the "
+                            "kernels' launch-level time")
+    return float(np.median(seconds[small] - priced[small]))
 
 
 def attention_kernel_table(paths, calibration, card=None, min_price_s: float = KERNEL_TABLE_MIN_PRICE_S) -> list[dict]:
@@ -887,12 +902,7 @@ def attention_kernel_table(paths, calibration, card=None, min_price_s: float = K
     cal = calibration.model_copy(update={"attention_kernel_table": None})
     priced = _probe_attention_s(card_p, cal, _probe_models(card_p, points), points)
     seconds = np.array([p.seconds for p in points])
-    small = priced < KERNEL_TABLE_LAUNCH_PRICE_S
-    if int(small.sum()) < 8:
-        raise RooflineError(f"the attention-table probe has {int(small.sum())} points priced under "
-                            f"{KERNEL_TABLE_LAUNCH_PRICE_S * 1e6:.0f} us: at least 8 are needed to read the "
-                            "kernels' launch-level time")
-    launch = float(np.median(seconds[small] - priced[small]))
+    launch = kernel_table_launch_s(seconds, priced)
     shapes: dict = {}
     for p, s, price in zip(points, seconds, priced):
         key = (p.head_dim, p.q_heads // p.kv_heads)
