@@ -104,6 +104,7 @@ def main() -> None:
     check65 = M / "h200-graph-check-call65.csv"  # and eight at 832-3,072 after the attention's kernel table (call 65)
     check66 = M / "h200-graph-check-call66.csv"  # and ten of plain-MLP models and two beside them at 700-6,000 (call 66)
     check67 = M / "h200-graph-check-call67.csv"  # and four of falcon-7b and -40b across 632-640 and 1,024 positions (call 67)
+    check69 = M / "h200-graph-check-call69.csv"  # and four at 5,032 and 14,032 after the table's few matrices (call 69)
     # the 128/128 held-out runs (calls 4 and 17: four small models, batches 1-1,024): the steps most
     # fixed overhead, where the error by overhead share (roofline.confidence) is measured
     # and six more models at 128/128 after the attention's ramp (call 63)
@@ -123,13 +124,13 @@ def main() -> None:
             + read_measurements(check50) + read_measurements(check54) + read_measurements(check56)
             + read_measurements(check57) + read_measurements(check58) + read_measurements(check59)
             + read_measurements(check60) + read_measurements(check62) + read_measurements(check65) + read_measurements(check66)
-            + read_measurements(check67)
+            + read_measurements(check67) + read_measurements(check69)
             + [r for f in short for r in read_measurements(f)],
             card, "dense models at prompts 128-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
             + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name,
                check54.name, check56.name, check57.name, check58.name, check59.name, check60.name, check62.name, check65.name, check66.name,
-               check67.name]
+               check67.name, check69.name]
             + [f.name for f in short]),
         "moe": validation_entry(
             graph, [r for r in read_measurements(moe) if r.model not in again]
