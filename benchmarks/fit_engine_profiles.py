@@ -165,14 +165,14 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
         for k, v in cal.model_dump().items():
             if k in ("card", "engine", "kv_cache", "source", "fitted_on", "fit_report", "tpot_statistic",
                      "measured_bandwidth_bytes_per_s", "measured_peak_flop_per_s", "mla_latent_passes",
-                     "sink_score_bytes", "prefill_chunk_tokens", "decode_logits_buffers", "allreduce_latency_s", "allgather_latency_s",
+                     "sink_score_bytes", "prefill_chunk_tokens", "decode_logits_buffers", "decode_score_buffers", "allreduce_latency_s", "allgather_latency_s",
                      "allreduce_bandwidth_bytes_per_s") or v is None:
                 continue
             if k == "matmul_load_curve":
                 # how this card's clock falls under load is its own (power limit, boost): not carried;
                 # its prefill efficiency is carried at a half-second prefill's average (below)
                 continue
-            if k in ("attention_context_factors", "attention_score_row_factors"):
+            if k in ("attention_context_factors", "attention_score_row_factors", "attention_kernel_table"):
                 # which cache lengths cuBLAS serves with a slower kernel is this card's library's choice,
                 # and how much faster the softmax's long-row kernels run is measured on this card: not
                 # carried to another card

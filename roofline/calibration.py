@@ -183,6 +183,11 @@ class Calibration(BaseModel):
         1.0, ge=1.0, le=4.0, description="a decode step's logits buffers (batch x vocabulary x activation bytes each) "
         "alive at the engine's memory peak: the graph engine holds two, its eager warm-up step's (StepState.logits) "
         "while its captured graph allocates its own")
+    decode_score_buffers: float = Field(
+        0.0, ge=0.0, le=4.0, description="a decode step's attention score buffers (sequences x query heads x cached "
+        "slots x activation bytes each, one layer's) alive at the engine's memory peak: the graph engine's decode "
+        "attention holds two, the scores (baddbmm) and their softmax; 0: not counted (an engine whose decode "
+        "attention does not materialise its scores, or one not read)")
     prefill_attention_flop_per_s: dict[str, float] | None = Field(
         None, description="the engine's prefill attention FLOP rate by head width ({head_dim: FLOP/s}), measured "
         "alone by the prefill-attention probe (calibrate.probes; median over prompts of 4,096 tokens and more): a "

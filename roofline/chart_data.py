@@ -164,6 +164,8 @@ def model_entry(spec: ModelSpec) -> dict:
         "heads_per_kv_head": spec.num_attention_heads / spec.num_key_value_heads,
         # KV heads (StepModel._kernel_table: a step's batched matrices are its sequences x one GPU's KV heads)
         "num_key_value_heads": spec.num_key_value_heads,
+        # query heads (roofline.memory.decode_score_bytes: one layer's decode scores, split over the GPUs)
+        "num_attention_heads": spec.num_attention_heads,
         "vocab_size": spec.vocab_size,
         "widest_intermediate": spec.widest_intermediate,
         "prefill_transient_width": spec.prefill_transient_width,

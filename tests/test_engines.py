@@ -368,3 +368,38 @@ def test_the_graph_engine_holds_two_decode_logits_buffers():
     a, b = (peak_memory(m, batch, 512, 64, "static", prefill_ran=False) for m in (two, one))
     assert list(a["peak_at"]) == ["end", "end"]
     np.testing.assert_allclose(a["peak_bytes"] - b["peak_bytes"], batch * spec.vocab_size * 2, rtol=1e-12)
+
+
+def test_the_graph_engine_holds_two_decode_score_buffers():
+    """The graph engine's fact (calibrate/graph_engine.py decode_attention: one layer's scores and their
+    softmax alive before the values' bmm; with sinks the concatenated row too) reaches its calibration,
+    and the end of a decode then holds buffers x batch x query heads x cached slots x 2 bytes more than
+    without it; windowed-only layers score their window. Evidence: falcon-7b (71 query heads over one KV
+    head) measured 1.7-3.0% above the peak without them at batches 256-2,048 and 1,200-16,384 positions,
+    within 0.33% with them (benchmarks/decode_score_memory.py)."""
+    from roofline.calibration import load_calibration
+    from roofline.memory import decode_score_bytes, peak_memory
+    from roofline.step import StepModel
+
+    fact = load_engine("graph").facts["decode_score_buffers"]
+    assert fact.value == 2.0 and "decode_attention" in fact.source
+    cal = load_calibration("hardware_profiles/calibrations/h200-graph.json")
+    assert cal.decode_score_buffers == 2.0
+    assert load_calibration("hardware_profiles/calibrations/h200-hf-eager.json").decode_score_buffers == 0.0
+    card = load_card("h200")
+    batch = np.array([256.0, 1024.0])
+    falcon = load_model("falcon-7b")
+    two = StepModel(falcon, card, cal)
+    none = StepModel(falcon, card, cal.model_copy(update={"decode_score_buffers": 0.0}))
+    a, b = (peak_memory(m, batch, 14000, 32, "static", prefill_ran=False) for m in (two, none))
+    assert list(a["peak_at"]) == ["end", "end"]
+    np.testing.assert_allclose(a["peak_bytes"] - b["peak_bytes"], 2 * batch * 71 * 14032 * 2, rtol=1e-12)
+    np.testing.assert_allclose(a["activations_bytes"], 2 * batch * 71 * 14032 * 2, rtol=1e-12)
+    # gpt-oss-20b: sinks (one more buffer, the concatenated row); its full layers score the whole context
+    oss = StepModel(load_model("gpt-oss-20b"), card, cal)
+    np.testing.assert_allclose(decode_score_bytes(oss, 4.0, 9000.0), 3 * 4 * 64 * 9000 * 2, rtol=1e-12)
+    # mistral-7b-v0.1: every layer windowed (4,096): the ring's slots, not the context; split over 2 GPUs
+    mistral = StepModel(load_model("mistral-7b-v0.1"), card, cal, tp=2)
+    np.testing.assert_allclose(decode_score_bytes(mistral, 8.0, 9000.0), 2 * 8 * 16 * 4096 * 2, rtol=1e-12)
+    assert decode_score_bytes(StepModel(falcon, card, load_calibration(
+        "hardware_profiles/calibrations/h200-hf-eager.json")), 8.0, 9000.0) == 0.0

@@ -492,6 +492,10 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     # the graph engine's second decode logits buffer forgotten
     ("var logitsDecode = batch * model.logits_bytes_per_position * (cal.decode_logits_buffers || 1.0);",
      "var logitsDecode = batch * model.logits_bytes_per_position;", "shipped-graph", 0, "peak_mem"),
+    # the graph engine's decode attention scores forgotten at the end of the decode (falcon-7b: 71 query heads;
+    # its batch-1 peak is the prefill's, so the largest batch that fits is where they tell)
+    ("var scoreBuffers = cal.decode_score_buffers || 0.0;", "var scoreBuffers = 0.0;", "shipped-graph", 17,
+     "fits_batch"),
     # gpt-oss's 2,880 columns not padded to whole tiles
     ("inter * Math.ceil(hidden / cols) * cols", "inter * hidden", "shipped-graph", 9, "ttft_s"),
     # MLA's prompt pairs at the absorbed (decode) FLOPs instead of the decompressed prefill's

@@ -782,11 +782,16 @@ var RooflineModel = (function () {
       var actPrefill = cal.activation_coeff * forward * prompt * model.prefill_transient_width / m.tp * actBytes;
       var logitsPrefill = logitPositions(forward, prompt, m.logits) * model.logits_bytes_per_position;
       var logitsDecode = batch * model.logits_bytes_per_position * (cal.decode_logits_buffers || 1.0);
+      // roofline.memory.decode_score_bytes: one layer's decode attention scores, as many buffers as the engine holds
+      var scoreBuffers = cal.decode_score_buffers || 0.0;
+      if (scoreBuffers && model.sinks && cal.sink_score_bytes > 0) scoreBuffers += 1.0;
+      var slots = (m.kvb - m.kvWindowB > 0 || m.window === null) ? prompt + gen : Math.min(prompt + gen, m.window);
+      var scoresDecode = scoreBuffers * batch * (model.num_attention_heads / m.tp) * slots * actBytes;
       var atPrefill = kvPrompt + actPrefill + logitsPrefill;
-      var atEnd = kvFull + logitsDecode;
+      var atEnd = kvFull + logitsDecode + scoresDecode;
       var prefillWins = atPrefill >= atEnd;
       var kv = prefillWins ? kvPrompt : kvFull;
-      var act = prefillWins ? actPrefill : 0.0;
+      var act = prefillWins ? actPrefill : scoresDecode;
       var logitsB = prefillWins ? logitsPrefill : logitsDecode;
       return { peak_bytes: weights + kv + act + logitsB + cal.workspace_bytes, weights_bytes: weights,
                kv_bytes: kv, activations_bytes: act, logits_bytes: logitsB, workspace_bytes: cal.workspace_bytes,
