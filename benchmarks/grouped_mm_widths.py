@@ -23,19 +23,17 @@ def main() -> None:
     points = json.loads(path.read_text())["points"]
     rate = {(p["n"], p["k"], p["tokens"]): p["seconds"] / p["weight_bytes_touched"] for p in points}
     tokens = sorted({p["tokens"] for p in points})
-    sweeps = (("K at N 5,760", [(5760, k) for k in sorted({p["k"] for p in points if p["n"] == 5760})]),
-              ("N at K 2,816", [(n, 2816) for n in (2816, 2880, 2944)]),
-              ("N at K 2,880", [(n, 2880) for n in (2816, 2880, 2944)]))
-    for title, shapes in sweeps:
+    # (title, the shape at a width): K stepped at N 5,760, N stepped at K 2,816 and 2,880
+    sweeps = (("K at N 5,760", lambda w: (5760, w), sorted({p["k"] for p in points if p["n"] == 5760})),
+              ("N at K 2,816", lambda w: (w, 2816), (2816, 2880, 2944)),
+              ("N at K 2,880", lambda w: (w, 2880), (2816, 2880, 2944)))
+    for title, shape, widths in sweeps:
         print(f"{title}: seconds per touched byte over the mean of the 2,816 and 2,944 widths'")
         print("  width " + " ".join(f"{'T ' + str(t):>7s}" for t in tokens))
-        for n, k in shapes:
-            width = k if title.startswith("K") else n
+        for width in widths:
             cells = []
             for t in tokens:
-                lo = rate.get((n if title.startswith("K") else 2816, 2816 if title.startswith("K") else k, t))
-                hi = rate.get((n if title.startswith("K") else 2944, 2944 if title.startswith("K") else k, t))
-                here = rate.get((n, k, t))
+                here, lo, hi = (rate.get((*shape(w), t)) for w in (width, 2816, 2944))
                 cells.append(f"{here / (0.5 * (lo + hi)):7.3f}" if here and lo and hi else f"{'-':>7s}")
             print(f"  {width:5d} " + " ".join(cells))
     by_t = {t: [rate[(5760, k, t)] for k in (2816, 2880, 2944) if (5760, k, t) in rate] for t in tokens}

@@ -27,23 +27,22 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def uniform_touched(experts: int, k: int, batch: int) -> float:
-    return experts * (1.0 - (1.0 - k / experts) ** batch)
+def touched(experts: int, k: int, skew: float, batch: int) -> float:
+    """E_touched(batch) at routing skew ``skew`` (0: uniform, E·(1 − (1 − k/E)^B)): Σ_i 1 − (1 − r_i)^B
+    over roofline.step.routing_probabilities, as StepModel's table computes it."""
+    from roofline.step import routing_probabilities
+
+    return float(np.sum(1.0 - (1.0 - np.minimum(routing_probabilities(experts, k, skew), 1.0)) ** batch))
 
 
 def skew_for(experts: int, k: int, batch: int, target: float) -> float:
     """The skew s in [0, 4] whose E_touched(batch) is ``target`` (touched falls as s grows), by bisection."""
-    from roofline.step import routing_probabilities
-
-    def touched(s: float) -> float:
-        return float(np.sum(1.0 - (1.0 - np.minimum(routing_probabilities(experts, k, s), 1.0)) ** batch))
-
     lo, hi = 0.0, 4.0
-    if touched(0.0) <= target:
+    if touched(experts, k, 0.0, batch) <= target:
         return 0.0
     for _ in range(30):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if touched(mid) > target else (lo, mid)
+        lo, hi = (mid, hi) if touched(experts, k, mid, batch) > target else (lo, mid)
     return 0.5 * (lo + hi)
 
 
@@ -64,7 +63,7 @@ def main() -> None:
     for r in rows:
         spec = load_model(r.model)
         ratio[(r.model, r.batch)].append(float(r.extra["experts_touched_mean"])
-                                         / uniform_touched(spec.num_experts, spec.experts_per_token, r.batch))
+                                         / touched(spec.num_experts, spec.experts_per_token, 0.0, r.batch))
     print("1. measured experts touched over uniform routing's, by model and batch (min-max over the points)")
     skewed = set()
     for model in sorted({m for m, _ in ratio}):
