@@ -144,7 +144,8 @@ from roofline.units import GiB, MiB
 #: every probe, in the order run_probes runs them (memory first: see there)
 PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
-          "attention-widths", "attention-batches", "attention-lengths", "attention-table", "sustained-matmul")
+          "attention-widths", "attention-batches", "attention-lengths", "attention-table", "sustained-matmul",
+          "grouped-mm")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -1456,6 +1457,120 @@ def attention_table_probe(device: str, grid: AttentionTableGrid, out_path: Path,
     return _finished(result, out_path, t0)
 
 
+# ---- the experts' grouped matmul, at generic shapes -------------------------------------------------
+
+@dataclass(frozen=True)
+class GroupedMmGrid:
+    """torch._grouped_mm (the graph engine's expert matmuls, calibrate.graph_engine.expert_mm) alone,
+    at generic shapes: ``groups`` experts of ``rows`` routed rows each (every group the same), an
+    inner width K and an output width N, all powers of two, none a catalog model's shape. What a
+    mixture-of-experts layer's matmuls cost by experts touched, rows an expert and shape
+    (roofline.probes.grouped_mm_table reads it; a model's own shapes are priced by interpolation).
+    ``spread`` points put the same rows in ``groups_total`` groups, most of them empty (a decode
+    step's untouched experts), at one group count and shape each."""
+
+    groups: tuple[int, ...]
+    rows: tuple[int, ...]
+    ks: tuple[int, ...]
+    ns: tuple[int, ...]
+    max_weight_bytes: int  # skip (groups, K, N) whose weights exceed this
+    max_rows: int  # skip points of more routed rows than this
+    max_flop: float  # skip points of more FLOPs than this
+    rotate_bytes: int  # copies of the weights until a replay reads this many bytes (the L2: 50 MB on the H200)
+    reps: int
+    #: (touched groups, groups in all, K, N): untouched experts' empty groups beside one row each
+    spread: tuple[tuple[int, int, int, int], ...] = ()
+
+
+FULL_GROUPED_MM = GroupedMmGrid(
+    groups=(1, 2, 4, 8, 16, 32, 64, 128, 256), rows=(1, 16, 64, 128, 256, 512, 1024, 2048, 4096),
+    ks=(512, 1024, 2048, 4096, 8192, 16384), ns=(1024, 2048, 4096, 8192, 16384, 32768),
+    max_weight_bytes=24 * GiB, max_rows=1 << 18, max_flop=2.0e13, rotate_bytes=600 * MiB, reps=7,
+    spread=tuple((g, e, k, n) for g, e in ((4, 32), (4, 128), (8, 256), (2, 8), (32, 256))
+                 for k, n in ((2048, 4096), (4096, 8192))),
+)
+TINY_GROUPED_MM = GroupedMmGrid(groups=(1, 4), rows=(1, 8), ks=(16, 32), ns=(16, 32), max_weight_bytes=16 * MiB,
+                                max_rows=64, max_flop=1e9, rotate_bytes=0, reps=2, spread=((1, 4, 16, 16),))
+
+
+def grouped_mm_probe(device: str, grid: GroupedMmGrid, out_path: Path, deadline: float | None,
+                     progress: Callable[[str], None]) -> dict:
+    """Time torch._grouped_mm over ``grid`` (bf16, the engine's layout: weights (groups, N, K)
+    transposed, rows sorted by group, int32 cumulative offsets); writes ``out_path`` after each
+    shape. Each (groups, K, N) allocates its weights once, in as many copies as a replay needs to
+    read ``rotate_bytes`` (weights beyond the L2, as a decode step reads them)."""
+    import torch
+
+    from calibrate.graph_engine import expert_mm
+    from calibrate.timing import free_memory, torch_device
+
+    dev = torch_device(device)
+    result = _new_result("grouped-mm", dev, grid,
+                         "torch._grouped_mm (calibrate.graph_engine.expert_mm) over `copies` copies of the "
+                         "weights captured in one CUDA graph (a plain loop on the CPU), median of reps replays / "
+                         "copies; every group `rows` rows", skipped=[])
+    t0 = time.monotonic()
+    bf16 = torch.bfloat16
+    gen = torch.Generator(device=dev).manual_seed(0)
+
+    def timed(groups_total: int, touched: int, rows: int, k: int, n: int, ws) -> dict:
+        counts = torch.zeros(groups_total, dtype=torch.int64, device=dev)
+        # the touched groups spread evenly over all of them (uniform routing's picks, not the first few)
+        counts[torch.linspace(0, groups_total - 1, touched, device=dev).round().long()] = rows
+        offs = torch.cumsum(counts, 0).to(torch.int32)
+        x = torch.randn(touched * rows, k, device=dev, dtype=bf16, generator=gen)
+        point = {"groups": touched, "groups_total": groups_total, "rows": rows, "k": k, "n": n,
+                 "weight_bytes": touched * n * k * 2, "flop": 2.0 * touched * rows * k * n}
+        try:
+            seconds, info = _time_calls([lambda w=w: expert_mm(x, w, offs) for w in ws], dev, grid.reps)
+            point.update(info, s=seconds)
+        except Exception as exc:  # noqa: BLE001 - e.g. out of memory: record it
+            point["error"] = _short(exc)
+        return point
+
+    def weights(groups: int, k: int, n: int):
+        one = groups * n * k * 2
+        copies = max(1, math.ceil(grid.rotate_bytes / one)) if grid.rotate_bytes else 1
+        return [torch.randn(groups, n, k, device=dev, dtype=bf16, generator=gen) for _ in range(copies)]
+
+    with torch.inference_mode():
+        for k in grid.ks:
+            for n in grid.ns:
+                for groups in grid.groups:
+                    where = f"K {k} N {n} groups {groups}"
+                    if groups * n * k * 2 > grid.max_weight_bytes:
+                        result["skipped"].append({"groups": groups, "k": k, "n": n, "why": "weights over max_weight_bytes"})
+                        continue
+                    if _out_of_budget(deadline, result, out_path, progress, "grouped-mm", where):
+                        return result
+                    try:
+                        ws = weights(groups, k, n)
+                    except Exception as exc:  # noqa: BLE001 - out of memory: record, next shape
+                        result["errors"].append({"groups": groups, "k": k, "n": n, "error": _short(exc)})
+                        free_memory()
+                        continue
+                    for rows in grid.rows:
+                        if groups * rows > grid.max_rows or 2.0 * groups * rows * k * n > grid.max_flop:
+                            result["skipped"].append({"groups": groups, "rows": rows, "k": k, "n": n,
+                                                      "why": "rows or FLOPs over the grid's limits"})
+                            continue
+                        result["points"].append(timed(groups, groups, rows, k, n, ws))
+                    del ws
+                    free_memory()
+                _write(out_path, result)
+            progress(f"grouped-mm: K {k} done ({time.monotonic() - t0:.1f} s)")
+        for touched, total, k, n in grid.spread:
+            if _out_of_budget(deadline, result, out_path, progress, "grouped-mm", f"spread {touched} of {total}"):
+                return result
+            ws = weights(total, k, n)
+            for groups_total in (touched, total):
+                point = timed(groups_total, touched, 1, k, n, [w[:groups_total] for w in ws])
+                result["points"].append({**point, "series": "spread"})
+            del ws
+            free_memory()
+    return _finished(result, out_path, t0)
+
+
 # ---- memory ------------------------------------------------------------------------------------
 
 FULL_MEMORY_CASES = tuple(
@@ -1935,6 +2050,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "attention-table":
                 attention_table_probe(device, TINY_ATTENTION_TABLE if tiny else FULL_ATTENTION_TABLE, path, deadline,
                                       progress)
+            elif name == "grouped-mm":
+                grouped_mm_probe(device, TINY_GROUPED_MM if tiny else FULL_GROUPED_MM, path, deadline, progress)
             elif name == "sustained-matmul":
                 sustained_probe(device, TINY_SUSTAINED if tiny else FULL_SUSTAINED, path, deadline, progress)
             elif name == "gemm":
