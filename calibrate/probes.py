@@ -1463,11 +1463,14 @@ def attention_table_probe(device: str, grid: AttentionTableGrid, out_path: Path,
 class GroupedMmGrid:
     """torch._grouped_mm (the graph engine's expert matmuls, calibrate.graph_engine.expert_mm) alone,
     at generic shapes: ``groups`` experts of ``rows`` routed rows each (every group the same), an
-    inner width K and an output width N, all powers of two, none a catalog model's shape. What a
-    mixture-of-experts layer's matmuls cost by experts touched, rows an expert and shape
-    (roofline.probes.grouped_mm_table reads it; a model's own shapes are priced by interpolation).
-    ``spread`` points put the same rows in ``groups_total`` groups, most of them empty (a decode
-    step's untouched experts), at one group count and shape each."""
+    inner width K and an output width N on a ladder of powers of two and their halfway 1.5x (as the
+    gemm probe's), none a catalog model's shape. What a mixture-of-experts layer's matmuls cost by
+    experts touched, rows an expert and shape (roofline.grouped_mm.read_grouped_mm reads it; a
+    model's own shapes are priced by interpolation). From ``random_rows_from`` rows an expert on, the
+    rows are routed at random (each of groups x rows to a group drawn uniformly: counts spread as a
+    router's do, var = rows x (1 - 1 / groups)), below it exactly ``rows`` each (a decode step's
+    experts, one or a few rows each). ``spread`` points put one row each in ``groups_total`` groups,
+    most of them empty (a decode step's untouched experts), at one group count and shape each."""
 
     groups: tuple[int, ...]
     rows: tuple[int, ...]
@@ -1478,19 +1481,24 @@ class GroupedMmGrid:
     max_flop: float  # skip points of more FLOPs than this
     rotate_bytes: int  # copies of the weights until a replay reads this many bytes (the L2: 50 MB on the H200)
     reps: int
+    random_rows_from: int = 0  # rows an expert from which its rows are routed at random (0: never)
     #: (touched groups, groups in all, K, N): untouched experts' empty groups beside one row each
     spread: tuple[tuple[int, int, int, int], ...] = ()
 
 
+#: device call 71 ran the powers of two alone (K 512-16,384, N 1,024-32,768), every group exactly
+#: ``rows`` rows, rows 1-4,096, FLOPs to 2e13 (h200-probe-grouped-mm-call71.json)
 FULL_GROUPED_MM = GroupedMmGrid(
-    groups=(1, 2, 4, 8, 16, 32, 64, 128, 256), rows=(1, 16, 64, 128, 256, 512, 1024, 2048, 4096),
-    ks=(512, 1024, 2048, 4096, 8192, 16384), ns=(1024, 2048, 4096, 8192, 16384, 32768),
-    max_weight_bytes=24 * GiB, max_rows=1 << 18, max_flop=2.0e13, rotate_bytes=600 * MiB, reps=7,
+    groups=(1, 2, 4, 8, 16, 32, 64, 128, 256), rows=(1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
+    ks=_ladder(512, 16384), ns=_ladder(1024, 32768),
+    max_weight_bytes=24 * GiB, max_rows=1 << 18, max_flop=5.0e12, rotate_bytes=600 * MiB, reps=7,
+    random_rows_from=16,
     spread=tuple((g, e, k, n) for g, e in ((4, 32), (4, 128), (8, 256), (2, 8), (32, 256))
                  for k, n in ((2048, 4096), (4096, 8192))),
 )
 TINY_GROUPED_MM = GroupedMmGrid(groups=(1, 4), rows=(1, 8), ks=(16, 32), ns=(16, 32), max_weight_bytes=16 * MiB,
-                                max_rows=64, max_flop=1e9, rotate_bytes=0, reps=2, spread=((1, 4, 16, 16),))
+                                max_rows=64, max_flop=1e9, rotate_bytes=0, reps=2, random_rows_from=8,
+                                spread=((1, 4, 16, 16),))
 
 
 def grouped_mm_probe(device: str, grid: GroupedMmGrid, out_path: Path, deadline: float | None,
@@ -1515,12 +1523,18 @@ def grouped_mm_probe(device: str, grid: GroupedMmGrid, out_path: Path, deadline:
 
     def timed(groups_total: int, touched: int, rows: int, k: int, n: int, ws) -> dict:
         counts = torch.zeros(groups_total, dtype=torch.int64, device=dev)
-        # the touched groups spread evenly over all of them (uniform routing's picks, not the first few)
-        counts[torch.linspace(0, groups_total - 1, touched, device=dev).round().long()] = rows
+        if grid.random_rows_from and rows >= grid.random_rows_from and groups_total == touched:
+            # routed at random: each row to a group drawn uniformly (a router's spread of counts)
+            counts = torch.bincount(torch.randint(0, touched, (touched * rows,), device=dev, generator=gen),
+                                    minlength=touched)
+        else:  # exactly `rows` each, the touched groups spread evenly over all of them (not the first few)
+            counts[torch.linspace(0, groups_total - 1, touched, device=dev).round().long()] = rows
         offs = torch.cumsum(counts, 0).to(torch.int32)
         x = torch.randn(touched * rows, k, device=dev, dtype=bf16, generator=gen)
         point = {"groups": touched, "groups_total": groups_total, "rows": rows, "k": k, "n": n,
-                 "weight_bytes": touched * n * k * 2, "flop": 2.0 * touched * rows * k * n}
+                 "weight_bytes": touched * n * k * 2, "flop": 2.0 * touched * rows * k * n,
+                 "routed": "random" if int(counts.max()) != int(counts[counts > 0].min()) else "exact",
+                 "touched": int((counts > 0).sum()), "most_rows": int(counts.max())}
         try:
             seconds, info = _time_calls([lambda w=w: expert_mm(x, w, offs) for w in ws], dev, grid.reps)
             point.update(info, s=seconds)
