@@ -430,6 +430,11 @@ TPOT_STATISTIC = ("mean", "median", "p10")
               help="MoE-probe file (calibrate.probes), with --base and MoE runs: the routed rows' gather and combine "
                    "cost and the grouped matmuls' rates per tile FLOP (small and large tiles), measured at the fitted "
                    "MoE models' shapes, held while the other MoE terms are fitted.")
+@click.option("--grouped-mm-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Grouped-mm-probe file (calibrate.probes), with --base and MoE runs: the experts' grouped matmul alone "
+                   "at generic shapes (experts x rows an expert x K x N); the routed experts are then priced from it "
+                   "(expert_gemm_table), held while the MoE layer's overhead is fitted (repeat: pooled, a later file's "
+                   "point replacing an earlier one's).")
 @options("fmt")
 @domain_errors
 def fit(measurements, fmt, **kw):

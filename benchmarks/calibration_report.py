@@ -517,7 +517,9 @@ def main() -> None:
              "`h200-probe-masked-attention.json`), the prefill-kernels probe's cost per element by kind at generic "
              "shapes (`h200-probe-prefill-kernels.json`) and the TP2 link (`h200-collectives-tp2.json`); MoE terms: "
              "the qwen3-30b-a3b rows of `h200-graph-moe.csv` only, with the MoE probe's routed-row cost, grouped-GEMM "
-             "rate and (gpt-oss's) clamped activation, the first two at qwen3-30b-a3b's shape (`h200-probe-moe.json`)"],
+             "rate and (gpt-oss's) clamped activation, the first two at qwen3-30b-a3b's shape (`h200-probe-moe.json`), "
+             "and the grouped-mm probe's table of the experts' matmuls at generic shapes "
+             "(`h200-probe-grouped-mm-call72.json`)"],
             ["`h200-hf-eager.json`", ", ".join(load_calibration(ROOT / EAGER).fitted_on),
              "`h200-hf-eager-grid.csv`: prompts 128, 2048, 8192 x batches 1-256"],
             ["`rtx3060-hf-eager.json`", ", ".join(load_calibration(ROOT / LESSON).fitted_on),
@@ -945,7 +947,12 @@ def main() -> None:
         "qwen3-30b-a3b's shape, every token count: 360 and 649 TFLOP/s per tile FLOP); then the two other MoE terms "
         "(routing overhead per MoE layer, grouped-GEMM traffic factor) were fitted on qwen3-30b-a3b's rows. The "
         "traffic factor came out at 1.36: the grouped matmuls read a touched expert's bytes at ~3 TB/s, as the "
-        "probe times them at 256-1,024 tokens. The other three models are held out: deepseek-v2-lite (MLA "
+        "probe times them at 256-1,024 tokens. Since device call 72 the grouped matmuls of experts of up to 32 "
+        "rows each are priced from the grouped-mm probe instead (`h200-probe-grouped-mm-call72.json`: "
+        "`torch._grouped_mm` alone at generic shapes, none a catalog model's; blended into the tiles from 32 "
+        "rows, the tiles alone from 128: docs/method.md section 4, \"The grouped GEMM, as measured\"), held, "
+        "and the routing overhead refitted with it (86 -> 64 us a MoE layer; the traffic factor kept from the fit "
+        "without the table, for the tiles). The other three models are held out: deepseek-v2-lite (MLA "
         "attention, 64 experts + 2 shared), gpt-oss-20b (32 experts, sliding windows on half the layers, attention "
         "sinks), mixtral-8x7b (8 experts, top-2):\n\n",
         per_model(moe),

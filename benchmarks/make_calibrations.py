@@ -67,9 +67,13 @@ def main() -> None:
         moe_rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]
         moe_csv = write_measurements(Path(tmp) / f"moe-{MOE_FIT_MODEL}.csv", moe_rows)
         graph = api.fit([moe_csv], card="h200", base=dense, moe_probe=M / "h200-probe-moe.json",
+                        grouped_mm_probe=[M / "h200-probe-grouped-mm-call72.json"],
                         label=f"h200-graph-moe.csv rows of {MOE_FIT_MODEL} (the one MoE model fitted on); MoE probe "
                               f"(its routed rows' gather and combine and its grouped GEMMs' rate, at {MOE_FIT_MODEL}'s shape only; "
-                              f"the clamped activation's extra cost over silu's, for gpt-oss)")
+                              f"the clamped activation's extra cost over silu's, for gpt-oss); grouped-mm probe (device "
+                              f"call 72: torch._grouped_mm alone at generic shapes, 1-256 experts x 1-4,096 rows an "
+                              f"expert x K 512-16,384 x N 1,024-32,768 on the 1.5x ladder: the experts' matmuls priced "
+                              f"from it)")
     card = load_card("h200")
     heldout, moe, tp2 = (M / "h200-graph-heldout.csv", M / "h200-graph-moe.csv", M / "h200-graph-tp2.csv")
     moe19 = M / "h200-graph-moe-call19.csv"

@@ -428,6 +428,7 @@ def fit(
     attention_stream_probe=None,
     softmax_probe=None,
     attention_table_probe=None,
+    grouped_mm_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -449,7 +450,10 @@ def fit(
     matmuls' rates per FLOP of the tiles they compute on the small- and large-tile paths
     (``expert_small_tile_efficiency``, ``expert_large_tile_efficiency``: roofline.probes.moe_tile_efficiencies,
     the same shapes, every token count); and, where the base prices the prefill's elementwise kernels by
-    kind, gpt-oss's clamped activation (its act stage's extra cost per element over silu's). ``masked_attention_probe``: a calibrate.probes masked-attention file:
+    kind, gpt-oss's clamped activation (its act stage's extra cost per element over silu's).
+    ``grouped_mm_probe``: calibrate.probes grouped-mm files (pooled), with ``base`` and MoE runs: the
+    experts' grouped matmul alone at generic shapes (``expert_gemm_table``, roofline.grouped_mm), held;
+    the routed experts are priced from it, so ``expert_traffic_factor`` is not fitted. ``masked_attention_probe``: a calibrate.probes masked-attention file:
     the engine's masked prefill path's FLOP rate by head width, stored as measured
     (``masked_prefill_attention_flop_per_s``): windowed layers past their window, and sinks layers,
     are priced as the square it computes. ``prefill_kernels_probe``: a calibrate.probes prefill-kernels
@@ -539,6 +543,9 @@ def fit(
         from roofline.collectives import link_terms
 
         link = {**link_terms(collectives), "world": read_json(Path(collectives), "collectives")["world"]}
+    if _paths(grouped_mm_probe) and base is None:
+        raise RooflineError("a grouped-mm probe is read with a base calibration (--base) and MoE runs",
+                            "grouped_mm_probe")
     if moe_probe is not None and base is None:
         raise RooflineError("a MoE probe is read with a base calibration (--base): it sets a term of the MoE fit",
                             "moe_probe")
@@ -567,6 +574,10 @@ def fit(
                 per["clamped_intermediate"] = per.get("gated_intermediate", 0.0) + \
                     clamped_activation_extra_s_per_element(moe_probe) * ceiling
                 held["prefill_elementwise_bytes_per_element"] = per
+        if _paths(grouped_mm_probe):
+            from roofline.grouped_mm import read_grouped_mm
+
+            held = {**(held or {}), "expert_gemm_table": read_grouped_mm(_paths(grouped_mm_probe))}
         # with a base: priced by it, set before the MoE fit
         priced = _priced_probe_tables(layer_features_probe, attention_contexts_probe, base_cal, card_p)
         if priced:

@@ -76,7 +76,8 @@ TERMS: dict[str, Term] = {
     "moe_layer_overhead_s": Term(0.0, 0.0, INF, "extra cost per mixture-of-experts layer per pass (routing), s",
                                  fit_upper=1e-3),
     "expert_traffic_factor": Term(
-        1.0, 1.0, 16.0, "time per routed-expert byte relative to a dense weight byte (grouped GEMM efficiency)"),
+        1.0, 1.0, 16.0, "time per routed-expert byte relative to a dense weight byte (grouped GEMM efficiency; not used "
+        "where expert_gemm_table prices the experts: then the tile path's, fitted without the table)"),
     "expert_row_traffic_coeff": Term(
         0.0, 0.0, 256.0, "bytes a mixture-of-experts layer moves per routed (token, expert) row outside its matmuls -- "
         "the token gathered into the expert-sorted rows and the weighted scatter-add back (atomic adds, each "
@@ -254,6 +255,14 @@ class Calibration(BaseModel):
         "factors by length: the same side's value). The attention-table probe's (calibrate.probes: the engine's "
         "decode attention alone; roofline.probes.attention_kernel_table: measured less its launch-level time, over "
         "the price without the table; 1 where the price is under 5 us, in full from 10 us); None: none")
+    expert_gemm_table: dict | None = Field(
+        None, description="the experts' grouped matmul (torch._grouped_mm) alone, as measured at generic shapes: "
+        "{ks, ns, groups, rows: ascending lists; seconds: K x N x groups x rows} (the grouped-mm probe: "
+        "calibrate.probes --what grouped-mm; roofline.grouped_mm.read_grouped_mm). Where set, a pass's routed "
+        "experts cost, each MoE layer, its gate-up (K hidden, N 2 x expert width) and down (K expert width, N "
+        "hidden) at the experts it touches and the rows each gets (tokens x k / touched), interpolated in log "
+        "time over log K, N, groups and rows (roofline.grouped_mm), instead of expert_traffic_factor's bytes and "
+        "the tile efficiencies; None: not measured")
     attention_score_row_factors: list[tuple[float, float]] | None = Field(
         None, description="(after_tokens, factor) steps, ascending: a decoding sequence whose cache (a windowed "
         "layer's: its ring) holds more than after_tokens positions has its score elements priced at the last such "
@@ -339,6 +348,17 @@ class Calibration(BaseModel):
             raise ValueError("attention_score_row_factors: (after_tokens >= 0, ascending and distinct; "
                              "0 < factor <= 10) steps")
         return [(float(a), float(f)) for a, f in v]
+
+    @field_validator("expert_gemm_table")
+    @classmethod
+    def _expert_gemm_table(cls, v):
+        if v is None:
+            return v
+        from roofline.grouped_mm import AXES, check_table
+
+        check_table(v)
+        return {**{a: [float(x) for x in v[a]] for a in AXES},
+                "seconds": [[[[float(x) for x in r] for r in g] for g in n] for n in v["seconds"]]}
 
     @field_validator("attention_kernel_table")
     @classmethod

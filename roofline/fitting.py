@@ -578,6 +578,14 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
         # the tiles price what the padded rows stood for: expert_gemm_min_rows is not used
         names = [n for n in names if n != "expert_gemm_min_rows"]
         base = _with(base, expert_gemm_min_rows=0.0)
+    without_table = None
+    if base.expert_gemm_table is not None:
+        # the experts' matmuls as the grouped-mm probe measured them: no traffic factor to fit with the
+        # table; it is fitted without it first (the tile path's, which a card without the table prices
+        # by), and kept with that fit's overhead in the report
+        without_table = fit_extra_terms(_with(base, expert_gemm_table=None), rows, card)
+        base = _with(base, expert_traffic_factor=without_table.expert_traffic_factor)
+        names = [n for n in names if n not in ("expert_traffic_factor", "expert_gemm_min_rows")]
     if not names:
         raise RooflineError("these measurements identify no term the base calibration lacks (no MoE model)")
     if chunk is not None and base.prefill_chunk_tokens != chunk:
@@ -594,6 +602,11 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
     report = dict(base.fit_report)
     report["extra"] = {"terms": names, "models": sorted({g.spec.name for g in groups}), "held": sorted(fixed or {}),
                        "in_sample": _errors(card, cal, groups, kv_cache)}
+    if without_table is not None:
+        report["extra"]["without_expert_gemm_table"] = {
+            "moe_layer_overhead_s": without_table.moe_layer_overhead_s,
+            "expert_traffic_factor": without_table.expert_traffic_factor,
+            "in_sample_tpot_mape_fraction": without_table.fit_report["extra"]["in_sample"].get("tpot_mape_fraction")}
     if "coverage" in report:
         report["coverage"] = merge_coverage(report["coverage"], {**coverage_of(groups),
                                                                  "overhead_share": _share_range(card, cal, groups, kv_cache)})

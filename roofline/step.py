@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from roofline.calibration import MAX_EXPONENT, Calibration
+from roofline.grouped_mm import layer_nodes, nodes_seconds
 from roofline.hardware import CardProfile, matmul_peak
 from roofline.model_spec import ModelSpec
 from roofline.units import dtype_bytes
@@ -62,6 +63,11 @@ BOUNDS = np.array(["overhead", "memory", "compute"])
 SMALL_TILE = (64, 128)
 LARGE_TILE = (128, 256)
 SMALL_TILE_ROWS_PER_EXPERT = 129
+#: roofline.step.StepModel._measured_experts: the grouped-mm table prices experts of up to this many
+#: routed rows each, the tile rates from TILE_ROWS_FROM on (log time blended between): one small tile
+#: (64 rows) half full, and two full
+TABLE_ROWS_UP_TO = 32.0
+TILE_ROWS_FROM = 128.0
 #: the tile table's last point: past it a token adds k rows (every expert's tiles long since full)
 TILE_TABLE_MAX_TOKENS = 8192
 
@@ -214,6 +220,8 @@ class StepModel:
     _context_windows: tuple = field(init=False, repr=False, default=())
     _row_factors: tuple = field(init=False, repr=False, default=())
     _kernel_table: object = field(init=False, repr=False, default=None)
+    #: roofline.grouped_mm.layer_nodes of the calibration's expert_gemm_table at this model's experts
+    _expert_nodes: object = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
         cal, spec, tp = self.calibration, self.spec, self.tp
@@ -331,7 +339,10 @@ class StepModel:
         # intermediate), the columns padded to whole tiles; the routed rows' own FLOPs then leave the
         # dense matmuls' terms
         tiles = bool(cal.expert_small_tile_efficiency and spec.moe_layers)
-        if tiles:
+        if cal.expert_gemm_table and spec.moe_layers and not tiles:  # as measured (_parts): out of the dense terms
+            small_row_s = large_row_s = prefill_routed_s = 0.0
+            decode_routed_s = routed_flop / tp * s_per_decode_flop
+        elif tiles:
             inter, hidden = spec.moe_intermediate_size / tp, float(spec.hidden_size)
 
             small_row_s = spec.moe_layers * tile_row_flop(hidden, inter, SMALL_TILE[1]) / (
@@ -460,6 +471,9 @@ class StepModel:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         if tiles:
             set_(self, "_tile_table", tile_rows_table(spec.num_experts, spec.experts_per_token, float(self.routing_skew)))
+        if cal.expert_gemm_table and spec.moe_layers:
+            set_(self, "_expert_nodes", layer_nodes(cal.expert_gemm_table, float(spec.hidden_size),
+                                                    spec.moe_intermediate_size / tp))
         dtype_bytes(self.act_dtype)  # validate
 
     @property
@@ -555,19 +569,21 @@ class StepModel:
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
         expert_memory = expert_compute = 0.0
         if c[21]:
-            touched = self.experts_touched(d + p)
+            tokens = d + p
+            touched = self.experts_touched(tokens)
             if c[35]:  # by tiles: the experts' bytes against their tiles' FLOPs, beside the dense matmuls
                 expert_memory = c[20] * touched
-                tokens = d + p
                 if type(tokens) is float:
                     per_row = c[35] if tokens * c[31] < c[37] else c[36]
                 else:
                     per_row = np.where(np.asarray(tokens, dtype=float) * c[31] < c[37], c[35], c[36])
                 expert_compute = self.expert_tile_rows(tokens) * per_row
-            else:
+            elif self._expert_nodes is None:
                 matmul_memory = matmul_memory + c[20] * touched
                 if c[30]:
                     matmul_compute = matmul_compute + _max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29]
+            if self._expert_nodes is not None:
+                expert_memory, expert_compute = self._measured_experts(tokens, touched, expert_memory, expert_compute)
         written = d + p
         kv_s = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14]
         if c[26] or c[27]:
@@ -605,6 +621,31 @@ class StepModel:
             expert_compute,
         )
 
+    def _measured_experts(self, tokens, touched, tile_memory, tile_compute):
+        """(memory, compute) seconds of a pass's routed experts priced from the calibration's
+        expert_gemm_table: each MoE layer's two grouped matmuls at the experts touched and the rows each
+        gets (0 without tokens). Where the calibration has the tile rates too, the table prices experts
+        of up to TABLE_ROWS_UP_TO rows and the tiles (their expected count under the routing, exact)
+        from TILE_ROWS_FROM on, log time blended between: the table's points of many rows an expert
+        are one routing draw each, whose tiles at a few experts stray from the expectation by up to a
+        tile an expert. The time is memory while the rows an expert are fewer than the card's FLOPs
+        per byte, else compute (for the breakdown)."""
+        c = self._c
+        rows_each = tokens * c[31] / _max(touched, 1.0 + 0.0 * touched)
+        t = self.spec.moe_layers * nodes_seconds(self._expert_nodes, touched, rows_each)
+        if c[35]:
+            w = np.clip(np.log(np.maximum(rows_each, 1.0) / TABLE_ROWS_UP_TO) / log(TILE_ROWS_FROM / TABLE_ROWS_UP_TO),
+                        0.0, 1.0)
+            tiles = _max(tile_memory, tile_compute)
+            t = np.where(w <= 0.0, t, np.exp((1.0 - w) * np.log(np.maximum(t, 1e-30))
+                                             + w * np.log(np.maximum(tiles, 1e-30))))
+        t = np.where(np.asarray(tokens) > 0.0, t, 0.0)
+        on_memory = np.asarray(rows_each) < self.peak_flop_per_s / self.bandwidth_bytes_per_s
+        if type(tokens) is float:
+            t = float(t)
+            return (t, 0.0) if bool(on_memory) else (0.0, t)
+        return np.where(on_memory, t, 0.0), np.where(on_memory, 0.0, t)
+
     def prefill_fitted_compute_s(self, work: PassWork):
         """Seconds of ``work``'s prefill matmuls at the fitted prefill efficiency (the dense ones and
         the LM head's; the routed experts' and the attention's run at rates probes measured)."""
@@ -616,7 +657,8 @@ class StepModel:
         o, mm, mc, am, ac, el, co, em, ec = self._parts(work)
         c = self._c
         p = c[12]
-        gemm = pnorm(mm, mc, p) + _max(em, ec) if c[35] else pnorm(mm, mc, p)  # (the simulators' hot loop)
+        gemm = (pnorm(mm, mc, p) + _max(em, ec) if c[35] or self._expert_nodes is not None
+                else pnorm(mm, mc, p))  # (the simulators' hot loop)
         return pnorm(o, gemm + pnorm(am, ac, p) + el + co, c[13])
 
     def work_s(self, work: PassWork):

@@ -135,6 +135,13 @@ def fit_view(cal, output, fmt) -> str:
     if fmt == "json":
         return report.to_json({"calibration_path": None if output is None else str(output), **cal.model_dump()})
     terms = cal.model_dump(exclude={"fit_report", "fitted_on", "source", "card", "engine", "kv_cache", "tpot_statistic"})
+    if terms.get("expert_gemm_table"):  # the grouped-mm table: its extent, not its 10,000 cells
+        t = terms["expert_gemm_table"]
+        cells = [x for plane in t["seconds"] for block in plane for row in block for x in row]
+        terms["expert_gemm_table"] = (f"K {t['ks'][0]:.0f}-{t['ks'][-1]:.0f} x N {t['ns'][0]:.0f}-{t['ns'][-1]:.0f} x "
+                                      f"{t['groups'][0]:.0f}-{t['groups'][-1]:.0f} experts x {t['rows'][0]:.0f}-"
+                                      f"{t['rows'][-1]:.0f} rows: {len(cells)} cells, "
+                                      f"{min(cells) * 1e6:.3g}-{max(cells) * 1e6:.4g} us")
     if fmt == "csv":
         return report.to_csv([terms]).rstrip("\n")
     where = f"wrote {output}" if output is not None else "fitted"
@@ -142,6 +149,8 @@ def fit_view(cal, output, fmt) -> str:
     def shown(v) -> str:
         if v is None:
             return "-"
+        if isinstance(v, str):
+            return v
         if isinstance(v, dict):  # e.g. a measured rate by head width: "64: 4.527e+14, 128: 5.879e+14"
             return ", ".join(f"{k}: {x:.4g}" for k, x in v.items())
         if isinstance(v, (list, tuple)) and v and all(isinstance(e, dict) for e in v):

@@ -66,7 +66,13 @@ def test_expected_tpot_error_is_the_larger_of_the_held_out_model_and_nearest_con
 def test_moe_and_tp_answers_take_the_held_out_errors_of_their_kind():
     rep = load_calibration(GRAPH).fit_report
     (moe,) = _graph_rows(16, model="qwen3-30b-a3b")
-    assert moe["expected_error"]["tpot_fraction"] == pytest.approx(rep["validation"]["moe"]["tpot_mape_fraction"])
+    # the MoE validation's error, or that of its steps of as much fixed overhead (a bin) where larger
+    bins = rep["validation"]["moe"]["tpot_mape_by_overhead_share"]
+    by_share = [b["tpot_mape_fraction"] for b in bins if b.get("points", 0) >= 1]
+    got = moe["expected_error"]["tpot_fraction"]
+    assert got >= rep["validation"]["moe"]["tpot_mape_fraction"] - 1e-12
+    assert got == pytest.approx(rep["validation"]["moe"]["tpot_mape_fraction"]) or any(
+        got == pytest.approx(e) for e in by_share), (got, bins)
     assert moe["extrapolation"] == []
     (tp,) = _graph_rows(16, model="qwen2.5-32b", tp=2)
     assert tp["expected_error"]["tpot_fraction"] == pytest.approx(rep["validation"]["tp"]["tpot_mape_fraction"])

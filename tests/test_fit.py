@@ -250,7 +250,7 @@ def test_moe_probe_sets_the_row_term_and_the_fit_keeps_it(tmp_path):
     probe = "hardware_profiles/measurements/h200-probe-moe.json"
     base = load_calibration("hardware_profiles/calibrations/h200-graph.json").model_copy(
         update={"expert_row_traffic_coeff": 0.0, "moe_layer_overhead_s": 0.0, "expert_traffic_factor": 1.0,
-                "expert_gemm_min_rows": 0.0})
+                "expert_gemm_min_rows": 0.0, "expert_gemm_table": None})  # the tiles' terms: no grouped-mm table
     card = load_card("h200")
     want = moe_row_traffic_coeff(base, card, probe, ["qwen3-30b-a3b"])
     bw = base.bandwidth_efficiency * base.measured_bandwidth_bytes_per_s

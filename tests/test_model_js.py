@@ -21,7 +21,7 @@ import pytest
 
 from js_parity import PARITY_BATCHES, differences, python_result, python_scenario
 from roofline.batching import parse_mix
-from roofline.calibration import Calibration
+from roofline.calibration import Calibration, load_calibration
 from roofline.chart_data import page_data
 from roofline.errors import RooflineError
 
@@ -245,6 +245,13 @@ PAGES = {
                                  "factors": [[1.0, 0.9, 1.4, 1.0], [1.0, 0.85, 1.45, 1.1]]}])), [
         setting("h200", "falcon-40b", 1000, 64, serving=False),
     ]),
+    # the shipped H200 graph calibration without its grouped-mm table: the experts by tiles alone (as
+    # a card with the tile rates and no table prices them)
+    "tiles-alone": (dict(cards=("h200",), calibration=load_calibration(
+        "hardware_profiles/calibrations/h200-graph.json").model_copy(update={"expert_gemm_table": None})), [
+        setting("h200", "qwen3-30b-a3b", 1024, 256, serving=False),
+        setting("h200", "mixtral-8x7b", 200, 16, serving=False),
+    ]),
 }
 
 
@@ -277,7 +284,8 @@ def test_port_equals_python(page, tmp_path):
 
 
 def test_the_scenarios_cover_what_they_claim():
-    """The pages above reach every part of the model: a MoE's first bend, skewed routing, MLA,
+    """The pages above reach every part of the model: a MoE's first bend, skewed routing, the experts
+    priced from the grouped-mm table and by tiles, MLA,
     windows and sinks, a chunked prefill, collectives over a calibrated and over the card's link."""
     seen = set()
     for options, settings in PAGES.values():
@@ -304,10 +312,12 @@ def test_the_scenarios_cover_what_they_claim():
                 "softmax-warp": bool(step._c[38]) and step._c[41] < s["prompt_tokens"] <= step._c[40],
                 "softmax-warp-window": bool(step._c[39]) and step.window is not None
                 and step._c[41] < step.window <= step._c[40],
+                "expert-gemm-table": step._expert_nodes is not None,  # blended with the tiles from 32 rows
+                "expert-tiles": step._expert_nodes is None and step._tile_table is not None,
             }.items() if on}
     assert seen == {"moe", "skew", "mla", "window", "sinks", "tp", "tp-card-link", "tp-calibrated-link", "chunk", "long",
                     "static", "fp8-weights", "lane", "masked-window", "masked-sinks", "row-factors", "softmax-warp",
-                    "softmax-warp-window"}
+                    "softmax-warp-window", "expert-gemm-table", "expert-tiles"}
 
 
 @pytest.mark.filterwarnings("ignore::roofline.errors.RooflineWarning")  # weights beyond a card: on purpose
@@ -486,9 +496,18 @@ def _drifted_copy(script, needle, replacement, tmp_path):
     ("ex += w[r - lo] * Math.ceil(r / h);", "ex += w[r - lo] * (r / h);", "shipped-graph", 4, "tpot_s"),
     # every pass on the small tiles, a prefill's many rows too
     ("((d + p) * c[31] < c[37] ? c[35] : c[36])", "c[35]", "shipped-graph", 4, "ttft_s"),
-    # the experts' bytes and tiles added instead of the larger taken
+    # the experts' bytes and tiles added instead of the larger taken (by tiles alone; and where they
+    # blend with the grouped-mm table from 32 rows an expert)
     ("Math.max(x[7], x[8]) + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);",
-     "x[7] + x[8] + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);", "shipped-graph", 4, "knee_batch"),
+     "x[7] + x[8] + pnorm(x[3], x[4], p) + x[5] + x[6], m.c[13]);", "tiles-alone", 0, "knee_batch"),
+    ("var tTiles = Math.max(expertMemory, expertCompute);", "var tTiles = expertMemory + expertCompute;",
+     "shipped-graph", 4, "tpot_s"),
+    # the grouped-mm table read at a token's rows, not its k experts' (rows an expert k times too few)
+    ("rowsEach = tok * c[31] / Math.max(touched, 1.0);", "rowsEach = tok / Math.max(touched, 1.0);",
+     "shipped-graph", 4, "tpot_s"),
+    # its output width (gate-up: 2 x the expert width) read as the expert width
+    ("var gu = shapeLogSeconds(t, hidden, 2.0 * inter)", "var gu = shapeLogSeconds(t, hidden, inter)",
+     "shipped-graph", 9, "tpot_s"),
     # the graph engine's second decode logits buffer forgotten
     ("var logitsDecode = batch * model.logits_bytes_per_position * (cal.decode_logits_buffers || 1.0);",
      "var logitsDecode = batch * model.logits_bytes_per_position;", "shipped-graph", 0, "peak_mem"),

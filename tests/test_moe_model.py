@@ -87,8 +87,8 @@ def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
     assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
     assert 1.1 < cal.expert_traffic_factor < 1.4
     # and gpt-oss's clamped activation joins the prefill's elementwise costs (the probe's act stage)
-    # (and the grouped GEMM's tile rates: the same probe's matmuls)
-    assert cal.fit_report["extra"]["held"] == ["expert_large_tile_efficiency", "expert_prefill_flop_per_s",
+    # (and the grouped GEMM's tile rates: the same probe's matmuls; and the grouped-mm probe's table)
+    assert cal.fit_report["extra"]["held"] == ["expert_gemm_table", "expert_large_tile_efficiency", "expert_prefill_flop_per_s",
                                                "expert_row_traffic_coeff", "expert_small_tile_efficiency",
                                                "prefill_elementwise_bytes_per_element"]
     per = cal.prefill_elementwise_bytes_per_element
@@ -143,7 +143,8 @@ def test_the_grouped_gemm_rate_from_the_moe_probe_prices_a_prompts_routed_flops(
     # (the rate prices the routed rows where the calibration has no tile rates; the shipped one's
     # large tiles run at about it: 649 TFLOP/s per tile FLOP, the same probe)
     assert shipped.expert_large_tile_efficiency * shipped.measured_peak_flop_per_s == pytest.approx(rate, rel=0.05)
-    cal = shipped.model_copy(update={"expert_small_tile_efficiency": None, "expert_large_tile_efficiency": None})
+    cal = shipped.model_copy(update={"expert_small_tile_efficiency": None, "expert_large_tile_efficiency": None,
+                                     "expert_gemm_table": None})
     card, spec = load_card("h200"), load_model("qwen3-30b-a3b")
     dense_rate = cal.model_copy(update={"expert_prefill_flop_per_s": None})
     work = prefill_work(8192.0, 8192.0 * 8193 / 2, 1.0)
@@ -212,7 +213,9 @@ def test_rows_of_an_expert_fill_whole_tiles():
 def test_tiled_experts_cost_the_larger_of_their_bytes_and_their_tiles_beside_the_dense_matmuls():
     from roofline.step import decode_work, pnorm
 
-    cal = load_calibration(GRAPH)
+    # by tiles alone (the shipped calibration less its grouped-mm table: a card with tile rates and no
+    # table; with the table the tiles price experts of 128 rows and more: tests/test_grouped_mm.py)
+    cal = load_calibration(GRAPH).model_copy(update={"expert_gemm_table": None})
     assert cal.expert_small_tile_efficiency and cal.expert_large_tile_efficiency
     spec = load_model("mixtral-8x7b")
     m = StepModel(spec, load_card("h200"), cal)

@@ -15,6 +15,7 @@ var RooflineModel = (function () {
   var OVERHEAD_SHARE_MARGIN = 0.02; // roofline.confidence.OVERHEAD_SHARE_MARGIN
   var TOUCHED_MAX_TOKENS = 65536; // roofline.step._touched_table(max_tokens=1 << 16)
   var SMALL_TILE = [64, 128], LARGE_TILE = [128, 256], SMALL_TILE_ROWS_PER_EXPERT = 129; // roofline.step
+  var TABLE_ROWS_UP_TO = 32.0, TILE_ROWS_FROM = 128.0; // roofline.step: the grouped-mm table up to, the tiles from
   var TILE_TABLE_MAX_TOKENS = 8192; // roofline.step.TILE_TABLE_MAX_TOKENS
   var ERROR_KEYS = { tpot: "tpot_mape_fraction", ttft: "ttft_mape_fraction", ttft_large: "ttft_mape_fraction_batch_64_up",
                      peak_mem: "peak_mem_mape_fraction" }; // roofline.confidence._KEYS
@@ -150,6 +151,52 @@ var RooflineModel = (function () {
       pts.push(sw - 1, sw);
       pts.sort(function (a, b) { return a - b; });
       return pts.filter(function (x, j) { return j === 0 || x !== pts[j - 1]; });
+    }
+
+    // roofline.grouped_mm._bracket: lower index and fraction of x between two nodes (edge pair outside)
+    function bracket(nodes, x) {
+      var i = 0;
+      while (i < nodes.length - 2 && nodes[i + 1] < x) i++;
+      return [i, (x - nodes[i]) / (nodes[i + 1] - nodes[i])];
+    }
+    // roofline.grouped_mm.shape_log_seconds: log seconds of one grouped matmul (inner k, output n) at
+    // the table's groups x rows nodes, bilinear in log K and log N; beyond them ∝ K·N
+    function shapeLogSeconds(t, k, n) {
+      var lk = t.ks.map(Math.log), ln = t.ns.map(Math.log), xk = Math.log(k), xn = Math.log(n);
+      var ck = Math.min(Math.max(xk, lk[0]), lk[lk.length - 1]), cn = Math.min(Math.max(xn, ln[0]), ln[ln.length - 1]);
+      var a = bracket(lk, ck), b = bracket(ln, cn), out = [];
+      var corners = [[a[0], 1.0 - a[1]], [a[0] + 1, a[1]]], cornersN = [[b[0], 1.0 - b[1]], [b[0] + 1, b[1]]];
+      for (var g = 0; g < t.groups.length; g++) {
+        var row = [];
+        for (var r = 0; r < t.rows.length; r++) {
+          var v = 0.0;
+          corners.forEach(function (ca) {
+            cornersN.forEach(function (cb) {
+              if (ca[1] * cb[1]) v += ca[1] * cb[1] * Math.log(t.seconds[ca[0]][cb[0]][g][r]);
+            });
+          });
+          row.push(v + (xk - ck) + (xn - cn));
+        }
+        out.push(row);
+      }
+      return out;
+    }
+    // roofline.grouped_mm.layer_nodes: a MoE layer's gate-up (K hidden, N 2 x inter) and down (K inter, N hidden)
+    function layerNodes(t, hidden, inter) {
+      var gu = shapeLogSeconds(t, hidden, 2.0 * inter), dn = shapeLogSeconds(t, inter, hidden);
+      return { lg: t.groups.map(Math.log), lr: t.rows.map(Math.log),
+               ls: gu.map(function (row, g) { return row.map(function (v, r) { return Math.log(Math.exp(v) + Math.exp(dn[g][r])); }); }) };
+    }
+    // roofline.grouped_mm.nodes_seconds: bilinear in log groups and log rows; past the last node ∝ the count
+    function nodesSeconds(nd, touched, rows) {
+      var xg = Math.log(Math.max(touched, 1.0)), xr = Math.log(Math.max(rows, 1.0));
+      var cg = Math.min(xg, nd.lg[nd.lg.length - 1]), cr = Math.min(xr, nd.lr[nd.lr.length - 1]);
+      var a = bracket(nd.lg, xg), b = bracket(nd.lr, xr);
+      var ig = a[0], ir = b[0];
+      var fg = (cg - nd.lg[ig]) / (nd.lg[ig + 1] - nd.lg[ig]), fr = (cr - nd.lr[ir]) / (nd.lr[ir + 1] - nd.lr[ir]);
+      var v = (1 - fg) * (1 - fr) * nd.ls[ig][ir] + fg * (1 - fr) * nd.ls[ig + 1][ir]
+        + (1 - fg) * fr * nd.ls[ig][ir + 1] + fg * fr * nd.ls[ig + 1][ir + 1];
+      return Math.exp(v + (xg - cg) + (xr - cr));
     }
 
     // roofline.step.tile_rows_table: Σ_i h·E[ceil(r_i / h)], r_i ~ Binomial(T, q_i); the binomial's
@@ -374,7 +421,10 @@ var RooflineModel = (function () {
       // roofline.step: the grouped GEMM's tiles (expert_small_tile_efficiency), seconds per row of tiles
       var tiles = !!(cal.expert_small_tile_efficiency && moe);
       var smallRowS = 0.0, largeRowS = 0.0, decodeRoutedS = 0.0, prefillRoutedS = routedFlop / tp * sPerExpertPrefillFlop;
-      if (tiles) {
+      if (cal.expert_gemm_table && moe && !tiles) { // as measured (passParts): out of the dense terms
+        decodeRoutedS = routedFlop / tp * sPerDecodeFlop;
+        prefillRoutedS = 0.0;
+      } else if (tiles) {
         var inter = model.moe_intermediate_size / tp, hidden = model.hidden_size;
         var paddedRowFlop = function (cols) {
           return model.moe_layers * 2.0 * (hidden * Math.ceil(2.0 * inter / cols) * cols + inter * Math.ceil(hidden / cols) * cols);
@@ -458,6 +508,9 @@ var RooflineModel = (function () {
       ];
       m.table = skew > 0 && model.num_experts ? touchedTable(model.num_experts, model.experts_per_token, skew) : null;
       m.tileTable = tiles ? tileRowsTable(model.num_experts, model.experts_per_token, skew) : null;
+      // StepModel._expert_nodes: the grouped-mm probe's table at this model's experts
+      m.expertNodes = cal.expert_gemm_table && moe
+        ? layerNodes(cal.expert_gemm_table, model.hidden_size, model.moe_intermediate_size / tp) : null;
       return m;
     }
 
@@ -563,9 +616,22 @@ var RooflineModel = (function () {
         if (c[35]) { // by tiles: the experts' bytes against their tiles' FLOPs, beside the dense matmuls
           expertMemory = c[20] * touched;
           expertCompute = expertTileRows(m, d + p) * ((d + p) * c[31] < c[37] ? c[35] : c[36]);
-        } else {
+        } else if (!m.expertNodes) {
           matmulMemory = matmulMemory + c[20] * touched;
           if (c[30]) matmulCompute = matmulCompute + Math.max(c[30] * touched - (d + p) * c[31], 0.0 * touched) * c[29];
+        }
+        if (m.expertNodes) { // StepModel._measured_experts: as the grouped-mm probe measured them
+          var tok = d + p, rowsEach = tok * c[31] / Math.max(touched, 1.0);
+          var tExp = m.model.moe_layers * nodesSeconds(m.expertNodes, touched, rowsEach);
+          if (c[35]) {
+            var wt = Math.min(Math.max(Math.log(Math.max(rowsEach, 1.0) / TABLE_ROWS_UP_TO)
+                                       / Math.log(TILE_ROWS_FROM / TABLE_ROWS_UP_TO), 0.0), 1.0);
+            var tTiles = Math.max(expertMemory, expertCompute);
+            if (wt > 0.0) tExp = Math.exp((1.0 - wt) * Math.log(Math.max(tExp, 1e-30)) + wt * Math.log(Math.max(tTiles, 1e-30)));
+          }
+          if (!(tok > 0.0)) tExp = 0.0;
+          if (rowsEach < m.peak / m.bw) { expertMemory = tExp; expertCompute = 0.0; }
+          else { expertMemory = 0.0; expertCompute = tExp; }
         }
       }
       var written = d + p;
