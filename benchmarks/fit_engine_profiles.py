@@ -188,6 +188,10 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                 # (roofline.engines.grouped_terms gathers the kinds back into the dict)
                 out.update({f"{k}.{kind}": float(b) / bw for kind, b in v.items()})
                 continue
+            if k == "moe_layer_overhead_s" and cal.expert_gemm_table:
+                # fitted beside the grouped-mm table, which is not carried: the fit without the table
+                # (the tiles' traffic factor's, which is carried) goes with the tiles
+                v = cal.fit_report["extra"]["without_expert_gemm_table"]["moe_layer_overhead_s"]
             if k == "layer_feature_overhead_s":
                 # seconds per layer of a feature's own kernels (launch-bound): carried as measured
                 out.update({f"{k}.{feature}": float(x) for feature, x in v.items()})
