@@ -8,7 +8,10 @@ The held-out MoE rows of the shipped H200 graph calibration's validation, priced
 the MoE terms refitted on qwen3-30b-a3b's rows as benchmarks/make_calibrations.py fits them: the
 table alone (no hand-over), the tiles alone (no table), and the blend (shipped). Printed: TPOT MAPE
 over every held-out MoE row and over prompts 512+, the worst rows, and mixtral-8x7b's batches of
-80-256 rows an expert (its 8 experts: one routing draw's tiles stray furthest at few experts).
+80-256 rows an expert (its 8 experts: one routing draw's tiles stray furthest at few experts). Then
+the table's level: its seconds scaled by a factor and the MoE overhead refitted at each, the fitted
+model's (qwen3-30b-a3b's) in-sample TPOT MAPE by factor; and qwen3-30b-a3b's routed experts at one
+token, a MoE layer, priced by the table and by the tiles.
 """
 
 from __future__ import annotations
@@ -71,6 +74,35 @@ def main() -> None:
         print("   mixtral-8x7b at 80-256 rows an expert: " + ", ".join(
             f"{p}+{g} b{b} {100 * x:+.1f}%" for x, _, p, g, b in sorted(mixtral, key=lambda x: (x[2], x[4]))))
     step.TABLE_ROWS_UP_TO, step.TILE_ROWS_FROM = shipped
+    from roofline.grouped_mm import read_grouped_mm
+    from roofline.model_spec import load_model
+
+    table = read_grouped_mm([M / "h200-probe-grouped-mm-call72.json"])
+    print("== the table's seconds x factor, the MoE overhead refitted: qwen3-30b-a3b in-sample TPOT MAPE")
+    base = refit(True)
+    for factor in (0.9, 0.95, 1.0, 1.05, 1.1, 1.15):
+        scaled = {**table, "seconds": (np.asarray(table["seconds"]) * factor).tolist()}
+        cal = refit_with_table(base, scaled)
+        print(f"   x{factor:.2f}: {100 * cal.fit_report['extra']['in_sample']['tpot_mape_fraction']:.2f}% "
+              f"(overhead {cal.moe_layer_overhead_s * 1e6:.1f} us)")
+    spec = load_model("qwen3-30b-a3b")
+    tiles = refit(False)
+    for label, cal in (("table", base), ("tiles", tiles)):
+        parts = step.StepModel(spec, card, cal).pass_parts(step.decode_work(1.0, 1000.0))
+        print(f"   qwen3-30b-a3b, one token, routed experts a MoE layer by the {label}: "
+              f"{(parts.expert_memory_s + parts.expert_compute_s) / spec.moe_layers * 1e6:.1f} us")
+
+
+def refit_with_table(base, table):
+    """The MoE stage again, the table replaced by ``table`` (its seconds held as given)."""
+    from make_calibrations import MOE_FIT_MODEL
+
+    from roofline.fitting import fit_extra_terms
+    from roofline.hardware import load_card
+    from roofline.measurements import read_measurements
+
+    rows = [r for r in read_measurements(M / "h200-graph-moe.csv") if r.model == MOE_FIT_MODEL]
+    return fit_extra_terms(base.model_copy(update={"expert_gemm_table": table}), rows, load_card("h200"))
 
 
 if __name__ == "__main__":
