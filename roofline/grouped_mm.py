@@ -24,6 +24,7 @@ prices every catalog MoE model without measuring any of them.
 
 from __future__ import annotations
 
+import bisect
 import math
 from pathlib import Path
 
@@ -110,14 +111,14 @@ def shape_log_seconds(table: dict, k: float, n: float) -> np.ndarray:
     lk, ln = np.log(np.asarray(table["ks"], dtype=float)), np.log(np.asarray(table["ns"], dtype=float))
     out = 0.0
     xk, xn = math.log(k), math.log(n)
-    ik, fk = _bracket(lk, min(max(xk, lk[0]), lk[-1]))
-    i_n, fn = _bracket(ln, min(max(xn, ln[0]), ln[-1]))
+    ck, cn = min(max(xk, lk[0]), lk[-1]), min(max(xn, ln[0]), ln[-1])
+    ik, fk = _bracket(lk, ck)
+    i_n, fn = _bracket(ln, cn)
     for a, wa in ((ik, 1.0 - fk), (ik + 1, fk)):
         for b, wb in ((i_n, 1.0 - fn), (i_n + 1, fn)):
             if wa * wb:
                 out = out + wa * wb * logs[a, b]
-    # beyond the probed widths: ∝ K·N from the edge
-    return out + (xk - min(max(xk, lk[0]), lk[-1])) + (xn - min(max(xn, ln[0]), ln[-1]))
+    return out + (xk - ck) + (xn - cn)  # beyond the probed widths: ∝ K·N from the edge
 
 
 def layer_nodes(table: dict, hidden: float, inter: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -133,6 +134,8 @@ def nodes_seconds(nodes, touched, rows):
     each (floats or arrays, at least 1): bilinear in log groups and log rows; past the last node, ∝
     the count; before the first (fewer than one), the first node's."""
     lg, lr, ls = nodes
+    if type(touched) is float and type(rows) is float:  # the simulators' hot loop: no numpy per call
+        return _node_seconds(nodes, touched, rows)
     xg = np.log(np.maximum(np.asarray(touched, dtype=float), 1.0))
     xr = np.log(np.maximum(np.asarray(rows, dtype=float), 1.0))
     ig = np.clip(np.searchsorted(lg, xg) - 1, 0, len(lg) - 2)
@@ -144,3 +147,17 @@ def nodes_seconds(nodes, touched, rows):
            + (1 - fg) * fr * ls[ig, ir + 1] + fg * fr * ls[ig + 1, ir + 1])
     out = np.exp(out + (xg - cg) + (xr - cr))
     return float(out) if out.ndim == 0 else out
+
+
+def _node_seconds(nodes, touched: float, rows: float) -> float:
+    """``nodes_seconds`` for one float pair, in plain Python (the same arithmetic)."""
+    lg, lr, ls = nodes
+    xg, xr = math.log(max(touched, 1.0)), math.log(max(rows, 1.0))
+    ig = min(max(bisect.bisect_left(lg, xg) - 1, 0), len(lg) - 2)
+    ir = min(max(bisect.bisect_left(lr, xr) - 1, 0), len(lr) - 2)
+    cg, cr = min(xg, lg[-1]), min(xr, lr[-1])
+    fg = (cg - lg[ig]) / (lg[ig + 1] - lg[ig])
+    fr = (cr - lr[ir]) / (lr[ir + 1] - lr[ir])
+    v = ((1 - fg) * (1 - fr) * ls[ig][ir] + fg * (1 - fr) * ls[ig + 1][ir]
+         + (1 - fg) * fr * ls[ig][ir + 1] + fg * fr * ls[ig + 1][ir + 1])
+    return math.exp(v + (xg - cg) + (xr - cr))

@@ -339,21 +339,18 @@ class StepModel:
         # intermediate), the columns padded to whole tiles; the routed rows' own FLOPs then leave the
         # dense matmuls' terms
         tiles = bool(cal.expert_small_tile_efficiency and spec.moe_layers)
-        if cal.expert_gemm_table and spec.moe_layers and not tiles:  # as measured (_parts): out of the dense terms
-            small_row_s = large_row_s = prefill_routed_s = 0.0
-            decode_routed_s = routed_flop / tp * s_per_decode_flop
-        elif tiles:
+        small_row_s = large_row_s = 0.0
+        if tiles:
             inter, hidden = spec.moe_intermediate_size / tp, float(spec.hidden_size)
 
             small_row_s = spec.moe_layers * tile_row_flop(hidden, inter, SMALL_TILE[1]) / (
                 cal.expert_small_tile_efficiency * self.peak_flop_per_s)
             large_row_s = spec.moe_layers * tile_row_flop(hidden, inter, LARGE_TILE[1]) / (
                 cal.expert_large_tile_efficiency * self.peak_flop_per_s)
-            decode_routed_s = routed_flop / tp * s_per_decode_flop
-            prefill_routed_s = 0.0
+        if tiles or (cal.expert_gemm_table and spec.moe_layers):  # priced apart (_parts): out of the dense terms
+            decode_routed_s, prefill_routed_s = routed_flop / tp * s_per_decode_flop, 0.0
         else:
-            small_row_s = large_row_s = decode_routed_s = 0.0
-            prefill_routed_s = routed_flop / tp * s_per_expert_prefill_flop
+            decode_routed_s, prefill_routed_s = 0.0, routed_flop / tp * s_per_expert_prefill_flop
         # collectives per pass (tp > 1): 2 all-reduces a layer and the embedding's, of hidden x act
         # bytes per token; the logits all-gathered (vocab x act bytes per logit row); ring algorithms
         if tp > 1:
@@ -631,6 +628,19 @@ class StepModel:
         tile an expert. The time is memory while the rows an expert are fewer than the card's FLOPs
         per byte, else compute (for the breakdown)."""
         c = self._c
+        ridge = self.peak_flop_per_s / self.bandwidth_bytes_per_s
+        if type(tokens) is float and type(touched) is float:  # the simulators' hot loop: plain floats
+            if tokens <= 0.0:
+                return 0.0, 0.0
+            rows_each = tokens * c[31] / max(touched, 1.0)
+            t = self.spec.moe_layers * nodes_seconds(self._expert_nodes, touched, rows_each)
+            if c[35]:
+                w = min(max(log(max(rows_each, 1.0) / TABLE_ROWS_UP_TO) / log(TILE_ROWS_FROM / TABLE_ROWS_UP_TO), 0.0),
+                        1.0)
+                if w > 0.0:
+                    tiles = max(tile_memory, tile_compute)
+                    t = exp((1.0 - w) * log(max(t, 1e-30)) + w * log(max(tiles, 1e-30)))
+            return (t, 0.0) if rows_each < ridge else (0.0, t)
         rows_each = tokens * c[31] / _max(touched, 1.0 + 0.0 * touched)
         t = self.spec.moe_layers * nodes_seconds(self._expert_nodes, touched, rows_each)
         if c[35]:
@@ -640,10 +650,7 @@ class StepModel:
             t = np.where(w <= 0.0, t, np.exp((1.0 - w) * np.log(np.maximum(t, 1e-30))
                                              + w * np.log(np.maximum(tiles, 1e-30))))
         t = np.where(np.asarray(tokens) > 0.0, t, 0.0)
-        on_memory = np.asarray(rows_each) < self.peak_flop_per_s / self.bandwidth_bytes_per_s
-        if type(tokens) is float:
-            t = float(t)
-            return (t, 0.0) if bool(on_memory) else (0.0, t)
+        on_memory = np.asarray(rows_each) < ridge
         return np.where(on_memory, t, 0.0), np.where(on_memory, 0.0, t)
 
     def prefill_fitted_compute_s(self, work: PassWork):

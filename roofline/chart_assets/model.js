@@ -421,16 +421,15 @@ var RooflineModel = (function () {
       // roofline.step: the grouped GEMM's tiles (expert_small_tile_efficiency), seconds per row of tiles
       var tiles = !!(cal.expert_small_tile_efficiency && moe);
       var smallRowS = 0.0, largeRowS = 0.0, decodeRoutedS = 0.0, prefillRoutedS = routedFlop / tp * sPerExpertPrefillFlop;
-      if (cal.expert_gemm_table && moe && !tiles) { // as measured (passParts): out of the dense terms
-        decodeRoutedS = routedFlop / tp * sPerDecodeFlop;
-        prefillRoutedS = 0.0;
-      } else if (tiles) {
+      if (tiles) {
         var inter = model.moe_intermediate_size / tp, hidden = model.hidden_size;
         var paddedRowFlop = function (cols) {
           return model.moe_layers * 2.0 * (hidden * Math.ceil(2.0 * inter / cols) * cols + inter * Math.ceil(hidden / cols) * cols);
         };
         smallRowS = paddedRowFlop(SMALL_TILE[1]) / (cal.expert_small_tile_efficiency * m.peak);
         largeRowS = paddedRowFlop(LARGE_TILE[1]) / (cal.expert_large_tile_efficiency * m.peak);
+      }
+      if (tiles || (cal.expert_gemm_table && moe)) { // priced apart (passParts): out of the dense terms
         decodeRoutedS = routedFlop / tp * sPerDecodeFlop;
         prefillRoutedS = 0.0;
       }
