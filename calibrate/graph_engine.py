@@ -13,6 +13,9 @@ qwen3_moe, mixtral, gpt_oss, deepseek_v2, deepseek_v3 (mixture of experts).
   (``moe_forward``): router -> top-k -> sort the (token, k) pairs by expert -> counts and
   cumulative offsets -> ``torch._grouped_mm`` for gate_up and down on CUDA (a loop over experts on
   the CPU) -> weighted sum with ``index_add_``. No host synchronisation in the decode step.
+  The router's logits carry a fixed random offset per routed token and layer (``ROUTINGS``), so
+  every token chooses its experts uniformly at random: a random model's own logits correlate across
+  a batch after a real prefill (gpt-oss), which a trained router balanced for load does not.
 * q/k/v (and MLA's q with the latent projection) and gate/up are fused into one weight each: the
   same bytes and FLOPs as the HF model's separate projections, in fewer launches (as serving
   engines do).
@@ -66,6 +69,17 @@ QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe", "gemma3_text", "olmo2")  # olmo2 no
 #: 2,047-token window, a static cache of 2,053 positions) makes cuBLAS run the attention's batched
 #: matmuls as GEMV or fp32 kernels, 4-10x slower (the kernels probe, device calls 21 and 22).
 RING_ALIGN = 8
+#: How a MoE layer routes (GraphEngine ``routing``). ``uniform`` (the default since device call 74):
+#: router logits plus a fixed random offset per routed token and layer, std ROUTING_OFFSET_STD (the
+#: random weights' own logits: std about 1), so each token picks its top-k at random, as the step
+#: model's uniform routing prices it. ``weights``: the random weights' logits alone (calls 1-73).
+#: Why: a random model's attention is near uniform, so after a real prefill every sequence's
+#: attention output tends to its cache's mean, much the same across a batch; with gpt-oss's biases
+#: (the same vector added to every token) its batch-16 steps after 4,096-token prompts touched 77%
+#: of the uniform count of experts, and 100% after a skipped prefill (docs/method.md section 4).
+ROUTINGS = ("uniform", "weights")
+ROUTING_OFFSET_STD = {"softmax": 8.0, "sigmoid_group": 2.0}  # sigmoid scores: unsaturated, beside score_bias
+ROUTING_OFFSET_STRIDE = 1021  # rows between two layers' offsets (prime: no two layers' rows line up)
 
 
 def aligned(n: int) -> int:
@@ -324,6 +338,9 @@ class MoEWeights:
     down: object  # (E, hidden, I)
     down_bias: object | None  # (E, hidden) gpt_oss
     score_bias: object | None = None  # (E,) deepseek_v3's e_score_correction_bias (choice only)
+    #: (rows, E) router logit offsets, one row a routed token (ROUTING_OFFSET_STD): the engine's
+    #: uniform routing (GraphEngine ``routing``); None: route on the random weights' logits alone
+    route_offsets: object | None = None
     shared_gu: object | None = None  # (2 Is, hidden) deepseek shared experts, fused gate_up
     shared_down: object | None = None  # (hidden, Is)
 
@@ -614,7 +631,10 @@ def route(h, m: MoEWeights, s: Shapes):
     import torch
     import torch.nn.functional as F
 
-    logits = F.linear(h, m.router, m.router_bias)  # (T, E)
+    if m.route_offsets is None:
+        logits = F.linear(h, m.router, m.router_bias)  # (T, E)
+    else:  # one GEMM all the same (its bias a matrix): the offsets, not the random weights, choose
+        logits = torch.addmm(_offset_rows(m.route_offsets, h.shape[0]), h, m.router.t())
     k = s.top_k
     if s.router == "topk_softmax":  # gpt_oss: top-k logits, softmax over those k
         top, idx = torch.topk(logits, k, dim=-1)
@@ -641,6 +661,31 @@ def route(h, m: MoEWeights, s: Shapes):
     if s.norm_topk:
         weights = weights / weights.sum(dim=-1, keepdim=True)
     return (weights * s.routed_scale).to(h.dtype), idx
+
+
+def _offset_rows(offsets, tokens: int):
+    """The first ``tokens`` rows of a layer's routing offsets (a view; repeated past its rows)."""
+    if tokens <= offsets.shape[0]:
+        return offsets[:tokens]
+    return offsets.repeat(-(-tokens // offsets.shape[0]), 1)[:tokens]
+
+
+def routing_offsets(s: Shapes, device, dtype, seed: int = 0):
+    """{MoE layer index: (rows, E) logit offsets}: views into one table of independent N(0, std)
+    draws (ROUTING_OFFSET_STD), each layer's ROUTING_OFFSET_STRIDE rows further on, so every routed
+    token of a pass (a prefill's row, a decode step's sequence) and every layer chooses its experts
+    independently and uniformly, whatever its hidden state. Rows: a prefill chunk's tokens."""
+    import torch
+
+    moe = [i for i in range(s.layers) if s.is_moe(i)]
+    if not moe:
+        return {}
+    rows = max(PREFILL_CHUNK_TOKENS, 1)
+    std = ROUTING_OFFSET_STD["sigmoid_group" if s.router == "sigmoid_group" else "softmax"]
+    gen = torch.Generator(device=device).manual_seed(seed + 7919)
+    table = torch.randn(rows + ROUTING_OFFSET_STRIDE * len(moe), s.experts, device=device, dtype=dtype,
+                        generator=gen).mul_(std)
+    return {i: table[j * ROUTING_OFFSET_STRIDE:j * ROUTING_OFFSET_STRIDE + rows] for j, i in enumerate(moe)}
 
 
 def expert_mm(x, w, offs):
@@ -1029,15 +1074,22 @@ class GraphEngine:
     weight_dtype = WEIGHT_DTYPE
     kv_dtype = KV_DTYPE
 
-    def __init__(self, config: dict, device: str = "cuda", seed: int = 0, use_graph: bool | None = None):
+    def __init__(self, config: dict, device: str = "cuda", seed: int = 0, use_graph: bool | None = None,
+                 routing: str = "uniform"):
         import torch
 
+        if routing not in ROUTINGS:
+            raise RooflineError(f"routing must be one of {', '.join(ROUTINGS)}, not {routing!r}")
         self.device = torch.device(device)
         self.dtype = torch.bfloat16
         self.shapes = Shapes.from_config(config)
         self.seed = seed
+        self.routing = routing
         self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
         self.weights = random_weights(self.shapes, self.device, self.dtype, seed)
+        if routing == "uniform":
+            for i, offsets in routing_offsets(self.shapes, self.device, self.dtype, seed).items():
+                self.weights.layers[i].moe.route_offsets = offsets
         self._graph = None
         self.prefill_chunk_tokens = PREFILL_CHUNK_TOKENS
 
@@ -1047,6 +1099,12 @@ class GraphEngine:
             return batch
         return max(1, min(batch, self.prefill_chunk_tokens // prompt_tokens))
 
+    def routing_in_use(self) -> str:
+        """``uniform`` when the MoE layers carry routing offsets, else ``weights`` (weights swapped in
+        after construction, weights_from_hf's say, carry none)."""
+        moe = [lw.moe for lw in self.weights.layers if lw.moe is not None]
+        return "uniform" if moe and all(m.route_offsets is not None for m in moe) else "weights"
+
     def extra_columns(self) -> dict[str, str]:
         """Facts a fit needs, as CSV strings. Dense full-attention GQA models keep the two original keys."""
         s = self.shapes
@@ -1055,7 +1113,7 @@ class GraphEngine:
         if self.prefill_chunk_tokens is not None:
             out["prefill_chunk_tokens"] = str(self.prefill_chunk_tokens)
         if s.experts:
-            out.update(moe_impl="grouped_mm" if self.device.type == "cuda" else "loop",
+            out.update(moe_impl="grouped_mm" if self.device.type == "cuda" else "loop", moe_routing=self.routing_in_use(),
                        experts=str(s.experts), top_k=str(s.top_k), moe_layers=str(sum(s.moe_layers)),
                        expert_intermediate=str(s.moe_inter), shared_intermediate=str(s.shared_inter))
         windowed = [w for w in s.windows if w]

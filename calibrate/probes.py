@@ -2091,7 +2091,7 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "kernels":
                 grid = TINY_KERNELS if tiny else FULL_KERNELS
                 if kernels_points:
-                    grid = KernelsGrid(points=tuple(kernels_points), reps=grid.reps, top=grid.top)
+                    grid = KernelsGrid(points=tuple(kernels_points), reps=grid.reps, top=max(grid.top, 40))  # points asked for: more names
                 kernels_probe(device, grid, path, deadline, progress)
             elif name == "moe":
                 moe_probe(device, TINY_MOE if tiny else FULL_MOE, path, deadline, progress)

@@ -562,3 +562,50 @@ def test_a_plain_mlp_model_runs_prefill_and_decode_on_the_cpu():
     assert tuple(eng.weights.layers[0].wgu.shape) == (128, 32)
     point = eng.measure(2, 5, 3)
     assert point["ttft_s"] > 0 and len(point["step_s"]) == 2 and min(point["step_s"]) > 0  # gen 3: two decode steps
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing: uniform by the offsets, whatever the hidden states (device call 74)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", TINY_MOE)
+def test_uniform_routing_spreads_identical_tokens_over_the_experts(name):
+    # the worst case of a random model's correlated hidden states: every token of the batch the same
+    eng = ge.GraphEngine(tiny(name), device="cpu")
+    s = eng.shapes
+    layer = next(lw for lw in eng.weights.layers if lw.moe is not None)
+    h = torch.randn(1, s.hidden, dtype=torch.bfloat16).expand(16, -1).contiguous()
+    _, idx = ge.route(h, layer.moe, s)
+    uniform = s.experts * (1 - (1 - s.top_k / s.experts) ** 16)
+    assert idx.unique().numel() >= 0.75 * uniform
+    layer.moe.route_offsets = None  # the random weights alone: one choice for all
+    _, idx = ge.route(h, layer.moe, s)
+    assert idx.unique().numel() == s.top_k
+    assert eng.routing_in_use() == "weights" and eng.extra_columns()["moe_routing"] == "weights"
+
+
+def test_uniform_routing_chooses_each_expert_at_k_over_e():
+    s = ge.Shapes.from_config(tiny("tiny-qwen3-moe"))
+    offsets = ge.routing_offsets(s, CPU, torch.bfloat16)
+    assert sorted(offsets) == [i for i in range(s.layers) if s.is_moe(i)]
+    for off in offsets.values():
+        rows = off[:4096].float()
+        counts = torch.bincount(rows.topk(s.top_k, dim=-1).indices.reshape(-1), minlength=s.experts)
+        # 4,096 tokens x k / E = 1,024 a expert, binomial sd about 28: 15% is over 5 sd
+        assert torch.all((counts - 4096 * s.top_k / s.experts).abs() < 0.15 * 4096 * s.top_k / s.experts)
+    a, b = (offsets[i] for i in sorted(offsets)[:2])
+    assert not torch.equal(a[:64], b[:64])  # each layer its own draws
+    more = ge._offset_rows(a, a.shape[0] + 5)  # past the table: repeated
+    assert more.shape[0] == a.shape[0] + 5 and torch.equal(more[-5:], a[:5])
+
+
+def test_routing_is_checked_and_recorded():
+    eng = ge.GraphEngine(tiny("tiny-mixtral"), device="cpu")
+    assert eng.routing_in_use() == "uniform" and eng.extra_columns()["moe_routing"] == "uniform"
+    eng = ge.GraphEngine(tiny("tiny-mixtral"), device="cpu", routing="weights")
+    assert all(lw.moe.route_offsets is None for lw in eng.weights.layers)
+    assert eng.extra_columns()["moe_routing"] == "weights"
+    with pytest.raises(ge.RooflineError, match="routing must be one of uniform, weights"):
+        ge.GraphEngine(tiny("tiny-mixtral"), device="cpu", routing="balanced")
+    assert "moe_routing" not in ge.GraphEngine(tiny("tiny-qwen3"), device="cpu").extra_columns()
