@@ -116,6 +116,16 @@ def main() -> None:
     moe51 = M / "h200-graph-moe-check-call51.csv"  # and the mixtures of experts at 1,536 and 12,288 (call 51)
     moe52 = M / "h200-graph-moe-check-call52.csv"  # and at batches of 32-192 routed rows an expert (call 52)
     moe53 = M / "h200-graph-moe-check-call53.csv"  # and after the grouped GEMM's tiles were committed (call 53)
+    # the graph engine's routing made uniform (call 74): gpt-oss-20b at its eleven held-out prompts again
+    # (its random router had touched 77-99% of the uniform count of experts after a timed prefill),
+    # mixtral-8x7b and deepseek-v2-lite at 1,024 and 4,096 beside call 32's; its rows replace the
+    # earlier files' at the same model, prompt, gen and batch
+    moe74 = M / "h200-graph-moe-check-call74.csv"
+    routed74 = {(r.model, r.prompt_tokens, r.gen_tokens, r.batch) for r in read_measurements(moe74)}
+
+    def not_in_74(rows):
+        return [r for r in rows if (r.model, r.prompt_tokens, r.gen_tokens, r.batch) not in routed74]
+
     again = {r.model for r in read_measurements(again22)}
     fresh = [r for r in read_measurements(again22) if r.model == "phi-3-mini-4k"]
     validation = {
@@ -137,15 +147,17 @@ def main() -> None:
                check67.name, check69.name]
             + [f.name for f in short]),
         "moe": validation_entry(
-            graph, [r for r in read_measurements(moe) if r.model not in again]
-            + [r for r in read_measurements(moe19) if r.model not in again]
-            + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
-            + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34)
-            + read_measurements(moe40) + read_measurements(moe51) + read_measurements(moe52)
-            + read_measurements(moe53), card,
-            "mixture-of-experts models and contexts the MoE terms were not fitted on",
-            [moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name, moe51.name, moe52.name,
-             moe53.name]),
+            graph, read_measurements(moe74) + not_in_74(
+                [r for r in read_measurements(moe) if r.model not in again]
+                + [r for r in read_measurements(moe19) if r.model not in again]
+                + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
+                + read_measurements(moe29) + read_measurements(moe32) + read_measurements(moe34)
+                + read_measurements(moe40) + read_measurements(moe51) + read_measurements(moe52)
+                + read_measurements(moe53)), card,
+            "mixture-of-experts models and contexts the MoE terms were not fitted on (call 74's rows first: "
+            "they replace the earlier files' at the same model, prompt, gen and batch)",
+            [moe74.name, moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name,
+             moe51.name, moe52.name, moe53.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
     graph = graph.model_copy(update={"fit_report": {**graph.fit_report, "validation": validation}})

@@ -209,6 +209,7 @@ class StepModel:
     #: seconds per prompt token of the elementwise kernels the prefill-kernels probe prices
     #: (Calibration.prefill_elementwise_bytes_per_element; 0 without it)
     prefill_elementwise_s_per_token: float = field(init=False)
+    decode_elementwise_extra_s_per_token: float = field(init=False)
     bandwidth_bytes_per_s: float = field(init=False)
     peak_flop_per_s: float = field(init=False)
     decode_overhead_s: float = field(init=False)
@@ -297,6 +298,14 @@ class StepModel:
         set_(self, "prefill_elementwise_s_per_token",
              sum(float(per_element.get(k, 0.0)) * elements[k] / (1 if k == "hidden" else tp) for k in elements)
              / bandwidth)
+        # a decode step's routed rows run the same elementwise kernels a prompt's do: the activation
+        # coefficient prices a gated intermediate's (silu's); gpt-oss's clamped SwiGLU costs its extra
+        # over silu's, and its experts' biases (gathered per routed row and added) cost theirs, per
+        # decoding token (device call 74: 30 us a layer more than qwen3-30b-a3b's at batch 256)
+        set_(self, "decode_elementwise_extra_s_per_token", (
+            max(float(per_element.get("clamped_intermediate", 0.0)) - float(per_element.get("gated_intermediate", 0.0)),
+                0.0) * elements["clamped_intermediate"]
+            + float(per_element.get("expert_bias", 0.0)) * elements["expert_bias"]) / tp / bandwidth)
         # issue 10: the matmul ceiling is picked by the weight format (fp8 weights on an H100 run at its
         # fp8 tensor peak; a card without that path falls back to bf16): roofline.hardware.matmul_peak
         set_(self, "peak_flop_per_s", matmul_peak(self.card, wd, cal.measured_peak_flop_per_s).flop_per_s)
@@ -387,7 +396,8 @@ class StepModel:
             float(cal.kv_traffic_factor),                                         # 7 KV moved per KV read
             full_flop * s_per_attention_flop,                                     # 8 per decode pair, full layers
             full_pflop * s_per_prefill_pair_flop,                                 # 9 per prefill pair, full layers
-            self.act_bytes_per_token * s_per_byte,                                # 10 per decode token
+            self.act_bytes_per_token * s_per_byte
+            + self.decode_elementwise_extra_s_per_token,                          # 10 per decode token
             self.prefill_act_bytes_per_token * s_per_byte
             + self.prefill_elementwise_s_per_token,                               # 11 per prompt token
             float(cal.roofline_exponent),                                         # 12 p

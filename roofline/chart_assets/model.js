@@ -331,6 +331,7 @@ var RooflineModel = (function () {
       m.actBpt = cal.activation_traffic_coeff * widthBytes;
       m.preActBpt = cal.prefill_activation_traffic_coeff * widthBytes;
       m.preElS = 0.0;
+      m.decElExtraS = 0.0;  // StepModel.decode_elementwise_extra_s_per_token
       if (perElement) {
         var elements = model.prefill_elementwise_elements;
         Object.keys(elements).forEach(function (k) {
@@ -344,6 +345,14 @@ var RooflineModel = (function () {
           m.preElS = m.preElS + (cost || 0.0) * elements[k] / (k === "hidden" ? 1 : tp);
         });
         m.preElS = m.preElS / (cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s);
+        // a decode step's routed rows: gpt-oss's clamped SwiGLU over silu's, and its experts' biases
+        var clamped = perElement.clamped_intermediate === undefined ? (perElement.gated_intermediate || 0.0)
+          : perElement.clamped_intermediate;
+        var bias = perElement.expert_bias === undefined ? 2.0 * (perElement.plain_intermediate || 0.0)
+          : perElement.expert_bias;
+        m.decElExtraS = (Math.max(clamped - (perElement.gated_intermediate || 0.0), 0.0) * elements.clamped_intermediate
+                         + bias * elements.expert_bias) / tp
+                        / (cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s);
       }
       m.bw = cal.measured_bandwidth_bytes_per_s || card.bandwidth_bytes_per_s;
       // roofline.hardware.matmul_peak: the weight format's tensor path, scaled to a measured bf16 ceiling
@@ -467,7 +476,7 @@ var RooflineModel = (function () {
         cal.kv_traffic_factor,                                              // 7 KV moved per KV read
         fullFlop * sPerAttentionFlop,                                       // 8 per decode pair, full layers
         fullPflop * sPerPrefillPairFlop,                                    // 9 per prefill pair, full layers
-        m.actBpt * sPerByte,                                                // 10 per decode token
+        m.actBpt * sPerByte + m.decElExtraS,                                // 10 per decode token
         m.preActBpt * sPerByte + m.preElS,                                  // 11 per prompt token
         cal.roofline_exponent,                                              // 12 p
         cal.overhead_exponent,                                              // 13 q
