@@ -4,9 +4,11 @@ from device call 74's kernels probe, and what the step model prices a layer (no 
     .venv/bin/python benchmarks/gpt_oss_kernels.py [CALIBRATION]
 
 The probe profiled each model cut to 2 and 6 layers (hardware_profiles/measurements/
-h200-probe-kernels-call74.json): a layer is the difference over 4. Part 1: a layer's CUDA-graph time
-measured and priced (roofline.probes.variant_spec cut alike, roofline.step.StepModel), by batch and
-cache length. Part 2: a layer's kernel time by family at two points, both models.
+h200-probe-kernels-call74.json, and call 75's batches 2-8, -call75.json): a layer is the difference
+over 4. Part 1: a layer's CUDA-graph time measured and priced (roofline.probes.variant_spec cut
+alike, roofline.step.StepModel), by batch and cache length. Part 2: a layer's kernel time by family
+at two points, both models. Part 3: a layer's row gathers and scatters by batch (PyTorch's
+index_select and index_add_ kernels for few indices, "SmallIndex").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PROBE = ROOT / "hardware_profiles" / "measurements" / "h200-probe-kernels-call74.json"
+PROBES = [ROOT / "hardware_profiles" / "measurements" / f"h200-probe-kernels-call{n}.json" for n in (74, 75)]
 MODELS = ("gpt-oss-20b", "qwen3-30b-a3b")
 
 
@@ -41,7 +43,8 @@ def main() -> None:
 
     cal = load_calibration(sys.argv[1] if len(sys.argv) > 1 else ROOT / "hardware_profiles/calibrations/h200-graph.json")
     card = load_card(cal.card)
-    points = {(p["model"], p["layers"], p["batch"], p["context"]): p for p in json.loads(PROBE.read_text())["points"]}
+    points = {(p["model"], p["layers"], p["batch"], p["context"]): p
+              for path in PROBES for p in json.loads(path.read_text())["points"]}
 
     def priced(model, layers, batch, context):
         step = StepModel(variant_spec(model, (), layers), card, cal)
@@ -50,7 +53,7 @@ def main() -> None:
 
     print("1. a layer's graph time (6-layer cut - 2-layer cut) / 4, measured and priced")
     for model in MODELS:
-        for batch in (1, 16, 64, 256):
+        for batch in (1, 2, 4, 8, 16, 64, 256):
             for context in (520, 4104):
                 a, b = points.get((model, 2, batch, context)), points.get((model, 6, batch, context))
                 if not a or not b:
@@ -76,6 +79,21 @@ def main() -> None:
         for k in sorted(set(g) | set(q), key=lambda k: -(g.get(k, 0.0) + q.get(k, 0.0))):
             if max(abs(g.get(k, 0.0)), abs(q.get(k, 0.0))) > 1e-6:
                 print(f"     {1e6 * g.get(k, 0.0):7.2f} / {1e6 * q.get(k, 0.0):7.2f}  {k}")
+    small_index(points)
+
+
+def small_index(points) -> None:
+    print("3. a layer's SmallIndex gather and scatter kernels (index_select / index_add_ of few rows), us, 520 positions")
+    for model in MODELS:
+        cells = []
+        for batch in (1, 2, 4, 8, 16):
+            a, b = points.get((model, 2, batch, 520)), points.get((model, 6, batch, 520))
+            if not a or not b:
+                continue
+            t = sum(sign * k["seconds"] for p, sign in ((b, 1.0), (a, -1.0)) for k in p["kernels"]
+                    if "SmallIndex" in k["name"]) / 4
+            cells.append(f"batch {batch}: {1e6 * t:5.1f}")
+        print(f"   {model:14s} " + "  ".join(cells))
 
 
 if __name__ == "__main__":
