@@ -118,7 +118,13 @@ attention-groups -> ``probe-attention-groups.json``
     tokens. Why: the calibrated attention family was fitted on models of 4-8 query heads a KV
     head; falcon-7b (71 on one) came out 16% slow at batch 256 and the MHA phi-3-mini-4k ~10% fast.
 
-The graph engine's attention is timed through the engine's own function,The graph engine's attention is timed through the engine's own function,
+index -> ``probe-index.json``
+    PyTorch's row gathers and scatters (``index_select``, ``index_add_``) alone, as the graph engine's
+    MoE layer runs them, at generic widths and 1-128 indices (``calibrate.index_probe``). Why: with at
+    most 16 indices PyTorch runs small-index kernels whose time grows per index, and a decode step of
+    few sequences on an MoE model runs five or seven of them a layer (``roofline fit --index-probe``).
+
+The graph engine's attention is timed through the engine's own function,
 ``calibrate.graph_engine.decode_attention`` (what its decode step runs), so the probe measures
 exactly the engine's kernels.
 """
@@ -145,7 +151,7 @@ from roofline.units import GiB, MiB
 PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
           "attention-widths", "attention-batches", "attention-lengths", "attention-table", "sustained-matmul",
-          "grouped-mm")
+          "grouped-mm", "index")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -2066,6 +2072,10 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
                                       progress)
             elif name == "grouped-mm":
                 grouped_mm_probe(device, TINY_GROUPED_MM if tiny else FULL_GROUPED_MM, path, deadline, progress)
+            elif name == "index":
+                from calibrate.index_probe import FULL_INDEX, TINY_INDEX, index_probe
+
+                index_probe(device, TINY_INDEX if tiny else FULL_INDEX, path, deadline, progress)
             elif name == "sustained-matmul":
                 sustained_probe(device, TINY_SUSTAINED if tiny else FULL_SUSTAINED, path, deadline, progress)
             elif name == "gemm":
