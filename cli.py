@@ -435,6 +435,10 @@ TPOT_STATISTIC = ("mean", "median", "p10")
                    "at generic shapes (experts x rows an expert x K x N); the routed experts are then priced from it "
                    "(expert_gemm_table), held while the MoE layer's overhead is fitted (repeat: pooled, a later file's "
                    "point replacing an earlier one's).")
+@click.option("--index-probe", type=click.Path(dir_okay=False), multiple=True,
+              help="Index-probe file (calibrate.probes), with --base and MoE runs: PyTorch's index_select / index_add_ "
+                   "alone, as the graph engine's MoE layer runs them (index_kernel_table); a pass of at most 16 routed "
+                   "rows pays its small-index kernels' time over the large-index ones' (repeat: pooled).")
 @options("fmt")
 @domain_errors
 def fit(measurements, fmt, **kw):

@@ -12,7 +12,8 @@ Each calibration is fitted only on what its issue allows and says so in ``fitted
   kind a prefill layer's non-matmul kernels touch (generic shapes; stored as measured) and the TP2
   link as measured (the collectives file); then the mixture-of-experts terms on ONE MoE model,
   qwen3-30b-a3b, the dense terms held (issue 11), with the MoE probe's cost of its routed rows'
-  gather and combine (measured at qwen3-30b-a3b's shape only) held as measured. The graph engine's facts come from its profile
+  gather and combine (measured at qwen3-30b-a3b's shape only) held as measured, and the index probe's
+  small-index kernels (generic widths) held as measured. The graph engine's facts come from its profile
   (hardware_profiles/engines/graph.json).
 * h200-hf-eager.json: hf-eager (cuDNN attention off) on the same three models over prompts
   128-8192.
@@ -68,12 +69,15 @@ def main() -> None:
         moe_csv = write_measurements(Path(tmp) / f"moe-{MOE_FIT_MODEL}.csv", moe_rows)
         graph = api.fit([moe_csv], card="h200", base=dense, moe_probe=M / "h200-probe-moe.json",
                         grouped_mm_probe=[M / "h200-probe-grouped-mm-call72.json"],
+                        index_probe=[M / "h200-probe-index-call77.json"],
                         label=f"h200-graph-moe.csv rows of {MOE_FIT_MODEL} (the one MoE model fitted on); MoE probe "
                               f"(its routed rows' gather and combine and its grouped GEMMs' rate, at {MOE_FIT_MODEL}'s shape only; "
                               f"the clamped activation's extra cost over silu's, for gpt-oss); grouped-mm probe (device "
                               f"call 72: torch._grouped_mm alone at generic shapes, 1-256 experts x 1-4,096 rows an "
                               f"expert x K 512-16,384 x N 1,024-32,768 on the 1.5x ladder: the experts' matmuls priced "
-                              f"from it)")
+                              f"from it); index probe (device call 77: PyTorch's index_select and index_add_ alone with the "
+                              f"engine's index patterns, 1-64 rows at widths 1,024-8,192 and 1-8 rows a token: a pass of at "
+                              f"most 16 routed rows pays its small-index kernels)")
     card = load_card("h200")
     heldout, moe, tp2 = (M / "h200-graph-heldout.csv", M / "h200-graph-moe.csv", M / "h200-graph-tp2.csv")
     moe19 = M / "h200-graph-moe-call19.csv"

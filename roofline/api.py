@@ -429,6 +429,7 @@ def fit(
     softmax_probe=None,
     attention_table_probe=None,
     grouped_mm_probe=None,
+    index_probe=None,
 ):
     """Fit a Calibration (overheads, efficiencies) to measurement CSVs (paths) taken on ``card``;
     write it to ``output`` when given. Returns the Calibration (its ``fit_report`` holds the
@@ -453,7 +454,10 @@ def fit(
     kind, gpt-oss's clamped activation (its act stage's extra cost per element over silu's).
     ``grouped_mm_probe``: calibrate.probes grouped-mm files (pooled), with ``base`` and MoE runs: the
     experts' grouped matmul alone at generic shapes (``expert_gemm_table``, roofline.grouped_mm), held;
-    the routed experts are priced from it, so ``expert_traffic_factor`` is not fitted. ``masked_attention_probe``: a calibrate.probes masked-attention file:
+    the routed experts are priced from it, so ``expert_traffic_factor`` is not fitted. ``index_probe``:
+    calibrate.probes index files (pooled), with ``base`` and MoE runs: PyTorch's index_select and index_add_
+    alone (``index_kernel_table``, roofline.index_kernels), held; a pass of at most 16 routed rows pays its
+    small-index kernels' time over the large-index ones'. ``masked_attention_probe``: a calibrate.probes masked-attention file:
     the engine's masked prefill path's FLOP rate by head width, stored as measured
     (``masked_prefill_attention_flop_per_s``): windowed layers past their window, and sinks layers,
     are priced as the square it computes. ``prefill_kernels_probe``: a calibrate.probes prefill-kernels
@@ -546,6 +550,8 @@ def fit(
     if _paths(grouped_mm_probe) and base is None:
         raise RooflineError("a grouped-mm probe is read with a base calibration (--base) and MoE runs",
                             "grouped_mm_probe")
+    if _paths(index_probe) and base is None:
+        raise RooflineError("an index probe is read with a base calibration (--base) and MoE runs", "index_probe")
     if moe_probe is not None and base is None:
         raise RooflineError("a MoE probe is read with a base calibration (--base): it sets a term of the MoE fit",
                             "moe_probe")
@@ -578,6 +584,10 @@ def fit(
             from roofline.grouped_mm import read_grouped_mm
 
             held = {**(held or {}), "expert_gemm_table": read_grouped_mm(_paths(grouped_mm_probe))}
+        if _paths(index_probe):
+            from roofline.index_kernels import read_index_probe
+
+            held = {**(held or {}), "index_kernel_table": read_index_probe(_paths(index_probe))}
         # with a base: priced by it, set before the MoE fit
         priced = _priced_probe_tables(layer_features_probe, attention_contexts_probe, base_cal, card_p)
         if priced:

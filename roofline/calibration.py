@@ -263,6 +263,14 @@ class Calibration(BaseModel):
         "hidden) at the experts it touches and the rows each gets (tokens x k / touched), interpolated in log "
         "time over log K, N, groups and rows (roofline.grouped_mm), instead of expert_traffic_factor's bytes and "
         "the tile efficiencies; None: not measured")
+    index_kernel_table: dict | None = Field(
+        None, description="PyTorch's index_select / index_add_ kernels alone, as the graph engine's MoE layer runs "
+        "them: {rows: 1-16, ops: {op: {repeats, widths, small_s: [repeat][width][rows], large_s: [repeat][width]}}} "
+        "(the index probe, with the engine's index patterns at a top-k of `repeat`: "
+        "calibrate.probes --what index; roofline.index_kernels.read_index_probe). With at most 16 indices PyTorch "
+        "runs small-index kernels whose time grows per index; where set, a pass of at most 16 routed rows pays, "
+        "each MoE layer, its index ops' small-index time over their large-index time (roofline.index_kernels); "
+        "None: not measured (nothing charged)")
     attention_score_row_factors: list[tuple[float, float]] | None = Field(
         None, description="(after_tokens, factor) steps, ascending: a decoding sequence whose cache (a windowed "
         "layer's: its ring) holds more than after_tokens positions has its score elements priced at the last such "
@@ -359,6 +367,19 @@ class Calibration(BaseModel):
         check_table(v)
         return {**{a: [float(x) for x in v[a]] for a in AXES},
                 "seconds": [[[[float(x) for x in r] for r in g] for g in n] for n in v["seconds"]]}
+
+    @field_validator("index_kernel_table")
+    @classmethod
+    def _index_kernel_table(cls, v):
+        if v is None:
+            return v
+        from roofline.index_kernels import check_table
+
+        check_table(v)
+        return {"rows": [float(r) for r in v["rows"]],
+                "ops": {op: {"repeats": [float(k) for k in e["repeats"]], "widths": [float(w) for w in e["widths"]],
+                             "small_s": [[[float(x) for x in r] for r in a] for a in e["small_s"]],
+                             "large_s": [[float(x) for x in a] for a in e["large_s"]]} for op, e in v["ops"].items()}}
 
     @field_validator("attention_kernel_table")
     @classmethod

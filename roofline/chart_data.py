@@ -206,6 +206,8 @@ def model_entry(spec: ModelSpec) -> dict:
         entry["routed_flop_per_token"] = spec.routed_expert_flop_per_token
         # StepModel's tile rows: the grouped GEMM's columns (gate-up over hidden, down over intermediate)
         entry["moe_intermediate_size"] = spec.moe_intermediate_size
+        # roofline.index_kernels.moe_index_ops: gpt-oss's bias rows are gathered too
+        entry["expert_bias"] = bool(spec.expert_bias)
     return entry
 
 

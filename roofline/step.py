@@ -52,6 +52,7 @@ import numpy as np
 from roofline.calibration import MAX_EXPONENT, Calibration
 from roofline.grouped_mm import layer_nodes, nodes_seconds
 from roofline.hardware import CardProfile, matmul_peak
+from roofline.index_kernels import excess_at, layer_excess_s, moe_index_ops
 from roofline.model_spec import ModelSpec
 from roofline.units import dtype_bytes
 
@@ -223,6 +224,9 @@ class StepModel:
     _kernel_table: object = field(init=False, repr=False, default=None)
     #: roofline.grouped_mm.layer_nodes of the calibration's expert_gemm_table at this model's experts
     _expert_nodes: object = field(init=False, repr=False, default=None)
+    #: seconds the MoE layers' small-index kernels cost over the large-index ones at 0..16 routed rows
+    #: (roofline.index_kernels; the calibration's index_kernel_table), None without
+    _index_excess: object = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
         cal, spec, tp = self.calibration, self.spec, self.tp
@@ -478,6 +482,9 @@ class StepModel:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         if tiles:
             set_(self, "_tile_table", tile_rows_table(spec.num_experts, spec.experts_per_token, float(self.routing_skew)))
+        if cal.index_kernel_table and spec.moe_layers:
+            set_(self, "_index_excess", tuple(spec.moe_layers * x for x in layer_excess_s(
+                cal.index_kernel_table, moe_index_ops(spec, tp), float(spec.experts_per_token))))
         if cal.expert_gemm_table and spec.moe_layers:
             set_(self, "_expert_nodes", layer_nodes(cal.expert_gemm_table, float(spec.hidden_size),
                                                     spec.moe_intermediate_size / tp))
@@ -622,7 +629,8 @@ class StepModel:
             matmul_compute,
             decode_attention + pairs * c[32] + pairsw * c[33],
             kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
-            d * c[10] + p * c[11] + (d + p) * c[34],
+            d * c[10] + p * c[11] + (d + p) * c[34] + (0.0 if self._index_excess is None
+                                                       else excess_at(self._index_excess, (d + p) * c[31])),
             0.0 if c[23] == 0.0 and c[24] == 0.0 else c[23] + written * c[24] + (d + rows) * c[25],
             expert_memory,
             expert_compute,

@@ -142,6 +142,11 @@ def fit_view(cal, output, fmt) -> str:
                                       f"{t['groups'][0]:.0f}-{t['groups'][-1]:.0f} experts x {t['rows'][0]:.0f}-"
                                       f"{t['rows'][-1]:.0f} rows: {len(cells)} cells, "
                                       f"{min(cells) * 1e6:.3g}-{max(cells) * 1e6:.4g} us")
+    if terms.get("index_kernel_table"):  # the index probe's table: its extent
+        t = terms["index_kernel_table"]
+        cells = [x for e in t["ops"].values() for a in e["small_s"] for b in a for x in b]
+        terms["index_kernel_table"] = (f"{len(t['ops'])} ops x 1-{len(t['rows'])} rows: small-index kernels "
+                                       f"{min(cells) * 1e6:.3g}-{max(cells) * 1e6:.3g} us")
     if fmt == "csv":
         return report.to_csv([terms]).rstrip("\n")
     where = f"wrote {output}" if output is not None else "fitted"

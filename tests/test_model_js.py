@@ -538,6 +538,16 @@ def _drifted_copy(script, needle, replacement, tmp_path):
      "shipped-graph", -1, "tpot_s"),
     # ... and at the default weight
     ("var plainWeight = DATA.plain_mlp_activation_weight;", "var plainWeight = 1.0;", "plain-default", 0, "tpot_s"),
+    # the MoE layers' small-index kernels forgotten (qwen3-30b-a3b's batches 1 and 2: 8 and 16 routed rows)
+    ("(m.indexExcess === null ? 0.0 : indexExcessAt(m.indexExcess, (d + p) * c[31]))", "0.0", "shipped-graph", 4,
+     "tpot_s"),
+    # ... read at the tokens, not their routed rows (k of them a token)
+    ("indexExcessAt(m.indexExcess, (d + p) * c[31])", "indexExcessAt(m.indexExcess, d + p)", "shipped-graph", 4,
+     "tpot_s"),
+    # ... gpt-oss's two bias gathers forgotten
+    ('if (model.expert_bias) ops.push(', 'if (false) ops.push(', "shipped-graph", 9, "tpot_s"),
+    # ... the ops read at k = 1 (no token's row gathered k times)
+    ("moeIndexOps(model, tp), model.experts_per_token)", "moeIndexOps(model, tp), 1.0)", "shipped-graph", 4, "tpot_s"),
     # the kernel table interpolated across a slower kernel's window measured at other query heads a KV head
     ("if (w[3] <= model.head_dim && model.head_dim <= w[4]) edges.push(w[0], w[1]);", "", "table-edges", 0, "tpot_s"),
 ])

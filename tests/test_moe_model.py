@@ -87,10 +87,11 @@ def test_the_shipped_moe_terms_read_the_probes_expert_bandwidth():
     assert cal.expert_row_traffic_coeff == pytest.approx(22.1, rel=0.05)
     assert 1.1 < cal.expert_traffic_factor < 1.4
     # and gpt-oss's clamped activation joins the prefill's elementwise costs (the probe's act stage)
-    # (and the grouped GEMM's tile rates: the same probe's matmuls; and the grouped-mm probe's table)
+    # (and the grouped GEMM's tile rates: the same probe's matmuls; the grouped-mm probe's table; the index
+    # probe's small-index kernels)
     assert cal.fit_report["extra"]["held"] == ["expert_gemm_table", "expert_large_tile_efficiency", "expert_prefill_flop_per_s",
                                                "expert_row_traffic_coeff", "expert_small_tile_efficiency",
-                                               "prefill_elementwise_bytes_per_element"]
+                                               "index_kernel_table", "prefill_elementwise_bytes_per_element"]
     per = cal.prefill_elementwise_bytes_per_element
     assert 1.7 < per["clamped_intermediate"] / per["gated_intermediate"] < 2.2
 

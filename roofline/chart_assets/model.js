@@ -15,6 +15,7 @@ var RooflineModel = (function () {
   var OVERHEAD_SHARE_MARGIN = 0.02; // roofline.confidence.OVERHEAD_SHARE_MARGIN
   var TOUCHED_MAX_TOKENS = 65536; // roofline.step._touched_table(max_tokens=1 << 16)
   var SMALL_TILE = [64, 128], LARGE_TILE = [128, 256], SMALL_TILE_ROWS_PER_EXPERT = 129; // roofline.step
+  var SMALL_INDEX_MAX_ROWS = 16; // roofline.index_kernels
   var TABLE_ROWS_UP_TO = 32.0, TILE_ROWS_FROM = 128.0; // roofline.step: the grouped-mm table up to, the tiles from
   var TILE_TABLE_MAX_TOKENS = 8192; // roofline.step.TILE_TABLE_MAX_TOKENS
   var ERROR_KEYS = { tpot: "tpot_mape_fraction", ttft: "ttft_mape_fraction", ttft_large: "ttft_mape_fraction_batch_64_up",
@@ -236,6 +237,49 @@ var RooflineModel = (function () {
     }
 
     // roofline.step.head_dim_rate: linear in log head width between the measured ones, clamped
+    // roofline.index_kernels.moe_index_ops
+    function moeIndexOps(model, tp) {
+      if (!model.moe_layers) return [];
+      var hidden = model.hidden_size;
+      var ops = [["select-1d-long", 1.0], ["gather", hidden]];
+      if (model.expert_bias) ops.push(["gather-weights", 2.0 * model.moe_intermediate_size / tp], ["gather-weights", hidden]);
+      return ops.concat([["select-1d", 1.0], ["index-add", hidden]]);
+    }
+
+    // roofline.index_kernels._lerp and _interp_log
+    function lerpNested(a, b, f) {
+      return Array.isArray(a) ? a.map(function (x, i) { return lerpNested(x, b[i], f); }) : a + f * (b - a);
+    }
+    function interpLog(nodes, values, x) {
+      var n = nodes.length;
+      if (x <= nodes[0]) return values[0];
+      if (x >= nodes[n - 1]) return values[n - 1];
+      var j = 1;
+      while (nodes[j] < x) j++;
+      var f = (Math.log(x) - Math.log(nodes[j - 1])) / (Math.log(nodes[j]) - Math.log(nodes[j - 1]));
+      return lerpNested(values[j - 1], values[j], f);
+    }
+
+    // roofline.index_kernels.layer_excess_s
+    function layerIndexExcess(table, ops, repeat) {
+      var out = [], r;
+      for (r = 0; r <= SMALL_INDEX_MAX_ROWS; r++) out.push(0.0);
+      ops.forEach(function (o) {
+        var e = table.ops[o[0]];
+        var small = interpLog(e.widths, interpLog(e.repeats, e.small_s, repeat), o[1]);
+        var large = interpLog(e.widths, interpLog(e.repeats, e.large_s, repeat), o[1]);
+        for (r = 1; r <= SMALL_INDEX_MAX_ROWS; r++) out[r] = out[r] + (small[r - 1] - large);
+      });
+      return out;
+    }
+
+    // roofline.index_kernels.excess_at (the float path)
+    function indexExcessAt(excess, rows) {
+      if (rows <= 0.0 || rows > SMALL_INDEX_MAX_ROWS) return 0.0;
+      var i = Math.min(Math.floor(rows), SMALL_INDEX_MAX_ROWS - 1);
+      return excess[i] + (rows - i) * (excess[i + 1] - excess[i]);
+    }
+
     function headDimRate(rates, headDim) {
       if (!rates) return null;
       var pts = Object.keys(rates).map(function (k) { return [Number(k), Number(rates[k])]; });
@@ -519,6 +563,10 @@ var RooflineModel = (function () {
       // StepModel._expert_nodes: the grouped-mm probe's table at this model's experts
       m.expertNodes = cal.expert_gemm_table && moe
         ? layerNodes(cal.expert_gemm_table, model.hidden_size, model.moe_intermediate_size / tp) : null;
+      // StepModel._index_excess: the small-index kernels' seconds over the large-index ones, 0-16 routed rows
+      m.indexExcess = cal.index_kernel_table && moe
+        ? layerIndexExcess(cal.index_kernel_table, moeIndexOps(model, tp), model.experts_per_token).map(function (x) {
+          return model.moe_layers * x; }) : null;
       return m;
     }
 
@@ -671,7 +719,7 @@ var RooflineModel = (function () {
         matmulCompute,
         decodeAttention + pairs * c[32] + pairsw * c[33],
         kv * c[8] + pairs * c[9] + kvw * c[15] + pairsw * c[16],
-        d * c[10] + p * c[11] + (d + p) * c[34],
+        d * c[10] + p * c[11] + (d + p) * c[34] + (m.indexExcess === null ? 0.0 : indexExcessAt(m.indexExcess, (d + p) * c[31])),
         c[23] === 0.0 && c[24] === 0.0 ? 0.0 : c[23] + written * c[24] + (d + rows) * c[25],
         expertMemory,
         expertCompute,
