@@ -173,11 +173,11 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
                 # its prefill efficiency is carried at a half-second prefill's average (below)
                 continue
             if k in ("attention_context_factors", "attention_score_row_factors", "attention_kernel_table",
-                     "expert_gemm_table"):
+                     "expert_gemm_table", "index_kernel_table"):
                 # which cache lengths cuBLAS serves with a slower kernel is this card's library's choice,
                 # how much faster the softmax's long-row kernels run is measured on this card, and the
-                # grouped matmul's times are this card's seconds: not carried to another card (its
-                # experts are priced by the tile rates instead)
+                # grouped matmul's and the small-index kernels' times are this card's seconds: not carried to
+                # another card (its experts are priced by the tile rates instead)
                 continue
             if k in ("prefill_attention_flop_per_s", "masked_prefill_attention_flop_per_s", "expert_prefill_flop_per_s"):
                 # the H200's own prefill-attention rates by head width (absolute FLOP/s, not a fraction of

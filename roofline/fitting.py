@@ -582,8 +582,9 @@ def fit_extra_terms(base: Calibration, rows, card: CardProfile, source: str = ""
     if base.expert_gemm_table is not None:
         # the experts' matmuls as the grouped-mm probe measured them: no traffic factor to fit with the
         # table; it is fitted without it first (the tile path's, which a card without the table prices
-        # by), and kept with that fit's overhead in the report
-        without_table = fit_extra_terms(_with(base, expert_gemm_table=None), rows, card)
+        # by, and without the index probe's small-index kernels, this card's seconds too: an engine
+        # profile carries neither), and kept with that fit's overhead in the report
+        without_table = fit_extra_terms(_with(base, expert_gemm_table=None, index_kernel_table=None), rows, card)
         base = _with(base, expert_traffic_factor=without_table.expert_traffic_factor)
         names = [n for n in names if n not in ("expert_traffic_factor", "expert_gemm_min_rows")]
     if not names:

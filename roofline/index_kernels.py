@@ -112,9 +112,9 @@ def check_table(t: dict) -> None:
         if (not k or not w or any(a != sorted(a) or len(set(a)) != len(a) or any(not (x > 0) for x in a) for a in (k, w))
                 or len(small) != len(k) or len(large) != len(k) or any(len(a) != len(w) for a in small + large)
                 or any(len(b) != len(rows) for a in small for b in a)
-                or not all(math.isfinite(x) and 0 < x < 1e-3 for x in seconds)):
+                or not all(math.isfinite(x) and 0 < x < 1.0 for x in seconds)):
             raise ValueError(f"index_kernel_table: {op}: ascending distinct repeats and widths > 0, small_s of "
-                             f"{SMALL_INDEX_MAX_ROWS} seconds a repeat and width (each in (0, 1 ms)), one large_s each")
+                             f"{SMALL_INDEX_MAX_ROWS} seconds a repeat and width (each in (0, 1 s)), one large_s each")
 
 
 def _interp_log(nodes, values, x: float):
