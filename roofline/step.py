@@ -30,7 +30,9 @@ experts its tokens were routed to (``experts_touched``). Where the calibration h
 GEMM's tile rates, those experts are a family of their own, added to the matmuls': the larger of
 their bytes and the FLOPs of the whole tiles their rows fill (``expert_tile_rows``). The KV it
 reads: full-attention layers see every cached token, windowed layers at most their window
-(``PassWork.kv_read_window_tokens``).
+(``PassWork.kv_read_window_tokens``). A pass of at most 16 routed rows also pays, each MoE layer,
+PyTorch's small-index gathers over the large-index ones the fitted terms price
+(``Calibration.index_kernel_table``; roofline.index_kernels), in the elementwise family.
 With tensor parallelism (``tp``) every figure is one GPU's share (KV heads replicated where the
 GPUs outnumber them) and the collectives join the pass.
 
