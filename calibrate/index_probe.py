@@ -146,9 +146,14 @@ def _timed(op: str, width: int, repeat: int, rows: int, grid: IndexGrid, flush, 
         if dst is not None:
             dst.zero_()
 
-    call = {"gather": lambda: src.index_select(0, idx), "gather-weights": lambda: table.index_select(0, idx),
-            "select-1d": lambda: src.index_select(0, idx), "select-1d-long": lambda: src.index_select(0, idx),
-            "index-add": lambda: dst.index_add_(0, idx, src)}[op]
+    if op == "index-add":
+        def call():
+            return dst.index_add_(0, idx, src)
+    else:  # every other op is an index_select: of the bias table, else of the just-written source
+        source = table if op == "gather-weights" else src
+
+        def call():
+            return source.index_select(0, idx)
     warm()
     call()  # warm-up: the kernels' first launch
     base = set(_profile_kernels(warm, dev, grid.reps))  # the kernels of the sequence without the op

@@ -68,28 +68,27 @@ def read_index_probe(paths) -> dict:
                 continue
             cells[(p["op"], int(p["repeat"]), int(p["width"]), int(p["rows"]))] = float(p["s"])
     rows = list(range(1, SMALL_INDEX_MAX_ROWS + 1))
+    probed: dict = {}  # (op, repeat, width) -> the rows probed there
+    for op, k, w, r in cells:
+        probed.setdefault((op, k, w), set()).add(r)
+    # the large-index time: at the fewest rows probed above the switch (None: none probed above it)
+    above = {key: min((r for r in got if r > SMALL_INDEX_MAX_ROWS), default=None) for key, got in probed.items()}
 
     def complete(op, k, w):
-        return (all((op, k, w, r) in cells for r in rows)
-                and any(o == op and kk == k and ww == w and r > SMALL_INDEX_MAX_ROWS for o, kk, ww, r in cells))
+        return above.get((op, k, w)) is not None and probed[(op, k, w)].issuperset(rows)
 
     ops = {}
     for op in OPS:
         # the repeats and widths measured in full at each other (a grid cut short by its budget keeps fewer)
-        repeats = sorted({k for o, k, _, _ in cells if o == op})
-        widths = sorted({w for o, _, w, _ in cells if o == op})
+        repeats = sorted({k for o, k, _ in probed if o == op})
+        widths = sorted({w for o, _, w in probed if o == op})
         widths = [w for w in widths if all(complete(op, k, w) for k in repeats)]
         repeats = [k for k in repeats if widths and all(complete(op, k, w) for w in widths)]
         if not repeats:
             continue
-        small, large = [], []
-        for k in repeats:
-            small.append([[cells[(op, k, w, r)] for r in rows] for w in widths])
-            large.append([cells[(op, k, w, min(r for o, kk, ww, r in cells
-                                             if o == op and kk == k and ww == w and r > SMALL_INDEX_MAX_ROWS))]
-                          for w in widths])
         ops[op] = {"repeats": [float(k) for k in repeats], "widths": [float(w) for w in widths],
-                   "small_s": small, "large_s": large}
+                   "small_s": [[[cells[(op, k, w, r)] for r in rows] for w in widths] for k in repeats],
+                   "large_s": [[cells[(op, k, w, above[(op, k, w)])] for w in widths] for k in repeats]}
     missing = [op for op in OPS if op not in ops]
     if missing:
         raise RooflineError(f"the index probe files lack {', '.join(missing)} at every row count 1-"
