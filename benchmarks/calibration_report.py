@@ -356,7 +356,10 @@ def layers_section() -> str:
                   "calibration MAPE on the cut steps", "worst"], rows)
 
 
-LAYER_FEATURE_PROBES = ("h200-probe-layer-features.json", "h200-probe-layer-features-2.json")
+#: the six runs the shipped fit reads (benchmarks/make_calibrations.py): call 39's two at 2,048 positions,
+#: call 80's at 520 (two), 2,048 and 4,104
+LAYER_FEATURE_PROBES = ("h200-probe-layer-features.json", "h200-probe-layer-features-2.json") + tuple(
+    f"h200-probe-layer-features-call80-{run}.json" for run in ("520a", "2048b", "4104c", "520d"))
 #: held-out files of the models with a decode-layer feature (and mixtral-8x7b, without one)
 FEATURE_FILES = ("h200-graph-dense-call20.csv", "h200-graph-check-call25.csv", "h200-graph-check-call26.csv",
                  "h200-graph-check-call29.csv", "h200-graph-call22.csv", "h200-graph-moe.csv",
@@ -566,9 +569,10 @@ def main() -> None:
         "q/k norms (qwen3, gemma-3, olmo-2), MLA's absorbed decode, shared experts, or gpt-oss's MoE layer runs "
         "more, and every such held-out model was priced fast at small batches (qwen3-8b -3 to -8% at batches "
         "1-16, olmo-2-7b -7%, gemma-3 -4 to -9%, deepseek-v2-lite -7 to -13%). `python3 -m calibrate.probes "
-        "--what layer-features` (device calls 37-39; the fit reads call 39's two runs, "
-        "`h200-probe-layer-features.json`, `-2.json`) times the engine's decode step at a fitted model's shape "
-        "with one feature switched on, cut to 2 and 6 layers, batches 1-256, a 2,048-position cache. Each "
+        "--what layer-features` (device calls 37-39 and 80) times the engine's decode step at a fitted model's "
+        "shape with one feature switched on, cut to 2 and 6 layers, batches 1-256. The fit reads six runs: call "
+        "39's two with the probe's 2,048-position cache (`h200-probe-layer-features.json`, `-2.json`) and call "
+        "80's at 520 (two), 2,048 and 4,104 positions (`h200-probe-layer-features-call80-*.json`). Each "
         "variant's per-layer time over its reference's, less what the fitted terms price the shape change at, "
         "is one equation; least squares gives the feature times "
         f"(`layer_feature_overhead_s`: q/k norms {1e6 * graph.layer_feature_overhead_s['qk_norm']:.1f} us a "
@@ -577,7 +581,12 @@ def main() -> None:
         f"{1e6 * graph.layer_feature_overhead_s['biased_experts']:.1f}; [method.md](method.md#layer-features)). "
         "The probe, and the shipped calibration's price of the same differences:\n\n",
         feature_probe,
-        "\nThe per-layer differences repeat within ~1 us between runs (calls 38 and 39). The MHA variant's q/k "
+        "\nThe per-layer differences move by a few us between runs (call 80's two at 520 positions: up to 10 us "
+        "at batch 4); the fit takes each variant's median over the batches and runs. At 2,048 positions "
+        "qwen3-30b-a3b's softmax still runs the warp kernel, and its gpt_oss variant's, the sink in its row, "
+        "does not: the two runs at 2,048 alone read gpt-oss's MoE layer at 1.6 us (3.9 once the step prices "
+        "the sink's row), those at 520 and 4,104 at 13 (`.venv/bin/python benchmarks/layer_walk.py`, part 3). "
+        "The MHA variant's q/k "
         "norms cost less than the GQA ones' (the least squares takes the mean); from batch 64 up the features "
         "cost more than their fixed time (their elements, the routed rows' biases), which the term underprices. "
         "The held-out models with these features, TPOT MAPE per context with the shipped calibration and with "

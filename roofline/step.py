@@ -223,6 +223,9 @@ class StepModel:
     _window_layers: int = field(init=False, repr=False, default=0)
     _context_windows: tuple = field(init=False, repr=False, default=())
     _row_factors: tuple = field(init=False, repr=False, default=())
+    #: positions a decoding sequence's softmax row holds beyond its cache: 1 with attention sinks (the
+    #: sink logit joins the row), 0 otherwise
+    _softmax_extra_positions: float = field(init=False, repr=False, default=0.0)
     _kernel_table: object = field(init=False, repr=False, default=None)
     #: roofline.grouped_mm.layer_nodes of the calibration's expert_gemm_table at this model's experts
     _expert_nodes: object = field(init=False, repr=False, default=None)
@@ -454,6 +457,11 @@ class StepModel:
         steps = [] if spec.attention_kind == "mla" else [(float(a), float(f)) for a, f in
                                                          (cal.attention_score_row_factors or ())]
         set_(self, "_row_factors", tuple((a, b, f) for (a, f), b in zip(steps, [a for a, _ in steps[1:]] + [inf])))
+        # with attention sinks the softmax runs over the cache and the sink: a cache of 2,048 positions
+        # is a row of 2,049 (2,056 in the graph engine, padded to 8: the same side of every step, the
+        # steps being multiples of 8), past the warp kernel's longest (device call 80: qwen3-30b-a3b's
+        # layer with gpt-oss's at 2,048 positions runs no slower than at 4,104, its own 6 us slower)
+        set_(self, "_softmax_extra_positions", 1.0 if spec.attention_sinks and spec.attention_kind != "mla" else 0.0)
         # the decode attention's measured factor by batched matrices and cache length (Calibration.
         # attention_kernel_table): the entry of this head width nearest in query heads a KV head
         # (within 2x; MLA's latent attention runs other kernels), with the price's own steps by length
@@ -572,12 +580,15 @@ class StepModel:
             pairsw = pairs
         score, scorew = c[17], c[18]
         tokens, tokens_w = kv, kvw  # the cached tokens read, before a window's factor scales them
+        # the softmax's rows: each sequence's cache, and its sink where the model has one
+        rk, rkw = ((kv, kvw) if not self._softmax_extra_positions else
+                   (kv + d * self._softmax_extra_positions, kvw + d * self._softmax_extra_positions))
         if c[38] or c[39]:  # the softmax's warp kernel's floor: its walk along the row, while it runs a warp a row
-            t, tw = _per_sequence(kv, d), _per_sequence(kvw, d)
+            t, tw = _per_sequence(rk, d), _per_sequence(rkw, d)
             warp, warpw = _warp_floor(t, c[38], c[40], c[41]), _warp_floor(tw, c[39], c[40], c[41])
         if self._row_factors:  # the scores' cost by the softmax kernel their rows' length runs
-            f = _window_factor(self._row_factors, kv, d)
-            score, scorew = score * f, scorew * (f if uncapped else _window_factor(self._row_factors, kvw, d))
+            f = _window_factor(self._row_factors, rk, d)
+            score, scorew = score * f, scorew * (f if uncapped else _window_factor(self._row_factors, rkw, d))
         if self._context_windows:  # a cache length in a slower kernel's window (windowed layers: their ring's)
             f = _window_factor(self._context_windows, kv, d)
             kv, kvw = kv * f, kvw * (f if uncapped else _window_factor(self._context_windows, kvw, d))

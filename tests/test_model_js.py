@@ -220,6 +220,9 @@ PAGES = {
         setting("h200", "qwen3-30b-a3b", 9000, 64, tp=8, serving=False),
         setting("h200", "gemma-3-4b", 5000, 100, serving=False),  # the masked prefill past its window
         setting("h200", "gpt-j-6b", 1000, 100, serving=False),  # a plain MLP at the synthetic 5.7 / 25.6
+        # the sink joins the softmax's row: gpt-oss-20b's full layers leave the warp kernel and take the
+        # row factors' first step at a cache of 2,048 positions, one step before a model without sinks would
+        setting("h200", "gpt-oss-20b", 2040, 16, serving=False),
     ]),
     "foreign": (dict(cards=("h200",), calibration=Calibration(**FOREIGN)), [
         setting("h200", "qwen2.5-7b", 384, 128, serving=False),  # context 512: a tie between the held-out contexts
@@ -461,14 +464,17 @@ def _drifted_copy(script, needle, replacement, tmp_path):
      "reducePerToken = nReduce * model.hidden_size * actB * 2.0 * (tp - 1) / tp * linkS * 1.01;",
      "shipped-graph", 13, "tpot_s"),
     # the rows' score factor on the windowed layers' ring too (gpt-oss-20b's 128 positions)
-    ("scorew = scorew * (w.kvw === null ? lf : windowFactor(m.rowFactors, kvw, d));", "scorew = scorew * lf;",
+    ("scorew = scorew * (w.kvw === null ? lf : windowFactor(m.rowFactors, rkw, d));", "scorew = scorew * lf;",
      "synthetic", 3, "tpot_s"),
     # the first step's factor where the second applies (gpt-oss-20b's full layers at 20,300 positions: past both)
     ("i + 1 < all.length ? all[i + 1][0] : Infinity", "Infinity", "synthetic", 3, "tpot_s"),
+    # the sink left out of the softmax's row (gpt-oss-20b at a cache of 2,048: still the warp kernel's row)
+    ("var rk = kv + d * m.softmaxExtra, rkw = kvw + d * m.softmaxExtra;", "var rk = kv, rkw = kvw;", "synthetic", 8,
+     "tpot_s"),
     # the softmax's warp floor on the windowed layers read at the full layers' cache (gemma-3-4b: 5,100, past the
     # warp's rows, against its ring of 1,024)
-    ("warpw = warpFloor(perSequence(kvw, d), c[39], c[40], c[41]);",
-     "warpw = warpFloor(perSequence(kv, d), c[39], c[40], c[41]);", "synthetic", 6, "tpot_s"),
+    ("warpw = warpFloor(perSequence(rkw, d), c[39], c[40], c[41]);",
+     "warpw = warpFloor(perSequence(rk, d), c[39], c[40], c[41]);", "synthetic", 6, "tpot_s"),
     # the kernel table's factor on the windowed layers' ring read at the full layers' length (gemma-3-4b: 5,100
     # positions against its ring of 1,024)
     ("var fw = tableFactor(T, d * T.kvHeads, perSequence(tokensW, d));",

@@ -108,3 +108,25 @@ def test_many_sequences_pay_their_bytes_not_the_floor():
     with_ = load_calibration(SHIPPED)
     without = with_.model_copy(update={"attention_softmax_warp_s_per_token": None})
     assert _decode_s(with_, 1952, 256)[0] == _decode_s(without, 1952, 256)[0]
+
+
+@pytest.mark.parametrize("context, charged", [(2047, True), (2048, False)])
+def test_a_sink_joins_the_softmax_row(context, charged):
+    """gpt-oss-20b's sink logit joins each row (the graph engine pads it to 8 more: the same side of
+    2,048): a cache of 2,048 positions is a row of 2,049, past the warp kernel's rows, where a model
+    without sinks still walks its row (device call 80: qwen3-30b-a3b's layer with gpt-oss's ran no
+    slower at 2,048 positions than at 4,104, its own 6 us slower)."""
+    with_ = load_calibration(SHIPPED).model_copy(update={"attention_ramp_s": 0.0})
+    without = with_.model_copy(update={"attention_softmax_warp_s_per_token": None})
+    a, b = (make_scenario(card="h200", model="gpt-oss-20b", engine="graph", calibration=cal).step.pass_s(
+        PassWork(1.0, float(context), 0.0, 0.0, 1.0, 128.0, None)) for cal in (with_, without))  # the rings: 128
+    step = make_scenario(card="h200", model="gpt-oss-20b", engine="graph", calibration=with_).step
+    assert step.spec.attention_sinks and step.window == 128
+    full_layers = sum(g.layers for g in step.spec.attention_groups if not g.window)
+    walk = (context + 1 - with_.attention_softmax_warp_after_tokens) * with_.attention_softmax_warp_s_per_token \
+        * full_layers
+    if charged:  # the full layers' rows of 2,048 walk (the windowed layers' ring of 128 + 1: below the start),
+        # less the score traffic the walk replaces (64 query heads a layer: ~1 us)
+        assert 0.75 * walk < a - b <= walk
+    else:
+        assert a == b

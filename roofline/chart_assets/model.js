@@ -414,6 +414,8 @@ var RooflineModel = (function () {
       m.rowFactors = mla ? [] : (cal.attention_score_row_factors || []).map(function (s, i, all) {
         return [s[0], i + 1 < all.length ? all[i + 1][0] : Infinity, s[1]];
       });
+      // StepModel._softmax_extra_positions: a sink logit joins each decoding sequence's softmax row
+      m.softmaxExtra = model.sinks && !mla ? 1.0 : 0.0;
       // StepModel._kernel_table: the decode attention's measured factor by batched matrices and cache
       // length (attention_kernel_table), the entry of this head width nearest in query heads a KV head
       // (within 2x; not MLA), a column of ones at half its fewest matrices, and the price's steps by length
@@ -649,14 +651,16 @@ var RooflineModel = (function () {
       var score = c[17], scorew = c[18];
       var tokens = kv, tokensW = kvw;  // the cached tokens read, before a window's factor scales them
       var warp = 0.0, warpw = 0.0;
+      // the softmax's rows: each sequence's cache, and its sink where the model has one
+      var rk = kv + d * m.softmaxExtra, rkw = kvw + d * m.softmaxExtra;
       if (c[38] || c[39]) { // StepModel._parts: the softmax's warp kernel's floor, its walk along the row
-        warp = warpFloor(perSequence(kv, d), c[38], c[40], c[41]);
-        warpw = warpFloor(perSequence(kvw, d), c[39], c[40], c[41]);
+        warp = warpFloor(perSequence(rk, d), c[38], c[40], c[41]);
+        warpw = warpFloor(perSequence(rkw, d), c[39], c[40], c[41]);
       }
       if (m.rowFactors.length) { // StepModel._parts: the scores' row-length windows
-        var lf = windowFactor(m.rowFactors, kv, d);
+        var lf = windowFactor(m.rowFactors, rk, d);
         score = score * lf;
-        scorew = scorew * (w.kvw === null ? lf : windowFactor(m.rowFactors, kvw, d));
+        scorew = scorew * (w.kvw === null ? lf : windowFactor(m.rowFactors, rkw, d));
       }
       // StepModel._context_factor: a cache length in a slower kernel's window (attention_context_factors)
       if (m.contextWindows.length) {
