@@ -131,6 +131,9 @@ def main() -> None:
     # index probe (call 76) and not looked at until its small-index term was committed (qwen3-30b-a3b's rows
     # in it are the fitted model's: left out, as every fitted model's)
     moe76 = M / "h200-graph-moe-check-call76.csv"
+    # after the layer-features fit read six runs and the sink joined the softmax's row (call 81: 896, 3,584 and
+    # 14,336 + 16, lengths none of these models had run at)
+    check81, moe81 = M / "h200-graph-check-call81.csv", M / "h200-graph-moe-check-call81.csv"
 
     def not_in_74(rows):
         return [r for r in rows if (r.model, r.prompt_tokens, r.gen_tokens, r.batch) not in routed74]
@@ -147,16 +150,16 @@ def main() -> None:
             + read_measurements(check50) + read_measurements(check54) + read_measurements(check56)
             + read_measurements(check57) + read_measurements(check58) + read_measurements(check59)
             + read_measurements(check60) + read_measurements(check62) + read_measurements(check65) + read_measurements(check66)
-            + read_measurements(check67) + read_measurements(check69)
+            + read_measurements(check67) + read_measurements(check69) + read_measurements(check81)
             + [r for f in short for r in read_measurements(f)],
             card, "dense models at prompts 128-16384 (other architectures and unaligned lengths too)",
             [heldout.name, arch20.name, again22.name, unaligned23.name, check25.name] + [f.name for f in check26]
             + [check29.name, check32.name, check40.name, check43.name, check44.name, check45.name, check47.name, check50.name,
                check54.name, check56.name, check57.name, check58.name, check59.name, check60.name, check62.name, check65.name, check66.name,
-               check67.name, check69.name]
+               check67.name, check69.name, check81.name]
             + [f.name for f in short]),
         "moe": validation_entry(
-            graph, read_measurements(moe74) + read_measurements(moe76) + not_in_74(
+            graph, read_measurements(moe74) + read_measurements(moe76) + read_measurements(moe81) + not_in_74(
                 [r for r in read_measurements(moe) if r.model not in again]
                 + [r for r in read_measurements(moe19) if r.model not in again]
                 + [r for r in read_measurements(again22) + read_measurements(check25) if r.model == "gpt-oss-20b"]
@@ -165,7 +168,7 @@ def main() -> None:
                 + read_measurements(moe53)), card,
             "mixture-of-experts models and contexts the MoE terms were not fitted on (call 74's rows first: "
             "they replace the earlier files' at the same model, prompt, gen and batch)",
-            [moe74.name, moe76.name, moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name,
+            [moe74.name, moe76.name, moe81.name, moe.name, moe19.name, again22.name, check25.name, moe29.name, moe32.name, moe34.name, moe40.name,
              moe51.name, moe52.name, moe53.name]),
         "tp": validation_entry(graph, read_measurements(tp2), card, "tensor parallel over 2 GPUs", [tp2.name]),
     }
