@@ -16,7 +16,8 @@ A serving run named NAME leaves three files in its out folder:
   sum over the sequences in the iteration of the tokens their KV holds after it (decode: each
   slot's attended context, position + 1; prefill: c + t); ``preempted`` in this iteration;
   ``finished``, ``running`` and ``used_blocks`` after it; ``device_s`` is the passes' device
-  time (CUDA events; the CPU's wall time).
+  time (CUDA events; the CPU's wall time). The runs committed under hardware_profiles/ keep it
+  gzip-compressed, ``iterations-NAME.csv.gz``; the readers take either.
 * ``run-NAME.json``: ``config``, ``summary`` (from ``summarize``, + ``deadline_hit``), ``stream``,
   ``memory``, ``times``, ``environment``, ``deadline``.
 * ``stream-NAME.csv``: the request stream itself (prompt_tokens, gen_tokens, arrival_s), the
@@ -28,9 +29,11 @@ Percentiles are numpy's default (linear interpolation between closest ranks).
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,11 +137,25 @@ def _typed(row: dict, where: str) -> dict:
     return out
 
 
+def stored(path) -> Path:
+    """``path``, or its gzip-compressed copy (``path`` + ``.gz``) where only that exists."""
+    path = Path(path)
+    if not path.exists():
+        packed = path.with_name(path.name + ".gz")
+        if packed.exists():
+            return packed
+    return path
+
+
 def _read_csv(path: Path, columns) -> list[dict]:
+    """A CSV with ``columns`` (more allowed), plain or gzip-compressed (a name ending in .gz)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
+        data = Path(path).read_bytes()
+        text = (gzip.decompress(data) if Path(path).suffix == ".gz" else data).decode("utf-8")
+    except OSError as exc:  # (gzip.BadGzipFile and EOFError: a damaged archive)
         raise RooflineError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (EOFError, UnicodeDecodeError, zlib.error) as exc:
+        raise RooflineError(f"cannot read {path}: {exc}") from None
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in columns if c not in (reader.fieldnames or [])]
     if missing:
@@ -179,16 +196,17 @@ def read_run(out_dir, name: str) -> ServingRun:
         raise RooflineError(f"cannot read {paths['run']}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{paths['run']}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return ServingRun(name, run, read_requests_csv(paths["requests"]), read_iterations_csv(paths["iterations"]))
+    return ServingRun(name, run, read_requests_csv(paths["requests"]), read_iterations_csv(stored(paths["iterations"])))
 
 
 def run_names(out_dir) -> list[str]:
-    """Names of the complete runs in ``out_dir`` (a run file with its two CSVs), sorted."""
+    """Names of the complete runs in ``out_dir`` (a run file with its two CSVs, the iterations'
+    plain or compressed), sorted."""
     names = []
     for path in sorted(Path(out_dir).glob("run-*.json")):
         name = path.name[len("run-"):-len(".json")]
         paths = run_paths(out_dir, name)
-        if paths["requests"].exists() and paths["iterations"].exists():
+        if paths["requests"].exists() and stored(paths["iterations"]).exists():
             names.append(name)
     return names
 

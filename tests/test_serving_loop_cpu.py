@@ -8,6 +8,7 @@ scheduler on a virtual clock (CostExecutor), so their schedules are exact.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -457,6 +458,33 @@ def test_reading_a_broken_run_names_the_file(tmp_path):
     (tmp_path / "iterations-x.csv").write_text("iteration,t_start_s\n")
     with pytest.raises(RooflineError, match="missing column 't_end_s'"):
         sr.read_run(tmp_path, "x")
+
+
+def test_a_runs_iterations_read_alike_plain_or_compressed(tmp_path):
+    """The committed runs keep their iteration files gzip-compressed: the same rows either way, the
+    run found either way, and a damaged archive named in a one-line error."""
+    import gzip
+    import shutil
+
+    committed = Path("hardware_profiles/measurements/serving/h200-graph")
+    name = next(n for n in sr.run_names(committed))
+    packed = committed / f"iterations-{name}.csv.gz"
+    assert packed.exists() and not (committed / f"iterations-{name}.csv").exists()
+    for f in (f"run-{name}.json", f"requests-{name}.csv"):
+        shutil.copy(committed / f, tmp_path / f)
+    (tmp_path / f"iterations-{name}.csv").write_bytes(gzip.decompress(packed.read_bytes()))
+    plain, stored = sr.read_run(tmp_path, name), sr.read_run(committed, name)
+    assert plain.iterations == stored.iterations and len(plain.iterations) > 10
+    assert sr.run_names(tmp_path) == [name]
+    (tmp_path / f"iterations-{name}.csv").unlink()
+    broken = tmp_path / f"iterations-{name}.csv.gz"
+    broken.write_bytes(packed.read_bytes()[: len(packed.read_bytes()) // 2])
+    assert sr.run_names(tmp_path) == [name]
+    with pytest.raises(RooflineError, match=f"cannot read .*iterations-{name}.csv.gz"):
+        sr.read_run(tmp_path, name)
+    broken.write_bytes(b"not gzip")
+    with pytest.raises(RooflineError, match="cannot read"):
+        sr.read_run(tmp_path, name)
 
 
 def test_run_specs_parse_and_refuse():
