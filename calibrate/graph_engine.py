@@ -1212,9 +1212,10 @@ class GraphEngine:
 
         ``timed_prefill=False``: no prefill at all (the static cache is random already and every
         step reads all of it), random input tokens, ttft_s and e2e_s None; the peak then holds no
-        prefill activations. The untimed warm-up prefill is one forward (the first chunk of
-        sequences); ``warmup_prefill=False`` skips it: the timed prefill is then the first at this
-        shape (slower by first-time allocations and tuning).
+        prefill activations. The untimed warm-up prefill is one forward of each shape the timed
+        prefill runs: its first chunk of sequences and, where the batch is not a whole number of
+        chunks, its last, smaller one; ``warmup_prefill=False`` skips it: the timed prefill is then
+        the first at these shapes (slower by first-time allocations and tuning).
 
         Peak memory is read before the untimed experts-touched step (which runs after the graph is
         released); experts_touched_mean is None for dense models or when that step runs out of memory.
@@ -1229,9 +1230,16 @@ class GraphEngine:
         with torch.inference_mode():
             st = self.new_state(batch, max_len)
             if warmup_prefill and timed_prefill:
-                # warm-up (untimed): one prefill forward, the largest the timed prefill runs, so its
-                # shapes are tuned and its transient's memory is cached; at most a chunk's cost
-                self._prefill(st, self.prefill_chunk_seqs(batch, prompt_tokens), prompt_tokens)
+                # warm-up (untimed): one prefill forward of each shape the timed prefill runs (its
+                # first chunk, the largest, so its transient's memory is cached, and a last smaller
+                # chunk's), so every shape is tuned: a first forward at a shape pays 60-85 ms more on
+                # the H200 (cuDNN's attention plan, device call 83), which had come into the TTFT of
+                # batches of unequal chunks (qwen2.5-0.5b at 3,000 + 72, batch 16: 10 + 6 sequences);
+                # at most two chunks' cost
+                chunk = self.prefill_chunk_seqs(batch, prompt_tokens)
+                self._prefill(st, chunk, prompt_tokens)
+                if batch % chunk:
+                    self._prefill(st, batch % chunk, prompt_tokens)
             else:
                 gen = torch.Generator(device=self.device).manual_seed(self.seed + batch)
                 st.tok.copy_(torch.randint(0, self.shapes.vocab, (batch,), device=self.device, generator=gen))

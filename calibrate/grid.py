@@ -30,8 +30,8 @@ DEFAULT_TTFT_MAX_TOKENS = 65_536
 #: Above this many tokens the untimed warm-up prefill is skipped. The first prefill at a shape pays
 #: one-time costs (the caching allocator's cudaMalloc of the transient, kernel tuning): measured on
 #: the H200, "cold" TTFTs of 16k-64k tokens were up to 30% slower than warm ones and erratic
-#: (docs/calibration-runs.md). The graph engine's warm-up is a single prefill forward (at most one
-#: 32,768-token chunk), so every timed point is warm; hf-eager's warm-up is a whole prefill.
+#: (docs/calibration-runs.md). The graph engine's warm-up is a prefill forward of each chunk shape
+#: (at most two 32,768-token chunks), so every timed point is warm; hf-eager's warm-up is a whole prefill.
 DEFAULT_WARMUP_PREFILL_MAX_TOKENS = DEFAULT_TTFT_MAX_TOKENS
 
 
