@@ -1,8 +1,9 @@
 """Issue 9's acceptance over the held-out rows a calibration's validation names: TPOT MAPE per model
 and context (the bar: 6%) and per point (15%), prompts 512 and up, against one calibration or two
-side by side (no GPU needed).
+side by side (no GPU needed); with ``--all-bars`` also peak memory per point (3%) and TTFT from
+batch 16 per model and context (10%), for the first calibration.
 
-    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [--also CSV] [--only CSV] [-v]
+    .venv/bin/python benchmarks/heldout_acceptance.py [CALIBRATION [OTHER]] [--kind dense|moe|tp] [--also CSV] [--only CSV] [-v] [--all-bars]
 
 CALIBRATION defaults to the shipped hardware_profiles/calibrations/h200-graph.json; its
 ``fit_report["validation"][kind]["files"]`` names the measurement files (hardware_profiles/measurements),
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 M = ROOT / "hardware_profiles" / "measurements"
 CONTEXT_BAR, POINT_BAR, MIN_PROMPT = 0.06, 0.15, 512
+MEM_BAR, TTFT_BAR = 0.03, 0.10
 
 
 #: rows the engine no longer measures: phi-3-mini-4k's 2,047-token window and gpt-oss-20b's sinks gave
@@ -72,6 +74,25 @@ def errors(cal, rows, card):
     return out
 
 
+def memory_and_ttft(cal, rows, card) -> dict:
+    """Peak memory's relative errors per point and TTFT's MAPE per (model, prompt, gen) from batch
+    16, over rows of prompt MIN_PROMPT and up (rows without a timed prefill leave TTFT out)."""
+    from roofline.fitting import compare
+
+    mem, ttft = [], defaultdict(list)
+    for model in sorted({r.model for r in rows}):
+        for row in compare(cal, [r for r in rows if r.model == model], card)["rows"]:
+            if row["prompt_tokens"] < MIN_PROMPT:
+                continue
+            if row["peak_mem_measured_bytes"] and row["peak_mem_predicted_bytes"]:
+                mem.append((row["peak_mem_predicted_bytes"] / row["peak_mem_measured_bytes"] - 1.0,
+                            (row["model"], row["prompt_tokens"], row["gen_tokens"], row["batch"])))
+            if row["batch"] >= 16 and row["ttft_measured_s"] and row["ttft_predicted_s"]:
+                ttft[(row["model"], row["prompt_tokens"], row["gen_tokens"])].append(
+                    abs(row["ttft_predicted_s"] / row["ttft_measured_s"] - 1.0))
+    return {"mem": mem, "ttft": {k: float(np.mean(v)) for k, v in ttft.items()}}
+
+
 def summary(errs) -> dict:
     point = np.array([e for v in errs.values() for _, e in v])
     ctx = {k: float(np.mean(np.abs([e for _, e in v]))) for k, v in errs.items()}
@@ -90,6 +111,7 @@ def main() -> None:
     ap.add_argument("--also", action="append", default=[])
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--all-bars", action="store_true", help="also peak memory (3%%) and TTFT from batch 16 (10%%)")
     a = ap.parse_args()
     cals = [load_calibration(p) for p in a.calibrations[:2]]
     rows = held_rows(cals[0], a.kind, a.also, a.only)
@@ -100,6 +122,15 @@ def main() -> None:
     for path, s in zip(a.calibrations, results):
         print(f"  {path}: TPOT MAPE {100 * s['tpot_mape']:.2f}%, contexts over {100 * CONTEXT_BAR:.0f}%: "
               f"{s['contexts_over_bar']}, points over {100 * POINT_BAR:.0f}%: {s['points_over_bar']}")
+    if a.all_bars:
+        got = memory_and_ttft(cals[0], rows, card)
+        worst = max(got["mem"], key=lambda x: abs(x[0]))
+        over = sorted((k, v) for k, v in got["ttft"].items() if v > TTFT_BAR)
+        print(f"  peak memory: MAPE {100 * np.mean([abs(e) for e, _ in got['mem']]):.2f}% over {len(got['mem'])} points, "
+              f"worst {100 * worst[0]:+.1f}% ({' '.join(map(str, worst[1]))}), points over {100 * MEM_BAR:.0f}%: "
+              f"{sum(abs(e) > MEM_BAR for e, _ in got['mem'])}")
+        print(f"  TTFT from batch 16: {len(got['ttft'])} model x context groups, over {100 * TTFT_BAR:.0f}%: {len(over)}"
+              + "".join(f"\n    {k[0]} {k[1]}/{k[2]}: {100 * v:.1f}%" for k, v in over))
     if a.v:
         keys = sorted({k for s in results for k, v in s["per_context"].items() if v > CONTEXT_BAR})
         for k in keys:
