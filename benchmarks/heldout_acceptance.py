@@ -61,35 +61,37 @@ def held_rows(cal, kind: str, also=(), only=()):
     return rows
 
 
-def errors(cal, rows, card):
-    """{(model, prompt, gen): [(batch, relative TPOT error)]} over rows of prompt MIN_PROMPT and up."""
+def compared(cal, rows, card) -> list[dict]:
+    """roofline.fitting.compare's rows of prompt MIN_PROMPT and up, model by model (a compare takes one
+    engine and cache kind)."""
     from roofline.fitting import compare
 
+    return [row for model in sorted({r.model for r in rows})
+            for row in compare(cal, [r for r in rows if r.model == model], card)["rows"]
+            if row["prompt_tokens"] >= MIN_PROMPT]
+
+
+def errors(cal, rows, card, done=None):
+    """{(model, prompt, gen): [(batch, relative TPOT error)]} over rows of prompt MIN_PROMPT and up
+    (``done``: their ``compared`` rows, when already priced)."""
     out = defaultdict(list)
-    for model in sorted({r.model for r in rows}):  # per model: a compare takes one engine and cache kind
-        for row in compare(cal, [r for r in rows if r.model == model], card)["rows"]:
-            if row["prompt_tokens"] >= MIN_PROMPT:
-                out[(row["model"], row["prompt_tokens"], row["gen_tokens"])].append(
-                    (row["batch"], row["tpot_predicted_s"] / row["tpot_measured_s"] - 1.0))
+    for row in compared(cal, rows, card) if done is None else done:
+        out[(row["model"], row["prompt_tokens"], row["gen_tokens"])].append(
+            (row["batch"], row["tpot_predicted_s"] / row["tpot_measured_s"] - 1.0))
     return out
 
 
-def memory_and_ttft(cal, rows, card) -> dict:
+def memory_and_ttft(done) -> dict:
     """Peak memory's relative errors per point and TTFT's MAPE per (model, prompt, gen) from batch
-    16, over rows of prompt MIN_PROMPT and up (rows without a timed prefill leave TTFT out)."""
-    from roofline.fitting import compare
-
+    16, over ``compared`` rows (rows without a timed prefill leave TTFT out)."""
     mem, ttft = [], defaultdict(list)
-    for model in sorted({r.model for r in rows}):
-        for row in compare(cal, [r for r in rows if r.model == model], card)["rows"]:
-            if row["prompt_tokens"] < MIN_PROMPT:
-                continue
-            if row["peak_mem_measured_bytes"] and row["peak_mem_predicted_bytes"]:
-                mem.append((row["peak_mem_predicted_bytes"] / row["peak_mem_measured_bytes"] - 1.0,
-                            (row["model"], row["prompt_tokens"], row["gen_tokens"], row["batch"])))
-            if row["batch"] >= 16 and row["ttft_measured_s"] and row["ttft_predicted_s"]:
-                ttft[(row["model"], row["prompt_tokens"], row["gen_tokens"])].append(
-                    abs(row["ttft_predicted_s"] / row["ttft_measured_s"] - 1.0))
+    for row in done:
+        if row["peak_mem_measured_bytes"] and row["peak_mem_predicted_bytes"]:
+            mem.append((row["peak_mem_predicted_bytes"] / row["peak_mem_measured_bytes"] - 1.0,
+                        (row["model"], row["prompt_tokens"], row["gen_tokens"], row["batch"])))
+        if row["batch"] >= 16 and row["ttft_measured_s"] and row["ttft_predicted_s"]:
+            ttft[(row["model"], row["prompt_tokens"], row["gen_tokens"])].append(
+                abs(row["ttft_predicted_s"] / row["ttft_measured_s"] - 1.0))
     return {"mem": mem, "ttft": {k: float(np.mean(v)) for k, v in ttft.items()}}
 
 
@@ -116,14 +118,15 @@ def main() -> None:
     cals = [load_calibration(p) for p in a.calibrations[:2]]
     rows = held_rows(cals[0], a.kind, a.also, a.only)
     card = load_card(cals[0].card)
-    results = [summary(errors(c, rows, card)) for c in cals]
+    first = compared(cals[0], rows, card)
+    results = [summary(errors(cals[0], rows, card, first))] + [summary(errors(c, rows, card)) for c in cals[1:]]
     print(f"{a.kind}: held-out rows of prompts {MIN_PROMPT}+ ({results[0]['points']} points, "
           f"{results[0]['contexts']} model x context groups)")
     for path, s in zip(a.calibrations, results):
         print(f"  {path}: TPOT MAPE {100 * s['tpot_mape']:.2f}%, contexts over {100 * CONTEXT_BAR:.0f}%: "
               f"{s['contexts_over_bar']}, points over {100 * POINT_BAR:.0f}%: {s['points_over_bar']}")
     if a.all_bars:
-        got = memory_and_ttft(cals[0], rows, card)
+        got = memory_and_ttft(first)
         worst = max(got["mem"], key=lambda x: abs(x[0]))
         over = sorted((k, v) for k, v in got["ttft"].items() if v > TTFT_BAR)
         print(f"  peak memory: MAPE {100 * np.mean([abs(e) for e, _ in got['mem']]):.2f}% over {len(got['mem'])} points, "

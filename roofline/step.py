@@ -581,8 +581,8 @@ class StepModel:
         score, scorew = c[17], c[18]
         tokens, tokens_w = kv, kvw  # the cached tokens read, before a window's factor scales them
         # the softmax's rows: each sequence's cache, and its sink where the model has one
-        rk, rkw = ((kv, kvw) if not self._softmax_extra_positions else
-                   (kv + d * self._softmax_extra_positions, kvw + d * self._softmax_extra_positions))
+        extra = self._softmax_extra_positions
+        rk, rkw = kv + d * extra, kvw + d * extra
         if c[38] or c[39]:  # the softmax's warp kernel's floor: its walk along the row, while it runs a warp a row
             t, tw = _per_sequence(rk, d), _per_sequence(rkw, d)
             warp, warpw = _warp_floor(t, c[38], c[40], c[41]), _warp_floor(tw, c[39], c[40], c[41])

@@ -236,7 +236,6 @@ var RooflineModel = (function () {
       return TILE_TABLES[key];
     }
 
-    // roofline.step.head_dim_rate: linear in log head width between the measured ones, clamped
     // roofline.index_kernels.moe_index_ops
     function moeIndexOps(model, tp) {
       if (!model.moe_layers) return [];
@@ -280,6 +279,7 @@ var RooflineModel = (function () {
       return excess[i] + (rows - i) * (excess[i + 1] - excess[i]);
     }
 
+    // roofline.step.head_dim_rate: linear in log head width between the measured ones, clamped
     function headDimRate(rates, headDim) {
       if (!rates) return null;
       var pts = Object.keys(rates).map(function (k) { return [Number(k), Number(rates[k])]; });
