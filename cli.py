@@ -187,13 +187,17 @@ OPTIONS = {
                            "--max-model-len, prefill as CUDA graphs padded to token buckets, measured host time)."),
     "loop_terms": _opt("--loop-terms", type=click.Path(dir_okay=False),
                        help="The serving loop's measured terms (default: hardware_profiles/serving/CARD-ENGINE-loop.json)."),
+    "pass_time_scale": _opt("--pass-time-scale", type=float, default=1.0, show_default=True,
+                            help="Multiply every pass's GPU time (1.03: a GPU 3% slower than priced; the serving "
+                                 "loop's host time not): near saturation the tails move far more, so size with a "
+                                 "margin (docs/serving.md)."),
     "slo_ttft_s": _opt("--slo-ttft", "slo_ttft_s", type=Duration(),
                        help="SLO: largest acceptable TTFT per request (500ms, 0.5s or 0.5 = seconds)."),
     "slo_tpot_s": _opt("--slo-tpot", "slo_tpot_s", type=Duration(bare_max_s=1.0),
                        help="SLO: largest acceptable TPOT per request (30ms, 0.03s or 0.03 = seconds)."),
 }
 SERVER_OPTIONS = ("schedule", "max_num_batched_tokens", "max_model_len", "kv_capacity_tokens", "gpu_memory_utilization",
-                  "block_size", "engine_reserve_gib", "pass_cost", "loop_terms")
+                  "block_size", "engine_reserve_gib", "pass_cost", "loop_terms", "pass_time_scale")
 
 
 def server_kwargs(kw: dict) -> dict:
@@ -219,7 +223,7 @@ FLAGS = {
     "schedule": "--schedule", "max_num_batched_tokens": "--max-num-batched-tokens", "max_model_len": "--max-model-len",
     "kv_capacity_tokens": "--kv-capacity-tokens", "gpu_memory_utilization": "--gpu-memory-utilization",
     "block_size": "--block-size", "engine_reserve_bytes": "--engine-reserve-gib", "pass_cost": "--pass-cost",
-    "loop_terms": "--loop-terms", "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
+    "loop_terms": "--loop-terms", "pass_time_scale": "--pass-time-scale", "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
     "max_num_seqs": "--batch", "rates": "--rates", "cards": "--card", "batches_list": "--batch", "tp_list": "--tp",
     "slo_percentile": "--slo-percentile", "chart": "--chart", "names": "--run",
 }

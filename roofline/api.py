@@ -148,6 +148,7 @@ def simulate(
     engine_reserve_bytes: float | None = None,
     pass_cost: str = "fused",
     loop_terms=None,
+    pass_time_scale: float = 1.0,
     **options,
 ) -> dict:
     """The same request stream served by static and by continuous batching with ``batch`` slots.
@@ -182,7 +183,8 @@ def simulate(
     slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
     slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
     server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
-                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms,
+                                   pass_time_scale)
     stream = request_stream(requests, mix, count, prompt_tokens, arrival_rate, seed)
     check_work(stream.gen_tokens, batch, *(("count", "mix") if mix is not None else ("requests",)))
     sc = _scenario(card, model, scenario, options)
@@ -191,7 +193,13 @@ def simulate(
     args = (step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, batch)
     served = {}
     if static:
-        served["static"] = serve_static(*args, return_policy=return_policy)
+        if server_options.pass_time_scale != 1.0:
+            from roofline.pass_costs import ScaledPasses
+
+            static_args = (ScaledPasses(step, server_options.pass_time_scale), *args[1:])
+        else:
+            static_args = args
+        served["static"] = serve_static(*static_args, return_policy=return_policy)
     served["continuous"] = serve_continuous(
         *args, pool=server.pool, max_model_len=server.config.max_model_len,
         max_num_batched_tokens=server.config.max_num_batched_tokens, schedule=server.config.schedule, cost=server.cost)
@@ -277,6 +285,7 @@ def choose_server(
     engine_reserve_bytes: float | None = None,
     pass_cost: str = "fused",
     loop_terms=None,
+    pass_time_scale: float = 1.0,
     **options,
 ):
     """The highest Poisson arrival rate a continuous server sustains with the ``slo_percentile``
@@ -297,7 +306,8 @@ def choose_server(
     slo_ttft_s = validate.optional_positive(slo_ttft_s, "slo_ttft_s", "a positive number of seconds")
     slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
     server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
-                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms)
+                                   gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms,
+                                   pass_time_scale)
     as_list = lambda v: list(v) if isinstance(v, (list, tuple)) else [v]  # noqa: E731
     card_list, batch_list, tp_list = as_list(cards), as_list(batch), as_list(tp)
     for name, values in (("cards", card_list), ("batch", batch_list), ("tp", tp_list)):

@@ -101,7 +101,8 @@ def server_line(server: dict) -> str:
         parts.append(pool)
     if server["max_model_len"] is not None:
         parts.append(f"max_model_len {server['max_model_len']:,}")
-    parts.append(f"{server['pass_cost']} passes")
+    scale = server.get("pass_time_scale")
+    parts.append(f"{server['pass_cost']} passes" + (f" at {scale:g}x their GPU time" if scale else ""))
     return "continuous server: " + ", ".join(parts)
 
 

@@ -96,15 +96,30 @@ def padded_prefill(tokens: float, pairs: float, chunks: float, buckets, rows: fl
     raise AssertionError("unreachable")
 
 
+class ScaledPasses:
+    """``step``'s passes at ``scale`` times their price: the static server's model under
+    ``pass_time_scale`` (roofline.serving.serve_static reads only ``pass_s``)."""
+
+    def __init__(self, step: StepModel, scale: float):
+        self.step, self.scale = step, scale
+
+    def pass_s(self, work):
+        return self.step.pass_s(work) * self.scale
+
+
 class FusedCost:
     """One step-model pass per iteration (module docstring)."""
 
     wake_s = 0.0
     finish_s = 0.0
 
-    def __init__(self, step: StepModel):
-        self.step = step
+    def __init__(self, step: StepModel, scale: float = 1.0):
+        """``scale`` multiplies every pass's time (a GPU that much slower or faster than priced)."""
+        self.step, self.scale = step, scale
         ps = step.pass_s
+        if scale != 1.0:
+            def ps(work, _plain=step.pass_s):
+                return _plain(work) * scale
 
         def decode_s(slots, decoding, kv_read):
             return ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
@@ -117,7 +132,7 @@ class FusedCost:
 
     def decode_costs(self, slots, decoding, kv_read):
         """decode_s for an array of ``kv_read`` (one vectorised pass-model call)."""
-        return self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
+        return self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None)) * self.scale
 
 
 class Term(BaseModel):
@@ -312,8 +327,13 @@ class LoopCost:
     """The serving loop's iteration times (module docstring)."""
 
     def __init__(self, step: StepModel, terms: LoopTerms, max_model_len: int, max_num_seqs: int,
-                 max_num_batched_tokens: int | None = None):
+                 max_num_batched_tokens: int | None = None, *, decode_scale: float = 1.0, prefill_scale: float = 1.0):
+        """``decode_scale`` and ``prefill_scale`` multiply the decode steps' and the prefill passes'
+        device times (not the host's): a machine whose GPU runs the loop's graphs that much slower
+        or faster than the price (benchmarks/serving_tail_sensitivity.py replays the committed runs
+        so, to show how far a tail moves with a few percent of device time)."""
         self.step, self.terms = step, terms
+        self.prefill_scale = prefill_scale
         # prefill graphs: buckets up to the iteration's token budget (the loop's default, max(T, 2048))
         self.prefill_buckets = (prefill_token_buckets(max_num_batched_tokens or max(max_model_len, 2048))
                                 if terms.prefill_graphs else [])
@@ -351,7 +371,8 @@ class LoopCost:
                 j += 1
             bucket[n] = sizes[j]
         self.bucket = bucket
-        by_bucket = {b: step.pass_s(decode_work(float(b), float(b) * max_model_len)) + extra for b in sizes}
+        by_bucket = {b: (step.pass_s(decode_work(float(b), float(b) * max_model_len)) + extra) * decode_scale
+                     for b in sizes}
         self.decode_device_s = [0.0] + [by_bucket[bucket[n]] for n in range(1, max_num_seqs + 1)]
         host_d, host_p = terms.host_decode_s.value, terms.host_prefill_s.value
         per_d, per_p = terms.host_decode_s_per_seq.value, terms.host_prefill_s_per_seq.value
@@ -381,15 +402,16 @@ class LoopCost:
         the host's launches, blended; ``cont_cached`` > 0: a chunk graph (its first chunk of
         ``cont_tokens`` tokens after ``cont_cached`` cached ones)."""
         if not self.prefill_buckets:
-            return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)), self.exponent)
+            return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)),
+                         self.exponent) * self.prefill_scale
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
         if self.gemms is None:
-            return pnorm(self.floor_s, self.step.work_s(work), self.exponent)
+            return pnorm(self.floor_s, self.step.work_s(work), self.exponent) * self.prefill_scale
         seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens)
         if cont_cached:
             seconds += self.chunk_extra_s(work.prefill_tokens, cont_tokens, cont_cached)
-        return seconds
+        return seconds * self.prefill_scale
 
     def chunk_extra_s(self, bucket: float, t: float, c: float) -> float:
         """What a chunk graph of ``bucket`` (padded) tokens whose first chunk is ``t`` tokens after

@@ -14,6 +14,8 @@
     block_size=16, engine_reserve_bytes=None
     pass_cost="fused"              or "serving-loop" (roofline.pass_costs), with loop_terms=None (the
                                    shipped file of card + engine) or a path / LoopTerms
+    pass_time_scale=1.0            every pass's GPU time multiplied (the serving loop's host terms
+                                   not): 1.03 asks what a GPU 3% slower than priced serves
 
 ``build`` turns them, with a scenario's step model and the stream, into what
 roofline.serving.serve_continuous takes.
@@ -47,6 +49,7 @@ class ServerOptions:
     engine_reserve_bytes: float | None = None
     pass_cost: str = "fused"
     loop_terms: object = None
+    pass_time_scale: float = 1.0
 
     def __post_init__(self):
         validate.choice(self.schedule, "schedule", SCHEDULES)
@@ -60,6 +63,10 @@ class ServerOptions:
                               "a fraction of the card's memory in (0, 1]", maximum=1.0)
         if self.loop_terms is not None and self.pass_cost != "serving-loop":
             raise RooflineError("goes with pass_cost serving-loop", "loop_terms")
+        scale = validate.positive(self.pass_time_scale, "pass_time_scale",
+                                  "a factor on every pass's GPU time (1.03: 3% slower)", maximum=10.0)
+        if scale < 0.1:
+            raise RooflineError(f"must be at least 0.1, not {scale:g}", "pass_time_scale")
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ class BuiltServer:
             "kv_pool_source": self.pool.source,
             "pass_cost": options.pass_cost,
         }
+        if options.pass_time_scale != 1.0:
+            out["pass_time_scale"] = options.pass_time_scale
         if self.pool.source == "gpu_memory_utilization":
             p = asdict(self.pool)
             out["kv_pool_bytes"] = {k: p[k] for k in ("memory_bytes", "gpu_memory_utilization", "weights_bytes",
@@ -129,7 +138,8 @@ def build(step, options: ServerOptions, max_num_seqs: int, prompt_tokens, gen_to
     config = ServerConfig(max_num_seqs, pool.num_blocks, pool.block_size, max_model_len, batched, options.schedule)
     if loop:
         terms = load_loop_terms(options.loop_terms, card=step.card.id, engine=engine)
-        cost = LoopCost(step, terms, max_model_len, max_num_seqs, batched)
+        cost = LoopCost(step, terms, max_model_len, max_num_seqs, batched, decode_scale=options.pass_time_scale,
+                        prefill_scale=options.pass_time_scale)
     else:
-        cost = FusedCost(step)
+        cost = FusedCost(step, scale=options.pass_time_scale)
     return BuiltServer(config, pool, cost)

@@ -253,6 +253,37 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     return result["continuous"]
 
 
+def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: str = "graph",
+                calibration="auto") -> dict:
+    """How fast ``run``'s GPU ran the loop's passes against their price: the median of device_s /
+    the price (roofline.pass_costs.LoopCost, the host terms aside) over its decode steps
+    (``decode``, and per bucket under ``decode_by_bucket``) and, for a prefill-first run, over its
+    prefill passes (``prefill``; None for a chunked run, whose prefill iterations carry its decode
+    step). A replay's tails follow these: near saturation a few percent of device time moves a
+    TTFT p99 by tens of percent (docs/serving.md, "Why the remaining tails miss")."""
+    from collections import defaultdict
+
+    from roofline.pass_costs import LoopCost
+
+    c = run.config
+    cost = LoopCost(_step(run, card, engine, calibration), terms, c["max_model_len"], c["max_num_seqs"],
+                    c["max_num_batched_tokens"])
+    decode, prefill, by_bucket = [], [], defaultdict(list)
+    for it in run.iterations:
+        if it["kind"] == "decode":
+            n = int(it["decode_seqs"])
+            r = it["device_s"] / cost.decode_device_s[n]
+            decode.append(r)
+            by_bucket[cost.bucket[n]].append(r)
+        elif it["kind"] == "prefill" and c.get("policy", "prefill-first") == "prefill-first":
+            prefill.append(it["device_s"] / cost.prefill_device_s(
+                float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"])))
+    return {"decode": float(np.median(decode)) if decode else None,
+            "prefill": float(np.median(prefill)) if prefill else None,
+            "decode_by_bucket": {b: float(np.median(v)) for b, v in sorted(by_bucket.items())},
+            "decode_steps_by_bucket": {b: len(v) for b, v in sorted(by_bucket.items())}}
+
+
 def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> list[dict]:
     """One row per run of ``folder`` (or ``names``): measured and simulated summaries, relative
     errors, whether the run set any term (``fitted``: its name among ``fitted``, by default the
@@ -274,6 +305,8 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> lis
         for key in ("preemptions", "max_running"):
             row[key] = {"measured": meas[key], "simulated": sim[key]}
         row["same_preemption_behaviour"] = (meas["preemptions"] > 0) == (sim["preemptions"] > 0)
+        ratios = pass_ratios(run, terms, **kw)
+        row["decode_device_ratio"], row["prefill_device_ratio"] = ratios["decode"], ratios["prefill"]
         rows.append(row)
     return rows
 

@@ -269,3 +269,69 @@ def test_compare_serving_says_which_loop_a_run_was(tmp_path):
         bad = run(*args)
         assert bad.exit_code != 0 and needle in bad.output and "Traceback" not in bad.output
         assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_compare_serving_reports_how_fast_the_gpu_ran_each_runs_passes():
+    """The GPU / price column: each run's median decode device time over its price, read off its
+    iteration log (roofline.serving_replay.pass_ratios). Golden values from the committed call-17
+    runs (benchmarks/serving_tail_sensitivity.py prints them): llama-3.2-3b's decode at 1.016x its
+    price, qwen2.5-0.5b's at 0.982x; a chunked run has no prefill-only figure."""
+    folder = shipped_folder().parent / "h200-graph-call17"
+    names = ["llama-3.2-3b-mixed-r32-n300-s92", "qwen2.5-0.5b-mixed-r55-n400-s93", "qwen2.5-3b-mixed-r30-n300-s95"]
+    args = ["compare-serving", str(folder), *(x for n in names for x in ("--run", n))]
+    res = run(*args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = {r["run"]: r for r in json.loads(res.output)["runs"]}
+    assert rows[names[0]]["decode_device_ratio"] == pytest.approx(1.016, abs=0.003)
+    assert rows[names[1]]["decode_device_ratio"] == pytest.approx(0.982, abs=0.003)
+    assert 0.95 < rows[names[0]]["prefill_device_ratio"] < 1.0  # llama-3.2-3b's prefill graphs priced ~2% slow
+    assert rows[names[2]]["prefill_device_ratio"] is None  # chunked
+    table = run(*args)
+    assert table.exit_code == 0 and "GPU / price" in table.output
+    assert f"{rows[names[0]]['decode_device_ratio']:.3f} / {rows[names[0]]['prefill_device_ratio']:.3f}" in table.output
+    assert f"{rows[names[2]]['decode_device_ratio']:.3f} / -" in table.output
+    flat = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").output)))
+    assert float(flat[1]["decode_device_ratio"]) == pytest.approx(rows[names[1]]["decode_device_ratio"])
+
+
+def test_pass_time_scale_slows_both_servers_by_exactly_that_factor():
+    """--pass-time-scale multiplies every pass's GPU time: with every request queued at t=0 and fused
+    passes (no host time) the static and the continuous makespans grow by exactly the factor, and the
+    server line says so."""
+    base = ("simulate", *LESSON, "--mix", "4x64,1x512", "--count", "120", "--batch", "16", "--format", "json")
+    plain = json.loads(run(*base).output)
+    slower = json.loads(run(*base, "--pass-time-scale", "1.1").output)
+    for server in ("static", "continuous"):
+        assert slower[server]["makespan_s"] == pytest.approx(1.1 * plain[server]["makespan_s"], rel=1e-9)
+    assert slower["meta"]["server"]["pass_time_scale"] == 1.1 and "pass_time_scale" not in plain["meta"]["server"]
+    assert "fused passes at 1.1x their GPU time" in run(*base[:-2], "--pass-time-scale", "1.1").output
+
+
+def test_pass_time_scale_on_the_serving_loop_leaves_the_host_alone():
+    """On the serving loop the factor scales the passes' device time, not the host's: a decode step at
+    bucket 16 costs 1.05 x its device price + the same host time."""
+    from roofline.pass_costs import LoopCost, load_loop_terms
+    from roofline.scenario import make_scenario
+
+    step = make_scenario(card="h200", model="qwen2.5-1.5b", engine="graph").step
+    terms = load_loop_terms(card="h200", engine="graph")
+    plain = LoopCost(step, terms, 1280, 64, 2048)
+    slow = LoopCost(step, terms, 1280, 64, 2048, decode_scale=1.05, prefill_scale=1.05)
+    assert slow.decode_device_s[16] == pytest.approx(1.05 * plain.decode_device_s[16], rel=1e-12)
+    host = plain.decode_s(16, 16, 0.0) - plain.decode_device_s[16]
+    assert host > 0 and slow.decode_s(16, 16, 0.0) - slow.decode_device_s[16] == pytest.approx(host, rel=1e-12)
+    assert slow.prefill_device_s(300.0, 300.0 * 301 / 2, 1.0) == pytest.approx(
+        1.05 * plain.prefill_device_s(300.0, 300.0 * 301 / 2, 1.0), rel=1e-12)
+    pf = plain.pass_s(16, 16, 0.0, 300.0, 300.0 * 301 / 2, 1.0)
+    sl = slow.pass_s(16, 16, 0.0, 300.0, 300.0 * 301 / 2, 1.0)
+    device = plain.prefill_device_s(300.0, 300.0 * 301 / 2, 1.0) + plain.decode_device_s[16]
+    assert sl - pf == pytest.approx(0.05 * device, rel=1e-9)
+
+
+@pytest.mark.parametrize("value, needle", [("0", "factor"), ("nan", "factor"), ("11", "at most 10"),
+                                           ("0.05", "at least 0.1")])
+def test_pass_time_scale_errors_are_one_line(value, needle):
+    one_line_error(run("simulate", *LESSON, "--mix", "4x64", "--batch", "4", "--pass-time-scale", value),
+                   "--pass-time-scale", needle)
+    one_line_error(run("choose-server", *LESSON, "--mix", "4x64", "--count", "50", "--slo-ttft", "1",
+                       "--pass-time-scale", value), "--pass-time-scale", needle)

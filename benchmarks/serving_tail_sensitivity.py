@@ -1,0 +1,146 @@
+"""How far the serving replays' tails move with a few percent of device time, and what the
+remaining TTFT p99 misses are made of (docs/serving.md, "Why the remaining tails miss").
+
+    .venv/bin/python benchmarks/serving_tail_sensitivity.py
+
+Over the held-out runs that carry the host probe (the set benchmarks/fit_serving_loop.py sums up:
+prefill-first runs of calls 10-14 and 17, chunked runs with chunk graphs of calls 14, 15, 17 and
+26), with the shipped loop terms and calibration, no GPU needed:
+
+1. the decode graph's device time over its price at bucket 16, per model and device call: the
+   same graph of the same model, on the lent machine of each call;
+2. every run replayed as `roofline compare-serving` replays it, then with every pass's device
+   time 3% faster and 3% slower (the range: the least and the most of the three TTFT p99s; a tail
+   is not monotonic in the pass time near saturation) (roofline.pass_costs.LoopCost's ``decode_scale`` and
+   ``prefill_scale``; the host terms untouched): TTFT p99 measured, simulated, and the range;
+3. the same runs replayed with their own decode steps' median device time / price
+   (roofline.serving_replay.pass_ratios, the column compare-serving prints) as the decode scale, then also with their own prefill passes' (prefill-first runs; a chunked run's prefill
+   iterations carry its decodes, so its prefill scale stays 1): not a prediction -- each run's
+   own measured pass speed --, but it separates what the queue simulation gets wrong from what
+   the pass prices do: how many TTFT p99s are within 20% each way.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from fit_serving_loop import CHUNK_GRAPHS, FIT, PROBED  # noqa: E402
+
+SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
+BOUND = 0.20
+SPREAD = 0.03
+
+
+def held_out_runs():
+    """(folder, name) of every held-out probed run the acceptance summary counts."""
+    from roofline.serving_runs import read_run, run_names
+
+    out = [(SERVING / "h200-graph-probe", n) for n in run_names(SERVING / "h200-graph-probe") if n not in FIT]
+    for sub in PROBED:
+        for n in run_names(SERVING / sub):
+            policy = read_run(SERVING / sub, n).config.get("policy", "prefill-first")
+            if policy == "prefill-first" or sub in CHUNK_GRAPHS:
+                out.append((SERVING / sub, n))
+    return out
+
+
+def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
+    """roofline.serving_replay.replay of ``run`` with the loop's device times scaled."""
+    from roofline import api
+    from roofline.pass_costs import LoopCost, run_host_probe, scaled_for_host
+    from roofline.serving import serve_continuous
+    from roofline.servers import ServerOptions, build
+    from roofline.serving_runs import run_paths
+
+    c = run.config
+    options = ServerOptions("prefill-first" if c["policy"] == "prefill-first" else "decode-first",
+                            c["max_num_batched_tokens"], c["max_model_len"], c["num_blocks"] * c["block_size"],
+                            block_size=c["block_size"], pass_cost="serving-loop",
+                            loop_terms=scaled_for_host(terms, run_host_probe(c)))
+    stream = api.request_stream(run_paths(folder, run.name)["stream"])
+    sc = api._scenario("h200", c["model"], None, {"engine": "graph", "calibration": "auto"})
+    server = build(sc.step, options, c["max_num_seqs"], stream.prompt_tokens, stream.gen_tokens, sc.engine)
+    cost = LoopCost(sc.step, server.cost.terms, server.config.max_model_len, c["max_num_seqs"],
+                    server.config.max_num_batched_tokens, decode_scale=decode_scale, prefill_scale=prefill_scale)
+    served = serve_continuous(sc.step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, c["max_num_seqs"],
+                              pool=server.pool, max_model_len=server.config.max_model_len,
+                              max_num_batched_tokens=server.config.max_num_batched_tokens,
+                              schedule=server.config.schedule, cost=cost)
+    return served.summary()
+
+
+def main() -> None:
+    from roofline.pass_costs import load_loop_terms
+    from roofline.serving_replay import pass_ratios, replay
+    from roofline.serving_runs import read_run
+
+    terms = load_loop_terms(card="h200", engine="graph")
+    runs = held_out_runs()
+    machine = defaultdict(dict)  # model -> {call: each run's bucket-16 median ratio}
+    rows = []
+    for folder, name in runs:
+        run = read_run(folder, name)
+        c = run.config
+        ratios = pass_ratios(run, terms)
+        dec, pre = ratios["decode"], ratios["prefill"]
+        if ratios["decode_steps_by_bucket"].get(16, 0) >= 20:
+            machine[c["model"]].setdefault(folder.name.replace("h200-graph-", ""), []).append(
+                ratios["decode_by_bucket"][16])
+        m = run.summary["ttft_p99_s"]
+        shipped = simulate(run, folder, terms)["ttft_p99_s"]
+        check = replay(run, folder, terms)["ttft_p99_s"]
+        if abs(check - shipped) > 1e-9 * max(1.0, abs(check)):  # the same replay as compare-serving's
+            raise SystemExit(f"{name}: this replay {shipped} differs from serving_replay.replay's {check}")
+        at = [simulate(run, folder, terms, 1 - SPREAD, 1 - SPREAD)["ttft_p99_s"], shipped,
+              simulate(run, folder, terms, 1 + SPREAD, 1 + SPREAD)["ttft_p99_s"]]
+        lo, hi = min(at), max(at)  # not monotonic: faster passes can admit more and preempt more
+        own_d = simulate(run, folder, terms, dec)["ttft_p99_s"]
+        own_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"] if pre else own_d
+        rows.append((folder.name.replace("h200-graph-", ""), name, c["policy"], run.summary["preemptions"], dec, pre,
+                     m, shipped, lo, hi, own_d, own_dp))
+
+    print("1. The decode graph at bucket 16 (16 running sequences, 1,280 cache positions each): median device time "
+          "/ price by device call (each call a lent machine; the median of its runs' medians)")
+    for model in sorted(machine):
+        by_call = {k: float(np.median(v)) for k, v in machine[model].items()}
+        if by_call:
+            vals = list(by_call.values())
+            print(f"  {model:18} " + "  ".join(f"{k}: {v:.3f}" for k, v in sorted(by_call.items()))
+                  + f"   (spread {100 * (max(vals) / min(vals) - 1):.1f}%)")
+
+    def err(s, m):
+        return (s - m) / m
+
+    print(f"\n2-3. TTFT p99 (ms), measured / simulated (error); the simulation's range with every pass's device "
+          f"time -{100 * SPREAD:.0f}% .. +{100 * SPREAD:.0f}%; with the run's own median decode (d) and prefill (p) "
+          f"device time / price")
+    print(f"{'call':12} {'run':40} {'policy':13} {'pre':>4} {'d':>6} {'p':>5}  {'measured':>9} {'shipped':>17} "
+          f"{'range -3%..+3%':>22} {'own d':>17} {'own d+p':>17}")
+    for call, name, policy, npre, dec, pre, m, s, lo, hi, od, odp in rows:
+        cell = lambda v: f"{v * 1e3:8.1f} ({100 * err(v, m):+6.1f}%)"  # noqa: E731
+        inside = "in" if lo <= m <= hi else "  "
+        print(f"{call:12} {name:40} {policy:13} {npre:4d} {dec:6.3f} {pre or 1.0:5.2f}  {m * 1e3:9.1f} {cell(s)} "
+              f"{lo * 1e3:8.1f}..{hi * 1e3:8.1f} {inside} {cell(od)} {cell(odp)}")
+    n = len(rows)
+    within = lambda i: sum(1 for r in rows if abs(err(r[i], r[6])) <= BOUND)  # noqa: E731
+    spans = [r[9] / r[8] - 1 for r in rows]
+    preempting = [s for s, r in zip(spans, rows) if r[3] > 0]
+    print(f"\n{n} held-out runs: TTFT p99 within {100 * BOUND:.0f}%: {within(7)} as shipped, {within(10)} with each run's "
+          f"own decode speed, {within(11)} with its own decode and prefill speed")
+    print(f"measured TTFT p99 inside the simulated range at -{100 * SPREAD:.0f}%..+{100 * SPREAD:.0f}% device time: "
+          f"{sum(1 for r in rows if r[8] <= r[6] <= r[9])} of {n}")
+    print(f"the range's width (high / low - 1): median {100 * np.median(spans):.0f}% over all runs, "
+          f"{100 * np.median(preempting):.0f}% over the {len(preempting)} runs that preempted, "
+          f"{100 * np.median([s for s, r in zip(spans, rows) if r[3] == 0]):.0f}% over the others")
+
+
+if __name__ == "__main__":
+    main()
