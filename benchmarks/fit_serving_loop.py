@@ -29,6 +29,10 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call85", "**Held out after the fact** (`measurements/serving/h200-graph-call85/`, device call 85, the "
+     "twenty-third session: nine runs on streams, seeds, rates and settings no earlier run had -- a bursty stream, "
+     "runs near the preemption onset on five models, a 2,048-token slot, long generations all at once -- and call "
+     "14's qwen2.5-0.5b chunked stream again; replayed with the terms and calibration as they were before it ran)"),
     ("h200-graph-call14", "**Policy chunked with chunk graphs** (`measurements/serving/h200-graph-call14/`, device "
      "call 14: nine chunked runs on six models at token budgets 256-1,024, and the qwen2.5-1.5b fit stream under "
      "prefill-first as the machine's control; a chunk after cached tokens priced from the chunk table, measured "
@@ -58,8 +62,8 @@ OTHERS = (
 )
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
-          "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26")
-CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26")
+          "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85")
+CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85")
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -145,9 +149,10 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14 and 17, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14, 17 and 85, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15, 17 and 26, {len(chunked)} runs):",
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15, 17, 26 and 85, {len(chunked)} "
+              "runs):",
               "", summary(chunked)]
     body = "\n".join(parts)
     print(body)

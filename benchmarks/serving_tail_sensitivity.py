@@ -4,8 +4,8 @@ remaining TTFT p99 misses are made of (docs/serving.md, "Why the remaining tails
     .venv/bin/python benchmarks/serving_tail_sensitivity.py
 
 Over the held-out runs that carry the host probe (the set benchmarks/fit_serving_loop.py sums up:
-prefill-first runs of calls 10-14 and 17, chunked runs with chunk graphs of calls 14, 15, 17 and
-26), with the shipped loop terms and calibration, no GPU needed:
+prefill-first runs of calls 10-14, 17 and 85, chunked runs with chunk graphs of calls 14, 15, 17,
+26 and 85), with the shipped loop terms and calibration, no GPU needed:
 
 1. the decode graph's device time over its price at bucket 16, per model and device call: the
    same graph of the same model, on the lent machine of each call;

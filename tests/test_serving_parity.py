@@ -324,6 +324,9 @@ EARLIER_MISSES = {
     ("h200-graph-call12", "qwen2.5-1.5b-mixed-r55-n300-s51", "ttft_p99_s"): 0.22,
     ("h200-graph-call14", "qwen2.5-0.5b-mixed-r55-n400-s77", "ttft_p99_s"): 0.26,
     ("h200-graph-call17", "llama-3.2-3b-mixed-r32-n300-s92", "ttft_p99_s"): 0.38,
+    # call 85 (a check after the fact, twenty-third session): -30.0%, its decode graph at 1.046x its
+    # price on that machine (1.005-1.012x on three earlier ones; benchmarks/serving_tail_sensitivity.py)
+    ("h200-graph-call85", "llama-3.2-1b-mixed-r65-n400-s302", "ttft_p99_s"): 0.33,
     ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.10,
     ("h200-graph", "qwen2.5-1.5b-mixed-r40-n400-s1", "ttft_p50_s"): 0.12,
     ("h200-graph", "qwen2.5-1.5b-mixed-r50-n300-s13", "ttft_p50_s"): 0.11,
@@ -335,17 +338,17 @@ EARLIER_MISSES = {
 
 @pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9", "h200-graph-call11", "h200-graph-call12",
                                  "h200-graph-call13-sync", "h200-graph-call13-spin", "h200-graph-call14",
-                                 "h200-graph-call15", "h200-graph-call17"])
+                                 "h200-graph-call15", "h200-graph-call17", "h200-graph-call85"])
 def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
     folder = FOLDER.parent / sub
     terms = load_loop_terms(card="h200", engine="graph")
     rows = compare_rows(folder, terms, fitted=())
     assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6, "h200-graph-call11": 12, "h200-graph-call12": 14,
                          "h200-graph-call13-sync": 3, "h200-graph-call13-spin": 3, "h200-graph-call14": 10,
-                         "h200-graph-call15": 6, "h200-graph-call17": 7}[sub]
+                         "h200-graph-call15": 6, "h200-graph-call17": 7, "h200-graph-call85": 9}[sub]
     chunked = [r for r in rows if r["policy"] == "chunked"]
     assert len(chunked) == {"h200-graph-call11": 2, "h200-graph-call14": 9, "h200-graph-call15": 6,
-                            "h200-graph-call17": 2}.get(sub, 0)
+                            "h200-graph-call17": 2, "h200-graph-call85": 3}.get(sub, 0)
     eager_chunks = sub == "h200-graph-call11"
     # call 11's chunked runs: the loop (before its chunk graphs) ran chunks after cached tokens
     # eagerly, the terms price graphs: far too fast, not modelled (docs/serving.md)
