@@ -24,9 +24,11 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
 * a decode step is one CUDA-graph replay at the bucket of ``slots`` (the smallest capture size
   >= slots: 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, ... and max_num_seqs), reading the whole static
   cache of every bucket slot: ``StepModel.pass_s(decode_work(bucket, bucket x max_model_len))``
-  + ``decode_extra_s_per_layer`` x layers (the loop's decode graph runs slower kernels per layer
-  than the graph engine's the calibration was fitted on: the scatter of K/V at per-slot
-  positions and the softmax over per-slot masked rows, device call 86's profiles);
+  + ``decode_extra_s_per_layer`` x layers (what the loop's decode step costs beyond the graph
+  engine's the calibration was fitted on: slower kernels -- the scatter of K/V at per-slot
+  positions, the softmax over per-slot masked rows --, the slots' own positions, and a per-step
+  staging time the 28-layer fit runs cannot tell from a per-layer one: device calls 86-87,
+  docs/serving.md);
 * a prefill pass (terms with ``prefill_graphs``, the shipped H200 ones) is one CUDA-graph
   replay of the pass padded to the loop's token bucket (``prefill_token_buckets`` of
   max_num_batched_tokens; ``padded_prefill``). With ``prefill_gemm_table`` (the shipped terms)
