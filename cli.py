@@ -223,7 +223,8 @@ FLAGS = {
     "schedule": "--schedule", "max_num_batched_tokens": "--max-num-batched-tokens", "max_model_len": "--max-model-len",
     "kv_capacity_tokens": "--kv-capacity-tokens", "gpu_memory_utilization": "--gpu-memory-utilization",
     "block_size": "--block-size", "engine_reserve_bytes": "--engine-reserve-gib", "pass_cost": "--pass-cost",
-    "loop_terms": "--loop-terms", "pass_time_scale": "--pass-time-scale", "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
+    "loop_terms": "--loop-terms", "pass_time_scale": "--pass-time-scale", "pass_time_spread": "--pass-time-spread",
+    "slo_ttft_s": "--slo-ttft", "slo_tpot_s": "--slo-tpot",
     "max_num_seqs": "--batch", "rates": "--rates", "cards": "--card", "batches_list": "--batch", "tp_list": "--tp",
     "slo_percentile": "--slo-percentile", "chart": "--chart", "names": "--run",
 }
@@ -624,7 +625,12 @@ OPTIONS_DEFAULTS = {"calibration": "auto", "engine": None, "weight_dtype": "bf16
 @click.option("--batch", required=True, type=int, help="Slots: the most sequences the server holds at once.")
 @click.option("--arrival-rate", type=float, help="Poisson arrivals at this many requests/s (replaces the file's arrival_s).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals.")
-@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s", "return_policy", "fmt")
+@options(*SERVER_OPTIONS, "slo_ttft_s", "slo_tpot_s", "return_policy")
+@click.option("--pass-time-spread", "pass_time_spread", type=float,
+              help="Also serve the stream with every pass's GPU time this fraction faster and slower (0.03: "
+                   "+-3%) and report the continuous server's range of each percentile: how fragile a tail is "
+                   "near saturation (table and JSON; triples the continuous server's work).")
+@options("fmt")
 @domain_errors
 def simulate(fmt, **kw):
     """Serve one request stream by static and by continuous batching; compare.

@@ -22,6 +22,7 @@ roofline.scenario.Scenario instead of card, model and options.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from roofline import validate
@@ -149,6 +150,7 @@ def simulate(
     pass_cost: str = "fused",
     loop_terms=None,
     pass_time_scale: float = 1.0,
+    pass_time_spread: float | None = None,
     **options,
 ) -> dict:
     """The same request stream served by static and by continuous batching with ``batch`` slots.
@@ -164,7 +166,12 @@ def simulate(
     ``schedule`` ("decode-first" | "prefill-first"), ``max_num_batched_tokens`` (chunked prefill
     under decode-first), ``max_model_len``; ``pass_cost`` "fused" (one step-model pass per
     iteration) or "serving-loop" (the graph engine's server loop, with its measured
-    ``loop_terms``). Definitions: roofline.scheduler, roofline.kvpool, roofline.pass_costs.
+    ``loop_terms``); ``pass_time_scale`` multiplies every pass's GPU time (1.03: a GPU 3% slower
+    than priced; near saturation a tail moves far more than that); ``pass_time_spread`` x (e.g.
+    0.03) serves the stream twice more with the continuous server's GPU times x faster and x
+    slower and adds ``pass_time_spread`` to its summary: the least and the most of each latency
+    percentile, the throughput and the preemptions over the three (the continuous server's work
+    triples). Definitions: roofline.scheduler, roofline.kvpool, roofline.pass_costs.
 
     Returns ``static`` (unless ``static=False``) and ``continuous`` summaries (throughput_tok_s,
     ttft/tpot/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps; continuous:
@@ -185,6 +192,12 @@ def simulate(
     server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
                                    gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms,
                                    pass_time_scale)
+    spread_options = []
+    if pass_time_spread is not None:
+        x = validate.positive(pass_time_spread, "pass_time_spread", "a fraction of the GPU time, e.g. 0.03",
+                              maximum=0.5)
+        spread_options = [replace(server_options, pass_time_scale=server_options.pass_time_scale * f)
+                          for f in (1.0 - x, 1.0 + x)]
     stream = request_stream(requests, mix, count, prompt_tokens, arrival_rate, seed)
     check_work(stream.gen_tokens, batch, *(("count", "mix") if mix is not None else ("requests",)))
     sc = _scenario(card, model, scenario, options)
@@ -221,12 +234,37 @@ def simulate(
         },
         **{name: s.summary(slo_ttft_s, slo_tpot_s) for name, s in served.items()},
     }
+    if spread_options:
+        summaries = [out["continuous"]]
+        for opts in spread_options:
+            other = build(step, opts, batch, stream.prompt_tokens, stream.gen_tokens, sc.engine)
+            summaries.append(serve_continuous(
+                *args, pool=other.pool, max_model_len=other.config.max_model_len,
+                max_num_batched_tokens=other.config.max_num_batched_tokens, schedule=other.config.schedule,
+                cost=other.cost).summary(slo_ttft_s, slo_tpot_s))
+        out["continuous"]["pass_time_spread"] = spread_summary(summaries, [o.pass_time_scale for o in spread_options])
     classes = by_generation_length(stream.gen_tokens, served)
     if classes is not None:
         out["classes"] = classes
     if keep_requests:
         out["per_request"] = {name: {"ttft_s": s.ttft_s, "tpot_s": s.tpot_s, "e2e_s": s.e2e_s}
                               for name, s in served.items()}
+    return out
+
+
+#: What simulate's ``pass_time_spread`` ranges over (the continuous server's summaries).
+SPREAD_KEYS = ("throughput_tok_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s",
+               "e2e_p50_s", "e2e_p99_s", "preemptions", "max_running")
+
+
+def spread_summary(summaries: list, scales: list) -> dict:
+    """[least, most] of each SPREAD_KEYS value over ``summaries`` (the nominal first: near saturation
+    a tail need not move monotonically with the pass time), with the ``pass_time_scales`` tried."""
+    out = {"pass_time_scales": scales}
+    for key in SPREAD_KEYS:
+        values = [d.get(key) for d in summaries if d.get(key) is not None]
+        if values:
+            out[key] = [min(values), max(values)]
     return out
 
 

@@ -146,6 +146,19 @@ def simulate_view(result: dict, fmt: str) -> str:
     if "static" in result:
         head += f"; static return policy {meta['static_return_policy']}"
     lines = [head, server_line(meta["server"]), report.table([""] + names, rows, "l" + "r" * len(names))]
+    spread = co.get("pass_time_spread")
+    if spread:
+        lo, hi = spread["pass_time_scales"]
+        nominal = meta["server"].get("pass_time_scale", 1.0)
+
+        def span(key, scale, digits, unit):
+            a, b = spread[key]
+            return f"{a * scale:,.{digits}f}-{b * scale:,.{digits}f} {unit}"
+
+        lines.append(f"continuous, every pass's GPU time {lo / nominal - 1:+.0%} .. {hi / nominal - 1:+.0%}: "
+                     f"TTFT p99 {span('ttft_p99_s', 1, 3, 's')}, TPOT p99 {span('tpot_p99_s', 1e3, 2, 'ms')}, "
+                     f"throughput {span('throughput_tok_s', 1, 0, 'tok/s')}, "
+                     f"preemptions {spread['preemptions'][0]:,}-{spread['preemptions'][1]:,}")
     if "slo_attainment" in co:
         limits = [f"TTFT <= {co['slo_ttft_s']:g} s" if co["slo_ttft_s"] is not None else None,
                   f"TPOT <= {co['slo_tpot_s'] * 1e3:g} ms" if co["slo_tpot_s"] is not None else None]

@@ -335,3 +335,29 @@ def test_pass_time_scale_errors_are_one_line(value, needle):
                    "--pass-time-scale", needle)
     one_line_error(run("choose-server", *LESSON, "--mix", "4x64", "--count", "50", "--slo-ttft", "1",
                        "--pass-time-scale", value), "--pass-time-scale", needle)
+
+
+def test_pass_time_spread_reports_the_continuous_servers_range():
+    """--pass-time-spread 0.03 serves the stream twice more with the GPU times 3% faster and slower:
+    with every request at t=0 and fused passes the throughput's range is exactly nominal / 1.03 ..
+    nominal / 0.97; every range holds the nominal value; the table says it in one line."""
+    base = ("simulate", *LESSON, "--mix", "4x64,1x512", "--count", "120", "--batch", "16")
+    plain = json.loads(run(*base, "--format", "json").output)["continuous"]
+    res = run(*base, "--pass-time-spread", "0.03", "--format", "json")
+    assert res.exit_code == 0, res.output
+    spread = json.loads(res.output)["continuous"]["pass_time_spread"]
+    assert spread["pass_time_scales"] == pytest.approx([0.97, 1.03])
+    assert spread["throughput_tok_s"] == pytest.approx([plain["throughput_tok_s"] / 1.03,
+                                                        plain["throughput_tok_s"] / 0.97], rel=1e-9)
+    for key in ("ttft_p50_s", "ttft_p99_s", "tpot_p99_s", "e2e_p99_s", "preemptions"):
+        assert spread[key][0] <= plain[key] <= spread[key][1], key
+    assert spread["ttft_p99_s"][0] < spread["ttft_p99_s"][1]
+    table = run(*base, "--pass-time-spread", "0.03")
+    assert table.exit_code == 0 and "every pass's GPU time -3% .. +3%: TTFT p99" in table.output
+    assert "pass_time_spread" not in plain
+
+
+@pytest.mark.parametrize("value, needle", [("0", "fraction"), ("0.6", "at most 0.5"), ("nan", "fraction")])
+def test_pass_time_spread_errors_are_one_line(value, needle):
+    one_line_error(run("simulate", *LESSON, "--mix", "4x64", "--batch", "4", "--pass-time-spread", value),
+                   "--pass-time-spread", needle)
