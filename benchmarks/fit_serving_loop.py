@@ -29,6 +29,11 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call88", "**Held out after the fact, a second machine** (`measurements/serving/h200-graph-call88/`, "
+     "device call 88, the twenty-third session: seven runs -- two models the loop never served (llama-3.1-8b, "
+     "prefill-first and chunked; qwen2.5-14b, 48 layers), a tight pool (qwen2.5-1.5b, 32 slots, 8,000 tokens), "
+     "short requests at 130 req/s, the bursty stream on qwen2.5-7b, and call 85's missed llama-3.2-1b stream "
+     "again -- on a machine whose host probe read 2.2-4.9x the fit runs')"),
     ("h200-graph-call85", "**Held out after the fact** (`measurements/serving/h200-graph-call85/`, device call 85, the "
      "twenty-third session: nine runs on streams, seeds, rates and settings no earlier run had -- a bursty stream, "
      "runs near the preemption onset on five models, a 2,048-token slot, long generations all at once -- and call "
@@ -62,8 +67,10 @@ OTHERS = (
 )
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
-          "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85")
-CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85")
+          "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
+          "h200-graph-call88")
+CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
+                "h200-graph-call88")
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -149,10 +156,10 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14, 17 and 85, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14, 17, 85 and 88, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15, 17, 26 and 85, {len(chunked)} "
-              "runs):",
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15, 17, 26, 85 and 88, "
+              f"{len(chunked)} runs):",
               "", summary(chunked)]
     body = "\n".join(parts)
     print(body)

@@ -327,6 +327,10 @@ EARLIER_MISSES = {
     # call 85 (a check after the fact, twenty-third session): -30.0%, its decode graph at 1.046x its
     # price on that machine (1.005-1.012x on three earlier ones; benchmarks/serving_tail_sensitivity.py)
     ("h200-graph-call85", "llama-3.2-1b-mixed-r65-n400-s302", "ttft_p99_s"): 0.33,
+    # call 88 (a machine whose host probe read 2.2-4.9x the fit runs' and whose GPU ran these decodes
+    # 1.029x and 1.049x their price): the tight pool's TTFT p50 -15.7%, the bursty stream's -30.0%
+    ("h200-graph-call88", "qwen2.5-1.5b-mixed-r40-n300-s405", "ttft_p50_s"): 0.18,
+    ("h200-graph-call88", "qwen2.5-7b-bursty-mixed-s300", "ttft_p50_s"): 0.33,
     ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.10,
     ("h200-graph", "qwen2.5-1.5b-mixed-r40-n400-s1", "ttft_p50_s"): 0.12,
     ("h200-graph", "qwen2.5-1.5b-mixed-r50-n300-s13", "ttft_p50_s"): 0.11,
@@ -338,17 +342,20 @@ EARLIER_MISSES = {
 
 @pytest.mark.parametrize("sub", ["h200-graph", "h200-graph-call9", "h200-graph-call11", "h200-graph-call12",
                                  "h200-graph-call13-sync", "h200-graph-call13-spin", "h200-graph-call14",
-                                 "h200-graph-call15", "h200-graph-call17", "h200-graph-call85"])
+                                 "h200-graph-call15", "h200-graph-call17", "h200-graph-call85",
+                                 "h200-graph-call88"])
 def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
     folder = FOLDER.parent / sub
     terms = load_loop_terms(card="h200", engine="graph")
     rows = compare_rows(folder, terms, fitted=())
     assert len(rows) == {"h200-graph": 24, "h200-graph-call9": 6, "h200-graph-call11": 12, "h200-graph-call12": 14,
                          "h200-graph-call13-sync": 3, "h200-graph-call13-spin": 3, "h200-graph-call14": 10,
-                         "h200-graph-call15": 6, "h200-graph-call17": 7, "h200-graph-call85": 9}[sub]
+                         "h200-graph-call15": 6, "h200-graph-call17": 7, "h200-graph-call85": 9,
+                         "h200-graph-call88": 7}[sub]
     chunked = [r for r in rows if r["policy"] == "chunked"]
     assert len(chunked) == {"h200-graph-call11": 2, "h200-graph-call14": 9, "h200-graph-call15": 6,
-                            "h200-graph-call17": 2, "h200-graph-call85": 3}.get(sub, 0)
+                            "h200-graph-call17": 2, "h200-graph-call85": 3,
+                            "h200-graph-call88": 1}.get(sub, 0)
     eager_chunks = sub == "h200-graph-call11"
     # call 11's chunked runs: the loop (before its chunk graphs) ran chunks after cached tokens
     # eagerly, the terms price graphs: far too fast, not modelled (docs/serving.md)
