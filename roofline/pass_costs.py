@@ -118,10 +118,12 @@ class FusedCost:
     def __init__(self, step: StepModel, scale: float = 1.0):
         """``scale`` multiplies every pass's time (a GPU that much slower or faster than priced)."""
         self.step, self.scale = step, scale
-        ps = step.pass_s
-        if scale != 1.0:
-            def ps(work, _plain=step.pass_s):
-                return _plain(work) * scale
+        plain = step.pass_s
+
+        def scaled(work):
+            return plain(work) * scale
+
+        ps = plain if scale == 1.0 else scaled  # (the simulators' hot loop: no multiply at 1)
 
         def decode_s(slots, decoding, kv_read):
             return ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
