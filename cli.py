@@ -534,9 +534,12 @@ def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention,
 @click.option("--loop-terms", type=click.Path(dir_okay=False),
               help="The serving loop's terms (default: the shipped ones of each run's card).")
 @click.option("--run", "names", multiple=True, help="Compare only these runs (repeat; default: every run in FOLDER).")
+@click.option("--pass-time-spread", "pass_time_spread", type=float,
+              help="Also replay each run with every pass's GPU time this fraction faster and slower (0.03: +-3%) "
+                   "and say whether its measured TTFT p99 lies in the simulated range (triples the work).")
 @options("fmt")
 @domain_errors
-def compare_serving(folder, loop_terms, names, fmt):
+def compare_serving(folder, loop_terms, names, pass_time_spread, fmt):
     """Serving runs (roofline serve) against the simulator: each run's stream replayed with its own
     configuration (`roofline simulate --pass-cost serving-loop`), throughput, TTFT and TPOT p50 / p99
     and preemptions side by side, with the acceptance bounds (docs/serving.md).
@@ -546,7 +549,7 @@ def compare_serving(folder, loop_terms, names, fmt):
     from roofline.serving_replay import compare_folder
     from roofline.views import compare_serving_view
 
-    click.echo(compare_serving_view(compare_folder(folder, loop_terms, names), fmt))
+    click.echo(compare_serving_view(compare_folder(folder, loop_terms, names, pass_time_spread), fmt))
 
 
 @main.command()

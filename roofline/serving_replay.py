@@ -233,9 +233,11 @@ def _robust_line(points) -> tuple[float, float]:
     return float(fit.x[0]), float(fit.x[1])
 
 
-def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "graph", calibration="auto") -> dict:
+def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "graph", calibration="auto",
+           pass_time_spread: float | None = None) -> dict:
     """Simulate run ``run``'s own stream with its configuration and the loop's terms: the
-    continuous server's summary (roofline.api.simulate)."""
+    continuous server's summary (roofline.api.simulate; with ``pass_time_spread``, its range over
+    the GPU times that fraction faster and slower under ``pass_time_spread``)."""
     from roofline import api
 
     from roofline.pass_costs import run_host_probe, scaled_for_host
@@ -248,7 +250,7 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
         schedule="prefill-first" if c["policy"] == "prefill-first" else "decode-first",
         max_num_batched_tokens=c["max_num_batched_tokens"], max_model_len=c["max_model_len"],
         kv_capacity_tokens=c["num_blocks"] * c["block_size"], block_size=c["block_size"],
-        pass_cost="serving-loop", loop_terms=terms,
+        pass_cost="serving-loop", loop_terms=terms, pass_time_spread=pass_time_spread,
     )
     return result["continuous"]
 
@@ -305,7 +307,11 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> lis
         for key in ("preemptions", "max_running"):
             row[key] = {"measured": meas[key], "simulated": sim[key]}
         row["same_preemption_behaviour"] = (meas["preemptions"] > 0) == (sim["preemptions"] > 0)
-        ratios = pass_ratios(run, terms, **kw)
+        if "pass_time_spread" in sim:
+            spread = sim["pass_time_spread"]
+            lo, hi = spread["ttft_p99_s"]
+            row["pass_time_spread"] = {**spread, "ttft_p99_s_measured_inside": lo <= meas["ttft_p99_s"] <= hi}
+        ratios = pass_ratios(run, terms, **{k: v for k, v in kw.items() if k != "pass_time_spread"})
         row["decode_device_ratio"], row["prefill_device_ratio"] = ratios["decode"], ratios["prefill"]
         rows.append(row)
     return rows
@@ -331,10 +337,12 @@ def summary_lines(rows) -> list[str]:
     return out
 
 
-def compare_folder(folder, loop_terms=None, names=()) -> dict:
+def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | None = None) -> dict:
     """Every complete run in ``folder`` (written by `roofline serve`) replayed with the loop's terms
     (``loop_terms``: a file, else the shipped ones of each run's card): compare_rows, plus notes
-    where a run's loop differs from the one the terms describe. Errors name the folder."""
+    where a run's loop differs from the one the terms describe (``pass_time_spread``: each run's
+    simulated range with the GPU times that fraction faster and slower, beside). Errors name the
+    folder."""
     from roofline.errors import RooflineError
     from roofline.pass_costs import host_ratios, load_loop_terms, run_host_probe
 
@@ -370,7 +378,8 @@ def compare_folder(folder, loop_terms=None, names=()) -> dict:
         elif ratios is not None and not 0.5 <= ratios[0] <= 2.0:
             notes.append(f"{name}: its machine ran the host probe at {ratios[0]:.2f}x the fit runs' time")
         # a run of the terms' own fit is one of the shipped folder's, whatever another folder's runs are named
-        rows += compare_rows(path, terms, names=[name], card=card, fitted=terms.fitted_on if shipped else ())
+        rows += compare_rows(path, terms, names=[name], card=card, fitted=terms.fitted_on if shipped else (),
+                             pass_time_spread=pass_time_spread)
     return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows)}
 
 

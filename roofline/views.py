@@ -249,7 +249,10 @@ def compare_serving_view(result: dict, fmt: str) -> str:
                  "preemptions_measured": r["preemptions"]["measured"],
                  "preemptions_simulated": r["preemptions"]["simulated"],
                  "decode_device_ratio": r.get("decode_device_ratio"),
-                 "prefill_device_ratio": r.get("prefill_device_ratio")} for r in result["runs"]]
+                 "prefill_device_ratio": r.get("prefill_device_ratio"),
+                 **({"ttft_p99_s_spread_low": r["pass_time_spread"]["ttft_p99_s"][0],
+                     "ttft_p99_s_spread_high": r["pass_time_spread"]["ttft_p99_s"][1]}
+                    if "pass_time_spread" in r else {})} for r in result["runs"]]
         return report.to_csv(flat).rstrip("\n")
 
     def ratio(v):
@@ -263,6 +266,17 @@ def compare_serving_view(result: dict, fmt: str) -> str:
              report.table(["run", *(h for *_, h in keys), "preemptions", "GPU / price: decode / prefill"], rows,
                           "lrrrrrrr"), ""]
     lines += result["summary"]
+    spread = [r for r in result["runs"] if "pass_time_spread" in r]
+    if spread:
+        lo, hi = spread[0]["pass_time_spread"]["pass_time_scales"]
+        lines.append(f"TTFT p99 simulated with every pass's GPU time {lo - 1:+.0%} .. {hi - 1:+.0%}: "
+                     f"{sum(r['pass_time_spread']['ttft_p99_s_measured_inside'] for r in spread)} of {len(spread)} "
+                     "measured inside the range")
+        for r in spread:
+            a, b = r["pass_time_spread"]["ttft_p99_s"]
+            inside = "inside" if r["pass_time_spread"]["ttft_p99_s_measured_inside"] else "outside"
+            lines.append(f"  {r['run']}: {a * 1e3:,.1f}-{b * 1e3:,.1f} ms, measured "
+                         f"{r['ttft_p99_s']['measured'] * 1e3:,.1f} ({inside})")
     lines.append("GPU / price: the run's passes' median device time over their price (prefill: prefill-first runs); "
                  "near saturation a few percent of it moves a TTFT p99 by tens of percent (docs/serving.md)")
     lines += [f"note: {n}" for n in result["notes"]]

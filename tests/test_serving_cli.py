@@ -361,3 +361,34 @@ def test_pass_time_spread_reports_the_continuous_servers_range():
 def test_pass_time_spread_errors_are_one_line(value, needle):
     one_line_error(run("simulate", *LESSON, "--mix", "4x64", "--batch", "4", "--pass-time-spread", value),
                    "--pass-time-spread", needle)
+
+
+def test_compare_serving_pass_time_spread_sets_each_runs_range_beside_it():
+    """compare-serving --pass-time-spread 0.03: each run replayed 3% faster and slower too; its
+    TTFT p99 range holds the nominal replay, 'inside' says whether the measurement lies in it. Call
+    85's llama-3.2-1b stream (docs/serving.md): measured 78.8 ms, simulated 55.2 ms, its range
+    ending near 70 ms -- outside by ~12%, beyond any small change to the prices."""
+    folder = shipped_folder().parent / "h200-graph-call85"
+    names = ["llama-3.2-1b-mixed-r65-n400-s302", "qwen2.5-3b-mixed-r36-n300-s303"]
+    args = ["compare-serving", str(folder), *(x for n in names for x in ("--run", n)), "--pass-time-spread", "0.03"]
+    res = run(*args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = {r["run"]: r for r in json.loads(res.output)["runs"]}
+    for r in rows.values():
+        lo, hi = r["pass_time_spread"]["ttft_p99_s"]
+        assert lo <= r["ttft_p99_s"]["simulated"] <= hi and lo < hi
+        assert r["pass_time_spread"]["ttft_p99_s_measured_inside"] == (lo <= r["ttft_p99_s"]["measured"] <= hi)
+        assert r["pass_time_spread"]["pass_time_scales"] == pytest.approx([0.97, 1.03])
+    one = rows[names[0]]
+    assert one["pass_time_spread"]["ttft_p99_s_measured_inside"] is False
+    assert one["ttft_p99_s"]["measured"] > 1.05 * one["pass_time_spread"]["ttft_p99_s"][1]
+    table = run(*args)
+    assert table.exit_code == 0
+    assert "TTFT p99 simulated with every pass's GPU time -3% .. +3%:" in table.output
+    assert f"{names[0]}: " in table.output and "(outside)" in table.output
+    flat = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").output)))
+    assert float(flat[0]["ttft_p99_s_spread_high"]) == pytest.approx(one["pass_time_spread"]["ttft_p99_s"][1])
+    plain = json.loads(run("compare-serving", str(folder), "--run", names[0], "--format", "json").output)
+    assert "pass_time_spread" not in plain["runs"][0]
+    one_line_error(run("compare-serving", str(folder), "--run", names[0], "--pass-time-spread", "0"),
+                   "--pass-time-spread")
