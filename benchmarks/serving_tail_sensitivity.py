@@ -9,12 +9,14 @@ prefill-first runs of calls 10-14, 17 and 85, chunked runs with chunk graphs of 
 
 1. the decode graph's device time over its price at bucket 16, per model and device call: the
    same graph of the same model, on the lent machine of each call;
-2. every run replayed as `roofline compare-serving` replays it, then with every pass's device
-   time 3% faster and 3% slower (the range: the least and the most of the three TTFT p99s; a tail
-   is not monotonic in the pass time near saturation) (roofline.pass_costs.LoopCost's ``decode_scale`` and
-   ``prefill_scale``; the host terms untouched): TTFT p99 measured, simulated, and the range;
+2. every run replayed as `roofline compare-serving --pass-time-spread 0.03` replays it: as
+   shipped, and with every pass's device time 3% faster and 3% slower (the host terms untouched;
+   the range is the least and the most of the three TTFT p99s, a tail not being monotonic in the
+   pass time near saturation): TTFT p99 measured, simulated, and the range;
 3. the same runs replayed with their own decode steps' median device time / price
-   (roofline.serving_replay.pass_ratios, the column compare-serving prints) as the decode scale, then also with their own prefill passes' (prefill-first runs; a chunked run's prefill
+   (roofline.serving_replay.pass_ratios, the column compare-serving prints) as the decode scale
+   (roofline.pass_costs.LoopCost's ``decode_scale``), then also with their own prefill passes'
+   as ``prefill_scale`` (prefill-first runs; a chunked run's prefill
    iterations carry its decodes, so its prefill scale stays 1): not a prediction -- each run's
    own measured pass speed --, but it separates what the queue simulation gets wrong from what
    the pass prices do: how many TTFT p99s are within 20% (and TTFT p50s within 10%) each way.
@@ -54,7 +56,8 @@ def held_out_runs():
 
 
 def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
-    """roofline.serving_replay.replay of ``run`` with the loop's device times scaled."""
+    """roofline.serving_replay.replay of ``run`` with its decode and prefill device times scaled
+    apart (``pass_time_scale`` scales both together)."""
     from roofline import api
     from roofline.pass_costs import LoopCost, run_host_probe, scaled_for_host
     from roofline.serving import serve_continuous
@@ -86,7 +89,7 @@ def main() -> None:
     terms = load_loop_terms(card="h200", engine="graph")
     runs = held_out_runs()
     machine = defaultdict(dict)  # model -> {call: each run's bucket-16 median ratio}
-    rows, p50 = [], []  # p50: (measured, shipped, own decode speed) TTFT p50s
+    rows = []
     for folder, name in runs:
         run = read_run(folder, name)
         c = run.config
@@ -95,21 +98,22 @@ def main() -> None:
         if ratios["decode_steps_by_bucket"].get(16, 0) >= 20:
             machine[c["model"]].setdefault(folder.name.replace("h200-graph-", ""), []).append(
                 ratios["decode_by_bucket"][16])
-        m = run.summary["ttft_p99_s"]
-        base = simulate(run, folder, terms)
-        shipped = base["ttft_p99_s"]
-        check = replay(run, folder, terms)["ttft_p99_s"]
-        if abs(check - shipped) > 1e-9 * max(1.0, abs(check)):  # the same replay as compare-serving's
-            raise SystemExit(f"{name}: this replay {shipped} differs from serving_replay.replay's {check}")
-        at = [simulate(run, folder, terms, 1 - SPREAD, 1 - SPREAD)["ttft_p99_s"], shipped,
-              simulate(run, folder, terms, 1 + SPREAD, 1 + SPREAD)["ttft_p99_s"]]
-        lo, hi = min(at), max(at)  # not monotonic: faster passes can admit more and preempt more
+        measured = run.summary
+        shipped = replay(run, folder, terms, pass_time_spread=SPREAD)  # compare-serving's replay and its range
         own = simulate(run, folder, terms, dec)
-        own_d = own["ttft_p99_s"]
-        own_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"] if pre else own_d
-        rows.append((folder.name.replace("h200-graph-", ""), name, c["policy"], run.summary["preemptions"], dec, pre,
-                     m, shipped, lo, hi, own_d, own_dp))
-        p50.append((run.summary["ttft_p50_s"], base["ttft_p50_s"], own["ttft_p50_s"]))
+        if pre:
+            own_p99_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"]
+        else:
+            own_p99_dp = own["ttft_p99_s"]
+        check = simulate(run, folder, terms)["ttft_p99_s"]
+        if abs(check - shipped["ttft_p99_s"]) > 1e-9 * max(1.0, abs(check)):  # simulate() is the same replay
+            raise SystemExit(f"{name}: this replay {check} differs from serving_replay.replay's {shipped['ttft_p99_s']}")
+        lo, hi = shipped["pass_time_spread"]["ttft_p99_s"]
+        rows.append({"call": folder.name.replace("h200-graph-", ""), "run": name, "policy": c["policy"],
+                     "preemptions": measured["preemptions"], "decode": dec, "prefill": pre,
+                     "measured": measured["ttft_p99_s"], "shipped": shipped["ttft_p99_s"], "low": lo, "high": hi,
+                     "own_decode": own["ttft_p99_s"], "own_both": own_p99_dp,
+                     "p50": (measured["ttft_p50_s"], shipped["ttft_p50_s"], own["ttft_p50_s"])})
 
     print("1. The decode graph at bucket 16 (16 running sequences, 1,280 cache positions each): median device time "
           "/ price by device call (each call a lent machine; the median of its runs' medians)")
@@ -128,28 +132,34 @@ def main() -> None:
           f"device time / price")
     print(f"{'call':12} {'run':40} {'policy':13} {'pre':>4} {'d':>6} {'p':>5}  {'measured':>9} {'shipped':>17} "
           f"{'range -3%..+3%':>22} {'own d':>17} {'own d+p':>17}")
-    for call, name, policy, npre, dec, pre, m, s, lo, hi, od, odp in rows:
+    for r in rows:
+        m = r["measured"]
         cell = lambda v: f"{v * 1e3:8.1f} ({100 * err(v, m):+6.1f}%)"  # noqa: E731
-        inside = "in" if lo <= m <= hi else "  "
-        print(f"{call:12} {name:40} {policy:13} {npre:4d} {dec:6.3f} {pre or 1.0:5.2f}  {m * 1e3:9.1f} {cell(s)} "
-              f"{lo * 1e3:8.1f}..{hi * 1e3:8.1f} {inside} {cell(od)} {cell(odp)}")
+        inside = "in" if r["low"] <= m <= r["high"] else "  "
+        print(f"{r['call']:12} {r['run']:40} {r['policy']:13} {r['preemptions']:4d} {r['decode']:6.3f} "
+              f"{r['prefill'] or 1.0:5.2f}  {m * 1e3:9.1f} {cell(r['shipped'])} "
+              f"{r['low'] * 1e3:8.1f}..{r['high'] * 1e3:8.1f} {inside} {cell(r['own_decode'])} {cell(r['own_both'])}")
     n = len(rows)
-    within = lambda i: sum(1 for r in rows if abs(err(r[i], r[6])) <= BOUND)  # noqa: E731
-    spans = [r[9] / r[8] - 1 for r in rows]
-    preempting = [s for s, r in zip(spans, rows) if r[3] > 0]
-    print(f"\n{n} held-out runs: TTFT p99 within {100 * BOUND:.0f}%: {within(7)} as shipped, {within(10)} with each run's "
-          f"own decode speed, {within(11)} with its own decode and prefill speed")
-    shipped_err = np.array([err(r[7], r[6]) for r in rows])
+
+    def within(key, bound=BOUND):
+        return sum(1 for r in rows if abs(err(r[key], r["measured"])) <= bound)
+
+    spans = [r["high"] / r["low"] - 1 for r in rows]
+    preempting = [s for s, r in zip(spans, rows) if r["preemptions"] > 0]
+    print(f"\n{n} held-out runs: TTFT p99 within {100 * BOUND:.0f}%: {within('shipped')} as shipped, "
+          f"{within('own_decode')} with each run's own decode speed, {within('own_both')} with its own decode and "
+          "prefill speed")
+    shipped_err = np.array([err(r["shipped"], r["measured"]) for r in rows])
     print(f"TTFT p99 error as shipped: mean {100 * shipped_err.mean():+.1f}%, median size "
           f"{100 * np.median(np.abs(shipped_err)):.1f}%")
+    p50 = [r["p50"] for r in rows]
     print(f"TTFT p50 within {100 * BOUND_P50:.0f}%: {sum(1 for m, s, _ in p50 if abs(err(s, m)) <= BOUND_P50)} as "
           f"shipped, {sum(1 for m, _, o in p50 if abs(err(o, m)) <= BOUND_P50)} with each run's own decode speed")
     print(f"measured TTFT p99 inside the simulated range at -{100 * SPREAD:.0f}%..+{100 * SPREAD:.0f}% device time: "
-          f"{sum(1 for r in rows if r[8] <= r[6] <= r[9])} of {n}")
+          f"{sum(1 for r in rows if r['low'] <= r['measured'] <= r['high'])} of {n}")
     print(f"the range's width (high / low - 1): median {100 * np.median(spans):.0f}% over all runs, "
           f"{100 * np.median(preempting):.0f}% over the {len(preempting)} runs that preempted, "
-          f"{100 * np.median([s for s, r in zip(spans, rows) if r[3] == 0]):.0f}% over the others")
-
+          f"{100 * np.median([s for s, r in zip(spans, rows) if r['preemptions'] == 0]):.0f}% over the others")
 
 if __name__ == "__main__":
     main()

@@ -136,7 +136,8 @@ class FusedCost:
 
     def decode_costs(self, slots, decoding, kv_read):
         """decode_s for an array of ``kv_read`` (one vectorised pass-model call)."""
-        return self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None)) * self.scale
+        seconds = self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
+        return seconds if self.scale == 1.0 else seconds * self.scale
 
 
 class Term(BaseModel):

@@ -286,7 +286,8 @@ def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: s
             "decode_steps_by_bucket": {b: len(v) for b, v in sorted(by_bucket.items())}}
 
 
-def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> list[dict]:
+def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_spread: float | None = None,
+                 **kw) -> list[dict]:
     """One row per run of ``folder`` (or ``names``): measured and simulated summaries, relative
     errors, whether the run set any term (``fitted``: its name among ``fitted``, by default the
     terms' ``fitted_on``; pass () for a folder the terms were not fitted on) and whether each bound
@@ -295,7 +296,7 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> lis
     rows = []
     for name in names or run_names(folder):
         run = read_run(folder, name)
-        sim = replay(run, folder, terms, **kw)
+        sim = replay(run, folder, terms, pass_time_spread=pass_time_spread, **kw)
         meas = run.summary
         row = {"run": name, "fitted": name in fitted, "requests": meas["requests"],
                "policy": run.config.get("policy", "prefill-first")}
@@ -311,7 +312,7 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, **kw) -> lis
             spread = sim["pass_time_spread"]
             lo, hi = spread["ttft_p99_s"]
             row["pass_time_spread"] = {**spread, "ttft_p99_s_measured_inside": lo <= meas["ttft_p99_s"] <= hi}
-        ratios = pass_ratios(run, terms, **{k: v for k, v in kw.items() if k != "pass_time_spread"})
+        ratios = pass_ratios(run, terms, **kw)
         row["decode_device_ratio"], row["prefill_device_ratio"] = ratios["decode"], ratios["prefill"]
         rows.append(row)
     return rows

@@ -4,11 +4,19 @@ Poisson at a steady rate (the serving runs before it were all Poisson or all at 
     python3 calibrate/runs/make_bursty_stream.py > calibrate/runs/streams/bursty-mixed-s300.csv
 
 Every PERIOD_S a burst of BURST requests arrives, Poisson at BURST_RATE within it; lengths as the
-serving job's ``mixed`` stream (prompt 64-1,024, generation 16-256 tokens, log-uniform integers),
-from numpy default_rng(SEED). Mean rate BURST / PERIOD_S.
+serving job's ``mixed`` stream (calibrate.serving_job.STREAMS: prompt 64-1,024, generation 16-256
+tokens, log-uniform integers, its _log_uniform), from numpy default_rng(SEED), drawn after the
+arrivals. Mean rate BURST / PERIOD_S.
 """
 
+import sys
+from pathlib import Path
+
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from calibrate.serving_job import STREAMS, _log_uniform  # noqa: E402
 
 SEED, COUNT, PERIOD_S, BURST, BURST_RATE = 300, 300, 1.5, 45, 200.0
 
@@ -22,8 +30,9 @@ def main() -> None:
         arrivals += list(t0 + np.cumsum(gaps))
         t0 += PERIOD_S
     arrivals = np.array(arrivals[:COUNT])
-    prompt = np.floor(np.exp(rng.uniform(np.log(64), np.log(1024 + 1), COUNT))).astype(int)
-    gen = np.floor(np.exp(rng.uniform(np.log(16), np.log(256 + 1), COUNT))).astype(int)
+    (plo, phi), (glo, ghi) = STREAMS["mixed"]
+    prompt = _log_uniform(rng, plo, phi, COUNT)
+    gen = _log_uniform(rng, glo, ghi, COUNT)
     print("prompt_tokens,gen_tokens,arrival_s")
     for p, g, a in zip(prompt, gen, arrivals):
         print(f"{p},{g},{a:.6f}")
