@@ -537,9 +537,13 @@ def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention,
 @click.option("--pass-time-spread", "pass_time_spread", type=float,
               help="Also replay each run with every pass's GPU time this fraction faster and slower (0.03: +-3%) "
                    "and say whether its measured TTFT p99 lies in the simulated range (triples the work).")
+@click.option("--at-probed-speed", is_flag=True,
+              help="Replay each run that carries a device probe (its decode steps timed before its clock) with "
+                   "its decode steps at the probed speed instead of the price (a diagnosis of the machine the run "
+                   "landed on; runs without a probe replay as priced).")
 @options("fmt")
 @domain_errors
-def compare_serving(folder, loop_terms, names, pass_time_spread, fmt):
+def compare_serving(folder, loop_terms, names, pass_time_spread, at_probed_speed, fmt):
     """Serving runs (roofline serve) against the simulator: each run's stream replayed with its own
     configuration (`roofline simulate --pass-cost serving-loop`), throughput, TTFT and TPOT p50 / p99
     and preemptions side by side, with the acceptance bounds (docs/serving.md).
@@ -549,7 +553,8 @@ def compare_serving(folder, loop_terms, names, pass_time_spread, fmt):
     from roofline.serving_replay import compare_folder
     from roofline.views import compare_serving_view
 
-    click.echo(compare_serving_view(compare_folder(folder, loop_terms, names, pass_time_spread), fmt))
+    click.echo(compare_serving_view(compare_folder(folder, loop_terms, names, pass_time_spread, at_probed_speed),
+                                    fmt))
 
 
 @main.command()

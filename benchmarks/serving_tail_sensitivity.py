@@ -19,7 +19,14 @@ prefill-first runs of calls 10-14, 17 and 85, chunked runs with chunk graphs of 
    as ``prefill_scale`` (prefill-first runs; a chunked run's prefill
    iterations carry its decodes, so its prefill scale stays 1): not a prediction -- each run's
    own measured pass speed --, but it separates what the queue simulation gets wrong from what
-   the pass prices do: how many TTFT p99s are within 20% (and TTFT p50s within 10%) each way.
+   the pass prices do: how many TTFT p99s are within 20% (and TTFT p50s within 10%) each way, and
+   with its own decode speed per bucket (``decode_time_scales``: what a perfect device probe
+   would give);
+4. for the runs that carry a device probe (calibrate/serving_loop.device_probe: each decode bucket
+   timed in the run's process before its clock, from device call 89 on): the decode speed the
+   probe foretold beside the one the run measured, and TTFT p99 replayed as
+   `roofline compare-serving --at-probed-speed` replays it -- a prediction from the machine's
+   probe, not from the run's own passes.
 """
 
 from __future__ import annotations
@@ -100,7 +107,13 @@ def main() -> None:
                 ratios["decode_by_bucket"][16])
         measured = run.summary
         shipped = replay(run, folder, terms, pass_time_spread=SPREAD)  # compare-serving's replay and its range
+        probed = None
+        if ratios["probe_by_bucket"]:
+            probed = replay(run, folder, terms, decode_time_scales=ratios["probe_by_bucket"])["ttft_p99_s"]
         own = simulate(run, folder, terms, dec)
+        steps = ratios["decode_steps_by_bucket"]  # buckets of 5 steps or more: a median worth the name
+        per_bucket = {b: v for b, v in ratios["decode_by_bucket"].items() if steps[b] >= 5}
+        own_bucket = replay(run, folder, terms, decode_time_scales=per_bucket)["ttft_p99_s"]
         if pre:
             own_p99_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"]
         else:
@@ -113,6 +126,7 @@ def main() -> None:
                      "preemptions": measured["preemptions"], "decode": dec, "prefill": pre,
                      "measured": measured["ttft_p99_s"], "shipped": shipped["ttft_p99_s"], "low": lo, "high": hi,
                      "own_decode": own["ttft_p99_s"], "own_both": own_p99_dp,
+                     "probe": ratios["probe"], "at_probe": probed, "own_bucket": own_bucket,
                      "p50": (measured["ttft_p50_s"], shipped["ttft_p50_s"], own["ttft_p50_s"])})
 
     print("1. The decode graph at bucket 16 (16 running sequences, 1,280 cache positions each): median device time "
@@ -148,7 +162,8 @@ def main() -> None:
     preempting = [s for s, r in zip(spans, rows) if r["preemptions"] > 0]
     print(f"\n{n} held-out runs: TTFT p99 within {100 * BOUND:.0f}%: {within('shipped')} as shipped, "
           f"{within('own_decode')} with each run's own decode speed, {within('own_both')} with its own decode and "
-          "prefill speed")
+          f"prefill speed, {within('own_bucket')} with its own decode speed per bucket (what a device probe that "
+          "foretold the run exactly would give: part 4)")
     shipped_err = np.array([err(r["shipped"], r["measured"]) for r in rows])
     print(f"TTFT p99 error as shipped: mean {100 * shipped_err.mean():+.1f}%, median size "
           f"{100 * np.median(np.abs(shipped_err)):.1f}%")
@@ -160,6 +175,24 @@ def main() -> None:
     print(f"the range's width (high / low - 1): median {100 * np.median(spans):.0f}% over all runs, "
           f"{100 * np.median(preempting):.0f}% over the {len(preempting)} runs that preempted, "
           f"{100 * np.median([s for s, r in zip(spans, rows) if r['preemptions'] == 0]):.0f}% over the others")
+
+    probed = [r for r in rows if r["probe"] is not None]
+    print(f"\n4. Runs with a device probe: {len(probed)} of {n}")
+    if not probed:
+        print("  none yet: the probe came with session 24; device call 89 (calibrate/runs/h200-call89.sh) takes "
+              "the first")
+    else:
+        for r in probed:
+            m = r["measured"]
+            print(f"  {r['call']:12} {r['run']:40} decode / price measured {r['decode']:.3f}, probe {r['probe']:.3f}; "
+                  f"TTFT p99 {m * 1e3:.1f} ms, shipped {100 * err(r['shipped'], m):+.1f}%, at the probed speed "
+                  f"{100 * err(r['at_probe'], m):+.1f}%")
+        gap = np.array([r["probe"] - r["decode"] for r in probed])
+        print(f"  probe - measured decode ratio: mean {gap.mean():+.4f}, largest size {np.abs(gap).max():.4f}; TTFT "
+              f"p99 within {100 * BOUND:.0f}%: {sum(1 for r in probed if abs(err(r['shipped'], r['measured'])) <= BOUND)} "
+              f"as shipped, {sum(1 for r in probed if abs(err(r['at_probe'], r['measured'])) <= BOUND)} at the probed "
+              "speed")
+
 
 if __name__ == "__main__":
     main()

@@ -184,7 +184,7 @@ class ServingSession:
 
         import torch
 
-        from calibrate.serving_loop import SchedulerConfig, host_probe, serve
+        from calibrate.serving_loop import SchedulerConfig, device_probe, host_probe, serve
         from calibrate.timing import reset_peak, utc_now
         from roofline.atomic import write_text_atomic
         from roofline.serving_runs import (ITERATION_COLUMNS, REQUEST_COLUMNS, STREAM_COLUMNS, csv_text,
@@ -201,6 +201,7 @@ class ServingSession:
                                  block_size=block_size, policy=policy,
                                  max_num_batched_tokens=max_num_batched_tokens or self.max_num_batched_tokens)
         probe = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed)  # this machine's host speed, before the clock
+        gpu_probe = device_probe(ex, ex.max_model_len)  # this process's decode steps' speed, before the clock
         reset_peak(self.device)
         started = utc_now()
         result = serve(requests, ex, config, deadline_s=deadline_s, seed=self.seed, progress=self.progress)
@@ -210,6 +211,7 @@ class ServingSession:
         if self.device.type == "cuda":
             memory["run_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(self.device)
         probe_after = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed)  # the host again, after
+        gpu_probe_after = device_probe(ex, ex.max_model_len)  # and the GPU
         run = {
             "name": name,
             "config": {
@@ -229,6 +231,8 @@ class ServingSession:
                 "decode_attention": "masked matmul over every bucket slot's max_model_len positions",
                 "host_probe": probe,
                 "host_probe_after": probe_after,
+                "device_probe": gpu_probe,
+                "device_probe_after": gpu_probe_after,
                 "host_wait": "spin" if ex.spin_wait else "sync",
             },
             "summary": summary,

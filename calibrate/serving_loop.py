@@ -128,6 +128,15 @@ simulator scales the loop's host terms to the run's machine with it
 (``host_probe_after``); replay takes the geometric mean of the two (roofline.pass_costs.run_host_probe),
 so a host whose speed drifts during the run, or a slow moment one probe caught, counts half.
 
+Device probe
+------------
+The same decode graph ran up to 6% apart against its price on different lent H200s (and by model
+on one machine), and near saturation a few percent of pass time moves a TTFT p99 by tens of
+percent. ``device_probe`` times each capture size's decode step, in the run's own process, before
+the clock starts and again after it stops (``device_probe``, ``device_probe_after`` in the run's
+config); ``roofline compare-serving --at-probed-speed`` replays the run with its decode steps at
+that speed (roofline.pass_costs.probed_decode_scales).
+
 Without a GPU the same loop runs on the CPU (no graphs): that is what the tests exercise.
 """
 
@@ -330,6 +339,39 @@ def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.pe
             "decode_host_s": statistics.median(e["decode_host_s"] for e in each),
             "prefill_iterations": each[0]["prefill_iterations"], "decode_iterations": each[0]["decode_iterations"],
             "decode_seqs": seqs, "prompt_tokens": prompt, "gen_tokens": gen, "repeats": each}
+
+
+#: The device probe: every capture size's decode step DEVICE_PROBE_REPEATS times (after
+#: DEVICE_PROBE_WARMUP unrecorded ones), all slots at position max_model_len // 2.
+DEVICE_PROBE_REPEATS, DEVICE_PROBE_WARMUP = 24, 3
+
+
+def device_probe(executor, max_model_len: int, *, repeats: int = DEVICE_PROBE_REPEATS,
+                 warmup: int = DEVICE_PROBE_WARMUP) -> dict:
+    """How fast this run's GPU runs the loop's decode steps, measured before a run's clock starts
+    on a fixed workload whatever the run's: each capture size's decode step (every slot of the
+    bucket running, all at position max_model_len // 2) ``repeats`` times, timed as the run times
+    its steps (roofline.serving_runs' ``device_s``), and the median per bucket. The same graph of
+    the same model ran up to 6% apart against its price on different lent H200s, and a TTFT p99
+    near saturation moves by tens of percent with a few percent of pass time (docs/serving.md, "Why
+    the remaining tails miss"); this is that speed, taken in the run's own process (its weights,
+    its graphs), so ``roofline compare-serving --at-probed-speed`` can replay the run at it
+    (roofline.pass_costs.probed_decode_scales). The decode attention reads every slot's
+    max_model_len positions, so the position does not change the work; the cache rows the probe
+    writes are overwritten by the prefills that follow."""
+    import statistics
+
+    position = max(0, max_model_len // 2)
+    by_bucket = {}
+    for bucket in executor.buckets:
+        tokens, positions = [1] * bucket, [position] * bucket
+        times = []
+        for i in range(max(0, warmup) + max(1, repeats)):
+            _, seconds = executor.decode(tokens, positions)
+            if i >= warmup:
+                times.append(seconds)
+        by_bucket[str(bucket)] = statistics.median(times)
+    return {"decode_device_s": by_bucket, "repeats": max(1, repeats), "position": position}
 
 
 class _Server:

@@ -151,6 +151,7 @@ def simulate(
     loop_terms=None,
     pass_time_scale: float = 1.0,
     pass_time_spread: float | None = None,
+    decode_time_scales=None,
     **options,
 ) -> dict:
     """The same request stream served by static and by continuous batching with ``batch`` slots.
@@ -171,7 +172,9 @@ def simulate(
     0.03) serves the stream twice more with the continuous server's GPU times x faster and x
     slower and adds ``pass_time_spread`` to its summary: the least and the most of each latency
     percentile, the throughput and the preemptions over the three (the continuous server's work
-    triples). Definitions: roofline.scheduler, roofline.kvpool, roofline.pass_costs.
+    triples). ``decode_time_scales`` ({bucket: factor}, serving-loop only) multiplies each decode
+    bucket's GPU time besides: a run's device probe over the price (roofline.serving_replay's
+    ``at_probed_speed``). Definitions: roofline.scheduler, roofline.kvpool, roofline.pass_costs.
 
     Returns ``static`` (unless ``static=False``) and ``continuous`` summaries (throughput_tok_s,
     ttft/tpot/e2e p50/p90/p99, mean_occupancy, waste_fraction, idle_slot_steps; continuous:
@@ -191,7 +194,7 @@ def simulate(
     slo_tpot_s = validate.optional_positive(slo_tpot_s, "slo_tpot_s", "a positive number of seconds")
     server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
                                    gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms,
-                                   pass_time_scale)
+                                   pass_time_scale, decode_time_scales)
     spread_options = []
     if pass_time_spread is not None:
         x = validate.positive(pass_time_spread, "pass_time_spread", "a fraction of the GPU time, e.g. 0.03",

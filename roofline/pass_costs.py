@@ -72,6 +72,7 @@ stored as data in hardware_profiles/serving/<card>-<engine>-loop.json (``LoopTer
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -295,6 +296,46 @@ def scaled_for_host(terms: LoopTerms, probe: dict | None) -> LoopTerms:
     return terms.model_copy(update=update)
 
 
+def run_device_probe(config: dict) -> dict[int, float] | None:
+    """A run's device probe (calibrate/serving_loop.device_probe) as replay uses it: {bucket: the
+    decode step's median device time}, the probe taken before the run's clock or, where the run
+    also carries one after it (``device_probe_after``), their geometric mean per bucket both
+    measured. None for a run without one (every run before device call 89)."""
+    def read(probe):
+        try:
+            return {int(b): float(v) for b, v in (probe or {}).get("decode_device_s", {}).items() if float(v) > 0}
+        except (TypeError, ValueError, AttributeError):
+            return {}
+
+    before, after = read(config.get("device_probe")), read(config.get("device_probe_after"))
+    if before and after:
+        both = {b: (before[b] * after[b]) ** 0.5 for b in before if b in after}
+        return both or before
+    return before or after or None
+
+
+def probed_decode_scales(cost: "LoopCost", probe: dict[int, float] | None) -> dict[int, float] | None:
+    """{bucket: the probe's decode device time over ``cost``'s price at that bucket} for the
+    buckets both have (a run's device probe, ``run_device_probe``, against the LoopCost of its
+    configuration, unscaled): the speed the run's GPU ran the loop's decode steps at, taken before
+    its clock. None without a probe or a bucket in common."""
+    if not probe:
+        return None
+    out = {b: probe[b] / cost.decode_price_s[b] for b in sorted(probe) if b in cost.decode_price_s}
+    return out or None
+
+
+def bucket_factor(scales, bucket: int) -> float:
+    """The factor ``scales`` ({bucket: factor} or None) gives ``bucket``: its own, else the
+    nearest bucket's in ratio (1.0 without scales)."""
+    if not scales:
+        return 1.0
+    if bucket in scales:
+        return float(scales[bucket])
+    nearest = min(scales, key=lambda b: (abs(math.log(b / bucket)), b))
+    return float(scales[nearest])
+
+
 def loop_terms_path(card: str, engine: str) -> Path:
     from roofline.hardware import profiles_dir
 
@@ -332,11 +373,15 @@ class LoopCost:
     """The serving loop's iteration times (module docstring)."""
 
     def __init__(self, step: StepModel, terms: LoopTerms, max_model_len: int, max_num_seqs: int,
-                 max_num_batched_tokens: int | None = None, *, decode_scale: float = 1.0, prefill_scale: float = 1.0):
+                 max_num_batched_tokens: int | None = None, *, decode_scale: float = 1.0, prefill_scale: float = 1.0,
+                 decode_bucket_scales=None):
         """``decode_scale`` and ``prefill_scale`` multiply the decode steps' and the prefill passes'
         device times (not the host's): a machine whose GPU runs the loop's graphs that much slower
         or faster than the price (benchmarks/serving_tail_sensitivity.py replays the committed runs
-        so, to show how far a tail moves with a few percent of device time)."""
+        so, to show how far a tail moves with a few percent of device time).
+        ``decode_bucket_scales`` ({bucket: factor}, e.g. a run's device probe over the price,
+        ``probed_decode_scales``) multiplies each decode bucket's device time as well; a bucket it
+        does not name takes the factor of the nearest one it does (in ratio)."""
         self.step, self.terms = step, terms
         self.prefill_scale = prefill_scale
         # prefill graphs: buckets up to the iteration's token budget (the loop's default, max(T, 2048))
@@ -376,8 +421,10 @@ class LoopCost:
                 j += 1
             bucket[n] = sizes[j]
         self.bucket = bucket
-        by_bucket = {b: (step.pass_s(decode_work(float(b), float(b) * max_model_len)) + extra) * decode_scale
-                     for b in sizes}
+        #: each decode bucket's device time as priced, before any scale
+        self.decode_price_s = {b: step.pass_s(decode_work(float(b), float(b) * max_model_len)) + extra for b in sizes}
+        by_bucket = {b: price * decode_scale * bucket_factor(decode_bucket_scales, b)
+                     for b, price in self.decode_price_s.items()}
         self.decode_device_s = [0.0] + [by_bucket[bucket[n]] for n in range(1, max_num_seqs + 1)]
         host_d, host_p = terms.host_decode_s.value, terms.host_prefill_s.value
         per_d, per_p = terms.host_decode_s_per_seq.value, terms.host_prefill_s_per_seq.value

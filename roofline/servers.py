@@ -16,6 +16,9 @@
                                    shipped file of card + engine) or a path / LoopTerms
     pass_time_scale=1.0            every pass's GPU time multiplied (the serving loop's host terms
                                    not): 1.03 asks what a GPU 3% slower than priced serves
+    decode_time_scales=None        serving-loop: {bucket: factor} on each decode step's GPU time
+                                   besides (a run's device probe over the price: the speed its GPU
+                                   ran the loop's decode steps at; roofline.pass_costs)
 
 ``build`` turns them, with a scenario's step model and the stream, into what
 roofline.serving.serve_continuous takes.
@@ -50,6 +53,7 @@ class ServerOptions:
     pass_cost: str = "fused"
     loop_terms: object = None
     pass_time_scale: float = 1.0
+    decode_time_scales: object = None
 
     def __post_init__(self):
         validate.choice(self.schedule, "schedule", SCHEDULES)
@@ -67,6 +71,24 @@ class ServerOptions:
                                   "a factor on every pass's GPU time (1.03: 3% slower)", maximum=10.0)
         if scale < 0.1:
             raise RooflineError(f"must be at least 0.1, not {scale:g}", "pass_time_scale")
+        if self.decode_time_scales is not None:
+            if self.pass_cost != "serving-loop":
+                raise RooflineError("goes with pass_cost serving-loop", "decode_time_scales")
+            try:
+                items = dict(self.decode_time_scales).items()
+            except (TypeError, ValueError):
+                raise RooflineError("give {bucket: factor} pairs, e.g. {16: 1.03}", "decode_time_scales") from None
+            pairs = []
+            for b, f in items:
+                b = validate.whole(b, "decode_time_scales", maximum=MAX_NUM_SEQS)
+                f = validate.positive(f, "decode_time_scales", f"bucket {b}'s factor, in 0.5-2", maximum=2.0)
+                if f < 0.5:
+                    raise RooflineError(f"bucket {b}'s factor {f:g} is outside 0.5-2", "decode_time_scales")
+                pairs.append((b, f))
+            if not pairs:
+                raise RooflineError("give at least one {bucket: factor} pair", "decode_time_scales")
+            pairs = tuple(sorted(pairs))
+            object.__setattr__(self, "decode_time_scales", pairs)  # frozen: a hashable, sorted form
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,8 @@ class BuiltServer:
         }
         if options.pass_time_scale != 1.0:
             out["pass_time_scale"] = options.pass_time_scale
+        if options.decode_time_scales:
+            out["decode_time_scales"] = {str(b): f for b, f in options.decode_time_scales}
         if self.pool.source == "gpu_memory_utilization":
             p = asdict(self.pool)
             out["kv_pool_bytes"] = {k: p[k] for k in ("memory_bytes", "gpu_memory_utilization", "weights_bytes",
@@ -139,7 +163,8 @@ def build(step, options: ServerOptions, max_num_seqs: int, prompt_tokens, gen_to
     if loop:
         terms = load_loop_terms(options.loop_terms, card=step.card.id, engine=engine)
         cost = LoopCost(step, terms, max_model_len, max_num_seqs, batched, decode_scale=options.pass_time_scale,
-                        prefill_scale=options.pass_time_scale)
+                        prefill_scale=options.pass_time_scale,
+                        decode_bucket_scales=dict(options.decode_time_scales or ()))
     else:
         cost = FusedCost(step, scale=options.pass_time_scale)
     return BuiltServer(config, pool, cost)

@@ -234,10 +234,12 @@ def _robust_line(points) -> tuple[float, float]:
 
 
 def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "graph", calibration="auto",
-           pass_time_spread: float | None = None) -> dict:
+           pass_time_spread: float | None = None, decode_time_scales=None) -> dict:
     """Simulate run ``run``'s own stream with its configuration and the loop's terms: the
     continuous server's summary (roofline.api.simulate; with ``pass_time_spread``, its range over
-    the GPU times that fraction faster and slower under ``pass_time_spread``)."""
+    the GPU times that fraction faster and slower under ``pass_time_spread``; with
+    ``decode_time_scales``, {bucket: factor}, each decode bucket's GPU time multiplied: the run's
+    probed speed, ``pass_ratios``' ``probe_by_bucket``)."""
     from roofline import api
 
     from roofline.pass_costs import run_host_probe, scaled_for_host
@@ -251,6 +253,7 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
         max_num_batched_tokens=c["max_num_batched_tokens"], max_model_len=c["max_model_len"],
         kv_capacity_tokens=c["num_blocks"] * c["block_size"], block_size=c["block_size"],
         pass_cost="serving-loop", loop_terms=terms, pass_time_spread=pass_time_spread,
+        decode_time_scales=decode_time_scales or None,
     )
     return result["continuous"]
 
@@ -262,10 +265,16 @@ def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: s
     (``decode``, and per bucket under ``decode_by_bucket``) and, for a prefill-first run, over its
     prefill passes (``prefill``; None for a chunked run, whose prefill iterations carry its decode
     step). A replay's tails follow these: near saturation a few percent of device time moves a
-    TTFT p99 by tens of percent (docs/serving.md, "Why the remaining tails miss")."""
+    TTFT p99 by tens of percent (docs/serving.md, "Why the remaining tails miss").
+
+    Where the run carries a device probe (calibrate/serving_loop.device_probe: its decode steps
+    timed before its clock), ``probe_by_bucket`` is the probe's device time over the price per
+    bucket (roofline.pass_costs.probed_decode_scales) and ``probe`` their mean weighted by the
+    run's decode steps per bucket: the decode ratio the probe foretells for this run, beside the
+    ``decode`` it measured. Both None without a probe."""
     from collections import defaultdict
 
-    from roofline.pass_costs import LoopCost
+    from roofline.pass_costs import LoopCost, bucket_factor, probed_decode_scales, run_device_probe
 
     c = run.config
     cost = LoopCost(_step(run, card, engine, calibration), terms, c["max_model_len"], c["max_num_seqs"],
@@ -280,23 +289,31 @@ def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: s
         elif it["kind"] == "prefill" and c.get("policy", "prefill-first") == "prefill-first":
             prefill.append(it["device_s"] / cost.prefill_device_s(
                 float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"])))
+    probed = probed_decode_scales(cost, run_device_probe(c))
+    probe = None
+    if probed and decode:
+        probe = sum(len(v) * bucket_factor(probed, b) for b, v in by_bucket.items()) / len(decode)
     return {"decode": float(np.median(decode)) if decode else None,
             "prefill": float(np.median(prefill)) if prefill else None,
             "decode_by_bucket": {b: float(np.median(v)) for b, v in sorted(by_bucket.items())},
-            "decode_steps_by_bucket": {b: len(v) for b, v in sorted(by_bucket.items())}}
+            "decode_steps_by_bucket": {b: len(v) for b, v in sorted(by_bucket.items())},
+            "probe": probe, "probe_by_bucket": probed}
 
 
 def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_spread: float | None = None,
-                 **kw) -> list[dict]:
+                 at_probed_speed: bool = False, **kw) -> list[dict]:
     """One row per run of ``folder`` (or ``names``): measured and simulated summaries, relative
     errors, whether the run set any term (``fitted``: its name among ``fitted``, by default the
     terms' ``fitted_on``; pass () for a folder the terms were not fitted on) and whether each bound
-    of COMPARED holds."""
+    of COMPARED holds. ``at_probed_speed``: each run that carries a device probe is replayed with
+    its decode steps at the probed speed (``at_probed_speed`` in the row says whether it was)."""
     fitted = terms.fitted_on if fitted is None else fitted
     rows = []
     for name in names or run_names(folder):
         run = read_run(folder, name)
-        sim = replay(run, folder, terms, pass_time_spread=pass_time_spread, **kw)
+        ratios = pass_ratios(run, terms, **kw)
+        scales = ratios["probe_by_bucket"] if at_probed_speed else None
+        sim = replay(run, folder, terms, pass_time_spread=pass_time_spread, decode_time_scales=scales, **kw)
         meas = run.summary
         row = {"run": name, "fitted": name in fitted, "requests": meas["requests"],
                "policy": run.config.get("policy", "prefill-first")}
@@ -312,8 +329,9 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
             spread = sim["pass_time_spread"]
             lo, hi = spread["ttft_p99_s"]
             row["pass_time_spread"] = {**spread, "ttft_p99_s_measured_inside": lo <= meas["ttft_p99_s"] <= hi}
-        ratios = pass_ratios(run, terms, **kw)
         row["decode_device_ratio"], row["prefill_device_ratio"] = ratios["decode"], ratios["prefill"]
+        row["decode_probe_ratio"] = ratios["probe"]
+        row["at_probed_speed"] = bool(scales)
         rows.append(row)
     return rows
 
@@ -338,11 +356,13 @@ def summary_lines(rows) -> list[str]:
     return out
 
 
-def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | None = None) -> dict:
+def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | None = None,
+                   at_probed_speed: bool = False) -> dict:
     """Every complete run in ``folder`` (written by `roofline serve`) replayed with the loop's terms
     (``loop_terms``: a file, else the shipped ones of each run's card): compare_rows, plus notes
     where a run's loop differs from the one the terms describe (``pass_time_spread``: each run's
-    simulated range with the GPU times that fraction faster and slower, beside). Errors name the
+    simulated range with the GPU times that fraction faster and slower, beside;
+    ``at_probed_speed``: runs with a device probe replayed at its decode speed). Errors name the
     folder."""
     from roofline.errors import RooflineError
     from roofline.pass_costs import host_ratios, load_loop_terms, run_host_probe
@@ -380,8 +400,12 @@ def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | 
             notes.append(f"{name}: its machine ran the host probe at {ratios[0]:.2f}x the fit runs' time")
         # a run of the terms' own fit is one of the shipped folder's, whatever another folder's runs are named
         rows += compare_rows(path, terms, names=[name], card=card, fitted=terms.fitted_on if shipped else (),
-                             pass_time_spread=pass_time_spread)
-    return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows)}
+                             pass_time_spread=pass_time_spread, at_probed_speed=at_probed_speed)
+        if at_probed_speed and not rows[-1]["at_probed_speed"]:
+            notes.append(f"{name}: no device probe (runs before device call 89 carry none): replayed at the "
+                         "priced speed")
+    return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows),
+            "at_probed_speed": at_probed_speed}
 
 
 def shipped_folder() -> Path:

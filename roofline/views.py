@@ -250,6 +250,8 @@ def compare_serving_view(result: dict, fmt: str) -> str:
                  "preemptions_simulated": r["preemptions"]["simulated"],
                  "decode_device_ratio": r.get("decode_device_ratio"),
                  "prefill_device_ratio": r.get("prefill_device_ratio"),
+                 "decode_probe_ratio": r.get("decode_probe_ratio"),
+                 "at_probed_speed": r.get("at_probed_speed", False),
                  **({"ttft_p99_s_spread_low": r["pass_time_spread"]["ttft_p99_s"][0],
                      "ttft_p99_s_spread_high": r["pass_time_spread"]["ttft_p99_s"][1]}
                     if "pass_time_spread" in r else {})} for r in result["runs"]]
@@ -258,13 +260,24 @@ def compare_serving_view(result: dict, fmt: str) -> str:
     def ratio(v):
         return "-" if v is None else f"{v:.3f}"
 
+    probed = any(r.get("decode_probe_ratio") is not None for r in result["runs"])
+
+    def gpu(r):
+        decode = ratio(r.get("decode_device_ratio"))
+        if probed:
+            decode += f" ({ratio(r.get('decode_probe_ratio'))})"
+        return f"{decode} / {ratio(r.get('prefill_device_ratio'))}"
+
     rows = [[r["run"], *(cell(r[k], scale, digits) for k, scale, digits, _ in keys),
-             f"{r['preemptions']['measured']} / {r['preemptions']['simulated']}",
-             f"{ratio(r.get('decode_device_ratio'))} / {ratio(r.get('prefill_device_ratio'))}"] for r in result["runs"]]
+             f"{r['preemptions']['measured']} / {r['preemptions']['simulated']}", gpu(r)] for r in result["runs"]]
+    at_speed = sum(1 for r in result["runs"] if r.get("at_probed_speed"))
     lines = [f"{len(rows)} serving run(s) in {result['folder']}, measured / simulated (error); x: outside the "
-             "acceptance bound",
-             report.table(["run", *(h for *_, h in keys), "preemptions", "GPU / price: decode / prefill"], rows,
-                          "lrrrrrrr"), ""]
+             "acceptance bound"
+             + (f"; simulated at each run's probed decode speed ({at_speed} of {len(rows)} carry a device probe)"
+                if result.get("at_probed_speed") else ""),
+             report.table(["run", *(h for *_, h in keys), "preemptions",
+                           "GPU / price: decode (probe) / prefill" if probed else "GPU / price: decode / prefill"],
+                          rows, "lrrrrrrr"), ""]
     lines += result["summary"]
     spread = [r for r in result["runs"] if "pass_time_spread" in r]
     if spread:
@@ -279,5 +292,8 @@ def compare_serving_view(result: dict, fmt: str) -> str:
                          f"{r['ttft_p99_s']['measured'] * 1e3:,.1f} ({inside})")
     lines.append("GPU / price: the run's passes' median device time over their price (prefill: prefill-first runs); "
                  "near saturation a few percent of it moves a TTFT p99 by tens of percent (docs/serving.md)")
+    if probed:
+        lines.append("(probe): the same ratio foretold by the run's device probe, its decode steps timed before the "
+                     "run's clock (--at-probed-speed replays at it)")
     lines += [f"note: {n}" for n in result["notes"]]
     return "\n".join(lines)

@@ -392,3 +392,123 @@ def test_compare_serving_pass_time_spread_sets_each_runs_range_beside_it():
     assert "pass_time_spread" not in plain["runs"][0]
     one_line_error(run("compare-serving", str(folder), "--run", names[0], "--pass-time-spread", "0"),
                    "--pass-time-spread")
+
+
+def _with_device_probe(tmp_path, folder, name, before: float, after: float | None):
+    """A copy of committed run ``name`` in ``tmp_path``, its config given a device probe at
+    ``before`` (and ``after``) x the price of every decode bucket, as calibrate/serving_loop.py's
+    device_probe writes one. Returns its folder."""
+    import shutil
+
+    from roofline.pass_costs import LoopCost, load_loop_terms
+    from roofline.serving_replay import _step
+    from roofline.serving_runs import read_run, run_paths
+
+    for path in folder.glob(f"*{name}*"):
+        shutil.copy(path, tmp_path / path.name)
+    run_json = run_paths(tmp_path, name)["run"]
+    data = json.loads(run_json.read_text())
+    c = data["config"]
+    cost = LoopCost(_step(read_run(folder, name), "h200", "graph"), load_loop_terms(card="h200", engine="graph"),
+                    c["max_model_len"], c["max_num_seqs"], c["max_num_batched_tokens"])
+    for key, factor in (("device_probe", before), ("device_probe_after", after)):
+        if factor is not None:
+            c[key] = {"decode_device_s": {str(b): factor * p for b, p in cost.decode_price_s.items()},
+                      "repeats": 24, "position": c["max_model_len"] // 2}
+    run_json.write_text(json.dumps(data))
+    return tmp_path
+
+
+def test_compare_serving_at_probed_speed_replays_each_run_at_its_device_probe(tmp_path):
+    """A run carrying a device probe (taken before and after its clock; their geometric mean per
+    bucket, roofline.pass_costs.run_device_probe): the (probe) ratio is the probe over the price,
+    and --at-probed-speed replays the run with its decode steps at that speed -- exactly the replay
+    with every decode step's device time x that factor (LoopCost's decode_scale), the host and the
+    prefills as priced. Call 85's llama-3.2-1b stream ran its decode at 1.046x price
+    (docs/serving.md); the probe here says 1.046 (1.046 x 1.01 before, 1.046 / 1.01 after)."""
+    from roofline import api
+    from roofline.pass_costs import LoopCost, load_loop_terms, run_host_probe, scaled_for_host
+    from roofline.serving import serve_continuous
+    from roofline.servers import ServerOptions, build
+    from roofline.serving_runs import read_run, run_paths
+
+    name = "llama-3.2-1b-mixed-r65-n400-s302"
+    folder = _with_device_probe(tmp_path, shipped_folder().parent / "h200-graph-call85", name, 1.046 * 1.01,
+                                1.046 / 1.01)
+    base = ["compare-serving", str(folder)]
+    plain = json.loads(run(*base, "--format", "json").output)["runs"][0]
+    probed = json.loads(run(*base, "--at-probed-speed", "--format", "json").output)
+    row = probed["runs"][0]
+    assert plain["decode_probe_ratio"] == pytest.approx(1.046, rel=1e-9) and plain["at_probed_speed"] is False
+    assert row["at_probed_speed"] is True and probed["at_probed_speed"] is True
+
+    # the same replay by hand: every decode bucket's device time x 1.046
+    r = read_run(folder, name)
+    c = r.config
+    terms = scaled_for_host(load_loop_terms(card="h200", engine="graph"), run_host_probe(c))
+    stream = api.request_stream(run_paths(folder, name)["stream"])
+    sc = api._scenario("h200", c["model"], None, {"engine": "graph", "calibration": "auto"})
+    options = ServerOptions("prefill-first", c["max_num_batched_tokens"], c["max_model_len"],
+                            c["num_blocks"] * c["block_size"], block_size=c["block_size"], pass_cost="serving-loop",
+                            loop_terms=terms)
+    server = build(sc.step, options, c["max_num_seqs"], stream.prompt_tokens, stream.gen_tokens, sc.engine)
+    cost = LoopCost(sc.step, terms, c["max_model_len"], c["max_num_seqs"], c["max_num_batched_tokens"],
+                    decode_scale=1.046)
+    served = serve_continuous(sc.step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, c["max_num_seqs"],
+                              pool=server.pool, max_model_len=c["max_model_len"],
+                              max_num_batched_tokens=c["max_num_batched_tokens"], schedule=server.config.schedule,
+                              cost=cost).summary()
+    for key in ("ttft_p50_s", "ttft_p99_s", "throughput_tok_s", "tpot_p99_s"):
+        assert row[key]["simulated"] == pytest.approx(served[key], rel=1e-9), key
+    assert row["ttft_p99_s"]["simulated"] > plain["ttft_p99_s"]["simulated"]  # slower decode, longer tail
+    table = run(*base, "--at-probed-speed")
+    assert table.exit_code == 0
+    assert "GPU / price: decode (probe) / prefill" in table.output and "(1.046)" in table.output
+    assert "simulated at each run's probed decode speed (1 of 1 carry a device probe)" in table.output
+    flat = list(csv.DictReader(io.StringIO(run(*base, "--at-probed-speed", "--format", "csv").output)))
+    assert float(flat[0]["decode_probe_ratio"]) == pytest.approx(1.046) and flat[0]["at_probed_speed"] == "True"
+
+
+def test_at_probed_speed_on_runs_without_a_probe_replays_them_as_priced():
+    # every committed run predates the probe: each one replays as without the flag, with a note
+    folder = shipped_folder().parent / "h200-graph-call17"
+    name = "qwen2.5-0.5b-mixed-r55-n400-s93"
+    plain = json.loads(run("compare-serving", str(folder), "--run", name, "--format", "json").output)
+    res = json.loads(run("compare-serving", str(folder), "--run", name, "--at-probed-speed", "--format",
+                         "json").output)
+    assert res["runs"][0]["ttft_p99_s"]["simulated"] == plain["runs"][0]["ttft_p99_s"]["simulated"]
+    assert res["runs"][0]["at_probed_speed"] is False and res["runs"][0]["decode_probe_ratio"] is None
+    assert any(name in n and "no device probe" in n for n in res["notes"])
+    assert "(probe)" not in run("compare-serving", str(folder), "--run", name).output
+
+
+def test_decode_time_scales_take_the_nearest_buckets_factor():
+    """LoopCost's decode_bucket_scales: a bucket named takes its factor, another the nearest named
+    bucket's in ratio (a tie: the smaller one); the prefill and the host are untouched."""
+    from roofline.pass_costs import LoopCost, bucket_factor, load_loop_terms
+    from roofline.scenario import make_scenario
+
+    step = make_scenario(card="h200", model="qwen2.5-1.5b", engine="graph").step
+    terms = load_loop_terms(card="h200", engine="graph")
+    plain = LoopCost(step, terms, 1280, 64, 2048)
+    scaled = LoopCost(step, terms, 1280, 64, 2048, decode_bucket_scales={8: 1.0, 32: 1.2})
+    want = {1: 1.0, 4: 1.0, 8: 1.0, 16: 1.0, 24: 1.2, 32: 1.2, 64: 1.2}  # 16: 8 and 32 both 2x away -> 8
+    for n, f in want.items():
+        assert bucket_factor({8: 1.0, 32: 1.2}, n) == f
+        assert scaled.decode_device_s[n] == pytest.approx(f * plain.decode_device_s[n], rel=1e-12), n
+    assert scaled.decode_price_s == plain.decode_price_s
+    assert scaled.prefill_device_s(300.0, 300.0 * 301 / 2, 1.0) == plain.prefill_device_s(300.0, 300.0 * 301 / 2, 1.0)
+
+
+@pytest.mark.parametrize("scales, needle", [({16: 3.0}, "at most 2"), ({16: 0.2}, "outside 0.5-2"),
+                                            ({1.5: 1.0}, "whole number"), ({}, "at least one"),
+                                            ({16: float("nan")}, "factor")])
+def test_decode_time_scales_errors_name_the_field(scales, needle):
+    from roofline.errors import RooflineError
+    from roofline.servers import ServerOptions
+
+    with pytest.raises(RooflineError, match=needle) as err:
+        ServerOptions(pass_cost="serving-loop", decode_time_scales=scales)
+    assert "decode_time_scales" in str(err.value)
+    with pytest.raises(RooflineError, match="goes with pass_cost serving-loop"):
+        ServerOptions(decode_time_scales={16: 1.0})

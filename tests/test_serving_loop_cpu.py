@@ -759,6 +759,37 @@ def test_one_disturbed_repeat_of_the_host_probe_does_not_count(monkeypatch):
     assert probe["prefill_host_s"] == pytest.approx(fast["prefill_host_s"], rel=1e-9)
 
 
+def test_the_device_probe_times_every_capture_sizes_decode_step():
+    # on a cost executor whose decode step at bucket b takes b ms (whatever the slots' positions),
+    # the probe's median at each capture size is exactly b ms, from warmup + repeats steps each,
+    # every slot of the bucket running
+    seen = []
+
+    def decode_s(n, bucket, ctx):
+        seen.append((n, bucket, tuple(ctx)))
+        return 1e-3 * bucket
+
+    ex = sl.CostExecutor(sl.VirtualClock(), lambda lengths, starts: 0.01, decode_s, 24)
+    probe = sl.device_probe(ex, 256, repeats=5, warmup=2)
+    assert probe["decode_device_s"] == {str(b): pytest.approx(1e-3 * b, rel=1e-12) for b in ex.buckets}
+    assert list(probe["decode_device_s"]) == ["1", "2", "4", "8", "16", "24"]
+    assert len(seen) == len(ex.buckets) * (5 + 2) and probe["repeats"] == 5 and probe["position"] == 128
+    assert all(n == bucket and ctx == (129,) * n for n, bucket, ctx in seen)
+
+
+def test_one_slow_step_of_the_device_probe_does_not_count():
+    # the median: a step 10x slow once in a bucket's repeats leaves its figure alone
+    calls = []
+
+    def decode_s(n, bucket, ctx):
+        calls.append(1)
+        return 1e-3 * (10 if len(calls) == 6 else 1)
+
+    ex = sl.CostExecutor(sl.VirtualClock(), lambda lengths, starts: 0.01, decode_s, 2)
+    probe = sl.device_probe(ex, 64, repeats=5, warmup=0)
+    assert probe["decode_device_s"] == {"1": pytest.approx(1e-3), "2": pytest.approx(1e-3)}
+
+
 def test_spin_wait_reaches_the_executor_and_the_runs_config(tmp_path):
     # --spin-wait (call 13's experiment): the executor polls the pass's end event (on CUDA; the
     # CPU has no events) and the run says which wait it used
@@ -776,3 +807,7 @@ def test_spin_wait_reaches_the_executor_and_the_runs_config(tmp_path):
         # the same probe again after the run's clock stopped
         assert run.config["host_probe_after"]["decode_seqs"] == 2
         assert run.config["host_probe_after"]["decode_host_s"] > 0
+        # and the device probe, before and after: each capture size's decode step on the CPU
+        for key in ("device_probe", "device_probe_after"):
+            times = run.config[key]["decode_device_s"]
+            assert list(times) == ["1", "2"] and all(0 < v < 1.0 for v in times.values())
