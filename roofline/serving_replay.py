@@ -312,7 +312,7 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
     for name in names or run_names(folder):
         run = read_run(folder, name)
         ratios = pass_ratios(run, terms, **kw)
-        scales = ratios["probe_by_bucket"] if at_probed_speed else None
+        scales = ratios["probe_by_bucket"] if at_probed_speed and probe_usable(ratios["probe_by_bucket"]) else None
         sim = replay(run, folder, terms, pass_time_spread=pass_time_spread, decode_time_scales=scales, **kw)
         meas = run.summary
         row = {"run": name, "fitted": name in fitted, "requests": meas["requests"],
@@ -334,6 +334,16 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
         row["at_probed_speed"] = bool(scales)
         rows.append(row)
     return rows
+
+
+#: The probed decode speeds (device time / price) a replay at the probed speed takes: beyond them
+#: the run's GPU is not the card the terms price (a CPU run recorded under a GPU's name, say).
+PROBE_RANGE = (0.5, 2.0)
+
+
+def probe_usable(scales) -> bool:
+    """Whether ``scales`` ({bucket: probed device time / price}) is a speed to replay at."""
+    return bool(scales) and all(PROBE_RANGE[0] <= v <= PROBE_RANGE[1] for v in scales.values())
 
 
 #: What summary_lines reports, with the bound it checks (the keys of COMPARED that carry one).
@@ -402,8 +412,14 @@ def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | 
         rows += compare_rows(path, terms, names=[name], card=card, fitted=terms.fitted_on if shipped else (),
                              pass_time_spread=pass_time_spread, at_probed_speed=at_probed_speed)
         if at_probed_speed and not rows[-1]["at_probed_speed"]:
-            notes.append(f"{name}: no device probe (runs before device call 89 carry none): replayed at the "
-                         "priced speed")
+            probe = rows[-1]["decode_probe_ratio"]
+            if probe is None:
+                notes.append(f"{name}: no device probe (runs before device call 89 carry none): replayed at the "
+                             "priced speed")
+            else:
+                notes.append(f"{name}: its device probe ran the decode steps at {probe:.2f}x their price, beyond "
+                             f"{PROBE_RANGE[0]}-{PROBE_RANGE[1]}x: not the card the terms price; replayed at the "
+                             "priced speed")
     return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows),
             "at_probed_speed": at_probed_speed}
 

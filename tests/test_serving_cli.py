@@ -482,6 +482,20 @@ def test_at_probed_speed_on_runs_without_a_probe_replays_them_as_priced():
     assert "(probe)" not in run("compare-serving", str(folder), "--run", name).output
 
 
+def test_a_device_probe_far_from_the_price_is_not_replayed_at(tmp_path):
+    # a probe 5x the price (a run on another GPU recorded under the H200's name): the column shows
+    # it, the replay stays at the price, a note says why -- no error for the folder
+    name = "llama-3.2-1b-mixed-r65-n400-s302"
+    folder = _with_device_probe(tmp_path, shipped_folder().parent / "h200-graph-call85", name, 5.0, None)
+    plain = json.loads(run("compare-serving", str(folder), "--format", "json").output)["runs"][0]
+    res = run("compare-serving", str(folder), "--at-probed-speed", "--format", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["runs"][0]["decode_probe_ratio"] == pytest.approx(5.0) and data["runs"][0]["at_probed_speed"] is False
+    assert data["runs"][0]["ttft_p99_s"]["simulated"] == plain["ttft_p99_s"]["simulated"]
+    assert any("5.00x their price" in n and "replayed at the priced speed" in n for n in data["notes"])
+
+
 def test_decode_time_scales_take_the_nearest_buckets_factor():
     """LoopCost's decode_bucket_scales: a bucket named takes its factor, another the nearest named
     bucket's in ratio (a tie: the smaller one); the prefill and the host are untouched."""
