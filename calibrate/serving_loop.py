@@ -342,7 +342,7 @@ def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.pe
 
 
 #: The device probe: every capture size's decode step DEVICE_PROBE_REPEATS times (after
-#: DEVICE_PROBE_WARMUP unrecorded ones), all slots at position max_model_len // 2.
+#: DEVICE_PROBE_WARMUP unrecorded ones), each slot at its own position (``probe_positions``).
 DEVICE_PROBE_REPEATS, DEVICE_PROBE_WARMUP = 24, 3
 
 
@@ -350,28 +350,38 @@ def device_probe(executor, max_model_len: int, *, repeats: int = DEVICE_PROBE_RE
                  warmup: int = DEVICE_PROBE_WARMUP) -> dict:
     """How fast this run's GPU runs the loop's decode steps, measured before a run's clock starts
     on a fixed workload whatever the run's: each capture size's decode step (every slot of the
-    bucket running, all at position max_model_len // 2) ``repeats`` times, timed as the run times
-    its steps (roofline.serving_runs' ``device_s``), and the median per bucket. The same graph of
+    bucket running, each at its own position, spread over the cache as a server's are:
+    ``probe_positions``) ``repeats`` times, one step at a time as the server runs them (its inputs
+    staged from the host, the token sync), timed as the run times its steps (roofline.serving_runs'
+    ``device_s``), and the median per bucket. The same graph of
     the same model ran up to 6% apart against its price on different lent H200s, and a TTFT p99
     near saturation moves by tens of percent with a few percent of pass time (docs/serving.md, "Why
     the remaining tails miss"); this is that speed, taken in the run's own process (its weights,
     its graphs), so ``roofline compare-serving --at-probed-speed`` can replay the run at it
     (roofline.pass_costs.probed_decode_scales). The decode attention reads every slot's
-    max_model_len positions, so the position does not change the work; the cache rows the probe
-    writes are overwritten by the prefills that follow."""
+    max_model_len positions, so the positions do not change the work, but slots at positions of
+    their own cost 1.4-4 us a layer more than slots at one (device call 87), so the probe spreads
+    them as a server's are; the cache rows it writes lie beyond each sequence's length until the
+    sequence writes them itself."""
     import statistics
 
-    position = max(0, max_model_len // 2)
     by_bucket = {}
     for bucket in executor.buckets:
-        tokens, positions = [1] * bucket, [position] * bucket
+        tokens, positions = [1] * bucket, probe_positions(bucket, max_model_len)
         times = []
         for i in range(max(0, warmup) + max(1, repeats)):
             _, seconds = executor.decode(tokens, positions)
             if i >= warmup:
                 times.append(seconds)
         by_bucket[str(bucket)] = statistics.median(times)
-    return {"decode_device_s": by_bucket, "repeats": max(1, repeats), "position": position}
+    return {"decode_device_s": by_bucket, "repeats": max(1, repeats),
+            "positions": "slot i of a bucket of b at (i + 1) x max_model_len // (b + 1)"}
+
+
+def probe_positions(bucket: int, max_model_len: int) -> list[int]:
+    """The device probe's positions: slot i of ``bucket`` at (i + 1) x max_model_len // (bucket + 1),
+    spread over the cache, distinct while bucket < max_model_len."""
+    return [min(max_model_len - 1, (i + 1) * max_model_len // (bucket + 1)) for i in range(bucket)]
 
 
 class _Server:

@@ -414,7 +414,7 @@ def _with_device_probe(tmp_path, folder, name, before: float, after: float | Non
     for key, factor in (("device_probe", before), ("device_probe_after", after)):
         if factor is not None:
             c[key] = {"decode_device_s": {str(b): factor * p for b, p in cost.decode_price_s.items()},
-                      "repeats": 24, "position": c["max_model_len"] // 2}
+                      "repeats": 24, "positions": "slot i of a bucket of b at (i + 1) x max_model_len // (b + 1)"}
     run_json.write_text(json.dumps(data))
     return tmp_path
 

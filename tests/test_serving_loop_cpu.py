@@ -762,7 +762,7 @@ def test_one_disturbed_repeat_of_the_host_probe_does_not_count(monkeypatch):
 def test_the_device_probe_times_every_capture_sizes_decode_step():
     # on a cost executor whose decode step at bucket b takes b ms (whatever the slots' positions),
     # the probe's median at each capture size is exactly b ms, from warmup + repeats steps each,
-    # every slot of the bucket running
+    # every slot of the bucket running, each at its own position spread over the cache
     seen = []
 
     def decode_s(n, bucket, ctx):
@@ -773,8 +773,11 @@ def test_the_device_probe_times_every_capture_sizes_decode_step():
     probe = sl.device_probe(ex, 256, repeats=5, warmup=2)
     assert probe["decode_device_s"] == {str(b): pytest.approx(1e-3 * b, rel=1e-12) for b in ex.buckets}
     assert list(probe["decode_device_s"]) == ["1", "2", "4", "8", "16", "24"]
-    assert len(seen) == len(ex.buckets) * (5 + 2) and probe["repeats"] == 5 and probe["position"] == 128
-    assert all(n == bucket and ctx == (129,) * n for n, bucket, ctx in seen)
+    assert len(seen) == len(ex.buckets) * (5 + 2) and probe["repeats"] == 5
+    assert all(n == bucket and len(set(ctx)) == n and max(ctx) <= 256 for n, bucket, ctx in seen)
+    assert seen[-1][2] == tuple(p + 1 for p in sl.probe_positions(24, 256))
+    assert sl.probe_positions(4, 256) == [51, 102, 153, 204]  # (i + 1) x 256 // 5
+    assert sl.probe_positions(3, 2) == [0, 1, 1]  # capped at the last position
 
 
 def test_one_slow_step_of_the_device_probe_does_not_count():
