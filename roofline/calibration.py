@@ -11,6 +11,7 @@ the one table of defaults and bounds, used by the model's validation and by the 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -467,9 +468,22 @@ def load_calibration(path: str | Path) -> Calibration:
 
 
 def shipped_calibration(card: str, engine: str) -> Calibration | None:
-    """The calibration shipped in hardware_profiles/calibrations/<card>-<engine>.json, if any."""
+    """The calibration shipped in hardware_profiles/calibrations/<card>-<engine>.json, if any (read
+    once per version of the file: a sweep over the catalog asks for the same few many times)."""
     path = calibrations_dir() / f"{card}-{engine}.json"
-    return load_calibration(path) if path.is_file() else None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if not path.is_file():
+        return None
+    return _cached_calibration(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _cached_calibration(path: str, mtime_ns: int, size: int) -> Calibration:
+    """load_calibration of ``path`` as it was at (``mtime_ns``, ``size``): a Calibration is frozen."""
+    return load_calibration(path)
 
 
 def save_calibration(calibration: Calibration, path: str | Path) -> Path:

@@ -75,6 +75,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from roofline.buckets import capture_sizes, prefill_token_buckets  # noqa: F401 - re-exported
@@ -110,6 +111,11 @@ class ScaledPasses:
         return self.step.pass_s(work) * self.scale
 
 
+#: The most prices a cost object remembers (FusedCost's decode steps, LoopCost's prefill passes):
+#: ~150 bytes each, so at most ~40 MB; past it, new ones are computed every time.
+MEMO_MAX = 1 << 18
+
+
 class FusedCost:
     """One step-model pass per iteration (module docstring)."""
 
@@ -125,20 +131,41 @@ class FusedCost:
             return plain(work) * scale
 
         ps = plain if scale == 1.0 else scaled  # (the simulators' hot loop: no multiply at 1)
+        memo = self._steps = {}
 
         def decode_s(slots, decoding, kv_read):
-            return ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
+            # a step's price depends on (decoding, kv_read) alone, and few slots revisit the same
+            # pairs millions of times: remembered (MEMO_MAX of them), the same number either way
+            key = (decoding, kv_read)
+            seconds = memo.get(key)
+            if seconds is None:
+                seconds = ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
+                if len(memo) < MEMO_MAX:
+                    memo[key] = seconds
+            return seconds
 
         def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0):
             # a fused pass reads a continued chunk's cached keys from the paged cache: no copy
             return ps((float(decoding), kv_read, prefill_tokens, prefill_pairs, chunks, None, None))
 
         self.decode_s, self.pass_s = decode_s, pass_s
+        self._stretches: dict = {}  # decode_costs' prices, apart from decode_s's scalar ones
 
     def decode_costs(self, slots, decoding, kv_read):
-        """decode_s for an array of ``kv_read`` (one vectorised pass-model call)."""
+        """decode_s for an array of ``kv_read`` (one vectorised pass-model call). Each step's price
+        is remembered (MEMO_MAX of them) and a stretch whose every step was priced before costs no
+        call: with few slots the same (decoding, kv_read) pairs come back all through a stream."""
+        memo = self._stretches
+        keys = kv_read.tolist()
+        known = [memo.get((decoding, k)) for k in keys]
+        if None not in known:
+            return np.array(known)
         seconds = self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
-        return seconds if self.scale == 1.0 else seconds * self.scale
+        if self.scale != 1.0:
+            seconds = seconds * self.scale
+        if len(memo) + len(keys) <= MEMO_MAX:
+            memo.update(zip([(decoding, k) for k in keys], seconds.tolist()))
+        return seconds
 
 
 class Term(BaseModel):
@@ -429,7 +456,18 @@ class LoopCost:
         host_d, host_p = terms.host_decode_s.value, terms.host_prefill_s.value
         per_d, per_p = terms.host_decode_s_per_seq.value, terms.host_prefill_s_per_seq.value
         dec = self.decode_device_s
-        prefill_device = self.prefill_device_s
+        priced = self.prefill_device_s
+        memo = self._prefills = {}
+
+        def prefill_device(*key):
+            # a pass's price depends on its five counts alone, and a stream's prompts repeat them
+            # (a lone prompt of n tokens is always (n, n(n+1)/2, 1)): remembered, MEMO_MAX of them
+            seconds = memo.get(key)
+            if seconds is None:
+                seconds = priced(*key)
+                if len(memo) < MEMO_MAX:
+                    memo[key] = seconds
+            return seconds
 
         def decode_s(slots, decoding, kv_read):
             return dec[slots] + host_d + per_d * decoding

@@ -95,8 +95,14 @@ def pnorm(a, b, p):
     if p >= MAX_EXPONENT:
         return hi
     lo = np.minimum(a, b)
-    ratio = np.divide(lo, hi, out=np.zeros_like(hi), where=hi > 0)
-    return hi * np.exp(np.log1p(ratio**p) / p)
+    r = np.divide(lo, hi, out=np.zeros_like(hi), where=hi > 0)
+    # hi * exp(log1p(r^p) / p), in place: the same operations in the same order, no temporaries
+    np.power(r, p, out=r)
+    np.log1p(r, out=r)
+    r /= p
+    np.exp(r, out=r)
+    r *= hi
+    return r if r.ndim else r[()]
 
 
 class PassWork(NamedTuple):
@@ -483,11 +489,11 @@ class StepModel:
                 # run other kernels, which the fitted terms price)
                 lm = np.log2(np.asarray(e["matrices"], dtype=float))
                 factors = np.asarray(e["factors"], dtype=float)
-                set_(self, "_kernel_table", (np.concatenate([[lm[0] - 1.0], lm]),
-                                             np.asarray(e["contexts"], dtype=float),
-                                             np.vstack([np.ones((1, factors.shape[1])), factors]), tuple(edges),
-                                             spec.num_key_value_heads * kv_heads_share(spec.attention_kind,
-                                                                                       spec.num_key_value_heads, tp)))
+                table = (np.concatenate([[lm[0] - 1.0], lm]), np.asarray(e["contexts"], dtype=float),
+                         np.vstack([np.ones((1, factors.shape[1])), factors]), tuple(edges),
+                         spec.num_key_value_heads * kv_heads_share(spec.attention_kind, spec.num_key_value_heads, tp))
+                # the same grid as Python lists: the float path's indexing (the simulators' hot loop)
+                set_(self, "_kernel_table", table + tuple(x.tolist() for x in table[:3]))
         if self.routing_skew > 0 and spec.num_experts:
             set_(self, "_touched_table", _touched_table(spec.num_experts, spec.experts_per_token, self.routing_skew))
         if tiles:
@@ -582,16 +588,22 @@ class StepModel:
         tokens, tokens_w = kv, kvw  # the cached tokens read, before a window's factor scales them
         # the softmax's rows: each sequence's cache, and its sink where the model has one
         extra = self._softmax_extra_positions
-        rk, rkw = kv + d * extra, kvw + d * extra
+        # (uncapped, the windowed layers' figures are the full ones': computed once, the same numbers)
+        rk = kv + d * extra
+        rkw = rk if uncapped else kvw + d * extra
         if c[38] or c[39]:  # the softmax's warp kernel's floor: its walk along the row, while it runs a warp a row
-            t, tw = _per_sequence(rk, d), _per_sequence(rkw, d)
+            t = _per_sequence(rk, d)
+            tw = t if uncapped else _per_sequence(rkw, d)
             warp, warpw = _warp_floor(t, c[38], c[40], c[41]), _warp_floor(tw, c[39], c[40], c[41])
         if self._row_factors:  # the scores' cost by the softmax kernel their rows' length runs
             f = _window_factor(self._row_factors, rk, d)
             score, scorew = score * f, scorew * (f if uncapped else _window_factor(self._row_factors, rkw, d))
         if self._context_windows:  # a cache length in a slower kernel's window (windowed layers: their ring's)
             f = _window_factor(self._context_windows, kv, d)
-            kv, kvw = kv * f, kvw * (f if uncapped else _window_factor(self._context_windows, kvw, d))
+            if uncapped:
+                kv = kvw = kv * f
+            else:
+                kv, kvw = kv * f, kvw * _window_factor(self._context_windows, kvw, d)
         matmul_memory = c[2]
         matmul_compute = d * c[3] + p * c[4] + rows * c[5]
         expert_memory = expert_compute = 0.0
@@ -612,11 +624,13 @@ class StepModel:
             if self._expert_nodes is not None:
                 expert_memory, expert_compute = self._measured_experts(tokens, touched, expert_memory, expert_compute)
         written = d + p
-        kv_s = (c[7] * kv + written) * c[6] + (c[7] * kvw + written) * c[14]
+        read = c[7] * kv + written
+        kv_s = read * c[6] + (read if uncapped else c[7] * kvw + written) * c[14]
         if c[26] or c[27]:
             # the values' weighted sum is a reduction over each sequence's context that the kernel
             # runs serially: with few sequences it cannot go faster than context x the lane time
-            lane = _per_sequence(kv, d) * c[26] + _per_sequence(kvw, d) * c[27]
+            each = _per_sequence(kv, d)
+            lane = each * c[26] + (each if uncapped else _per_sequence(kvw, d)) * c[27]
             kv_s = 0.5 * kv_s + _max(0.5 * kv_s, lane)
         decode_attention = (kv_s + (_max(kv * score, warp) + _max(kvw * scorew, warpw) if c[38] or c[39]
                                     else kv * score + kvw * scorew) + d * c[19])
@@ -768,11 +782,12 @@ def _per_sequence(total, sequences):
 
 def _table_factor(table, matrices, tokens):
     """The kernel table's factor (StepModel._kernel_table: log2 matrices, lengths, factors, the price's
-    steps by length) at ``matrices`` batched matrices and caches of ``tokens`` positions: linear in
+    steps by length, the KV heads; then the first three again as lists) at ``matrices`` batched matrices and caches of ``tokens`` positions: linear in
     log2 matrices and in length between the probed ones, the ends held; between two probed lengths
     with a step of the price's own factors between them, the value on the query's side of it."""
-    lm, cs, F, edges = table[0], table[1], table[2], table[3]
+    edges = table[3]
     if type(matrices) is float and type(tokens) is float:
+        lm, cs, F = table[5], table[6], table[7]  # lists: the same numbers, indexed without numpy's cost
         x = min(max(math.log2(matrices) if matrices > 1.0 else 0.0, lm[0]), lm[-1])
         t = min(max(tokens, cs[0]), cs[-1])
         i = min(max(bisect.bisect_right(lm, x) - 1, 0), len(lm) - 2)
@@ -782,12 +797,14 @@ def _table_factor(table, matrices, tokens):
         for e in edges:
             if cs[j] <= e < cs[j + 1]:
                 wj = 0.0 if t <= e else 1.0
-        lo = F[i, j] * (1.0 - wj) + F[i, j + 1] * wj
-        hi = F[i + 1, j] * (1.0 - wj) + F[i + 1, j + 1] * wj
+        lo = F[i][j] * (1.0 - wj) + F[i][j + 1] * wj
+        hi = F[i + 1][j] * (1.0 - wj) + F[i + 1][j + 1] * wj
         return float(lo * (1.0 - wi) + hi * wi)
+    lm, cs, F = table[0], table[1], table[2]
+    # each axis's index and weight on its own input's shape (a sweep's matrices vary by batch, its
+    # lengths by context), broadcast only where the grid's values are gathered
     x = np.clip(np.log2(np.maximum(np.asarray(matrices, dtype=float), 1.0)), lm[0], lm[-1])
     t = np.clip(np.asarray(tokens, dtype=float), cs[0], cs[-1])
-    x, t = np.broadcast_arrays(x, t)
     i = np.clip(np.searchsorted(lm, x, side="right") - 1, 0, len(lm) - 2)
     j = np.clip(np.searchsorted(cs, t, side="right") - 1, 0, len(cs) - 2)
     wi = (x - lm[i]) / (lm[i + 1] - lm[i])

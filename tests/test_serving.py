@@ -233,3 +233,78 @@ def test_a_small_pool_preempts_and_holds_fewer_sequences():
     # 500 blocks, a 512-token prompt takes 32 at admission: at most 15 run; the pool binds throughput too
     assert tight["max_running"] <= 15
     assert tight["throughput_tok_s"] < roomy["throughput_tok_s"]
+
+
+# ---- remembered prices: the same numbers, bounded -------------------------------------------
+def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
+    """FusedCost remembers each decode step's price by (decoding, kv_read) and each stretch's by step:
+    a repeat gives the very number the step model does, without calling it; a stretch whose every step
+    was seen costs no step-model call; past MEMO_MAX prices nothing more is kept."""
+    from roofline import pass_costs
+    from roofline.pass_costs import FusedCost
+
+    step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step  # with the kernel table
+    calls = []
+    real = step.pass_s
+
+    class Counting:
+        def __init__(self):
+            self.spec = step.spec
+
+        def pass_s(self, work):
+            calls.append(work)
+            return real(work)
+
+    cost = FusedCost(Counting())
+    first = cost.decode_s(8, 8, 9000.0)
+    assert first == real((8.0, 9000.0, 0.0, 0.0, 0.0, None, None)) and len(calls) == 1
+    assert cost.decode_s(8, 8, 9000.0) == first and len(calls) == 1  # remembered
+    kv = 9000.0 + 8.0 * np.arange(40)
+    a = cost.decode_costs(8, 8, kv)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(a, real((8.0, kv, 0.0, 0.0, 0.0, None, None)))  # the vectorised prices
+    np.testing.assert_array_equal(cost.decode_costs(8, 8, kv[5:30]), a[5:30])
+    assert len(calls) == 2  # every step known: no call
+    cost.decode_costs(8, 8, np.append(kv[:3], 1e5))  # one unknown step: one call for the stretch
+    assert len(calls) == 3
+    monkeypatch.setattr(pass_costs, "MEMO_MAX", 5)
+    small = FusedCost(Counting())
+    for i in range(20):
+        assert small.decode_s(4, 4, float(1000 + i)) == real((4.0, float(1000 + i), 0.0, 0.0, 0.0, None, None))
+    assert len(small._steps) == 5  # the first five kept, the rest computed every time
+    small.decode_costs(4, 4, 2000.0 + np.arange(50.0))
+    assert len(small._stretches) == 0  # a stretch of 50 would pass the cap: not kept
+    monkeypatch.setattr(pass_costs, "MEMO_MAX", 100)
+    small.decode_costs(4, 4, 2000.0 + np.arange(50.0))
+    small.decode_costs(4, 4, 3000.0 + np.arange(60.0))
+    assert len(small._stretches) == 50  # 50 + 60 would pass 100
+
+
+def test_the_loop_remembers_prefill_prices():
+    """LoopCost's prefill passes: a repeat of the same five counts gives the very number
+    prefill_device_s does (the memo is exact), for whole prompts and chunks after cached tokens."""
+    from roofline.pass_costs import LoopCost, load_loop_terms
+
+    step = make_scenario(card="h200", model="qwen2.5-1.5b", engine="graph").step
+    cost = LoopCost(step, load_loop_terms(card="h200", engine="graph"), 1280, 64, 2048)
+    for args in ((300.0, 300.0 * 301 / 2, 1.0, 0, 0), (512.0, 512.0 * 1000.0, 1.0, 512, 488), (16.0, 136.0, 1.0, 0, 0)):
+        want = cost.prefill_device_s(*args) + cost.terms.host_prefill_s.value + cost.terms.host_prefill_s_per_seq.value
+        assert cost.pass_s(3, 0, 0.0, *args[:3], *args[3:]) == pytest.approx(want, rel=1e-15)
+        assert cost.pass_s(3, 0, 0.0, *args[:3], *args[3:]) == cost.pass_s(3, 0, 0.0, *args[:3], *args[3:])
+    assert len(cost._prefills) == 3
+
+
+def test_the_kernel_tables_float_path_matches_its_array_path():
+    """roofline.step._table_factor on floats (Python lists, the simulators' hot loop) and on arrays
+    (numpy) gives the same factor at every point, on and between the grid's, past its ends too."""
+    from roofline.step import _table_factor
+
+    step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step
+    table = step._kernel_table
+    assert table is not None  # the H200 graph calibration carries the attention kernel table
+    rng = np.random.default_rng(4)
+    matrices = np.concatenate([rng.uniform(0.5, 2 ** 12, 300), 2.0 ** table[0][1:], [1.0, 3.0]])
+    tokens = np.concatenate([rng.uniform(0.0, 2 * table[1][-1], 300), table[1], table[1][:2]])[:len(matrices)]
+    arr = _table_factor(table, matrices, tokens)
+    for m, t, want in zip(matrices.tolist(), tokens.tolist(), arr.tolist()):
+        assert _table_factor(table, m, t) == pytest.approx(want, rel=1e-12, abs=1e-15)
