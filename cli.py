@@ -587,6 +587,10 @@ def serve(**kw):
         kw["prefill_graphs"] = False
     result = api.serve(**kw)
     click.echo(f"run written to {result['run_path']}")
+    from roofline.views import serve_summary_lines
+
+    for line in serve_summary_lines(result, kw["out_dir"]):
+        click.echo(line)
 
 
 # ---- static batching: waste, simulate, choose (roofline.batching, roofline.serving, roofline.choice) ----

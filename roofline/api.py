@@ -889,11 +889,18 @@ def serve(
     ``engine_options``: max_num_seqs, max_model_len, block_size, kv_capacity_tokens,
     gpu_memory_utilization, max_num_batched_tokens, policy, prefill_graphs (None: CUDA graphs
     for whole-prompt prefills where the GPU and torch's varlen attention allow; False: eager).
-    Returns {run_path}."""
+    Returns {run_path, summary (the run's measured summary), device_probe (its decode steps'
+    median device time per bucket before and after its clock: {"before": {...}, "after": {...}})}."""
     try:
         from calibrate.serving_job import run_serving
     except ImportError as exc:
         raise RooflineError(f"serving runs need torch ({exc.name} is missing): pip install 'roofline[calibrate]'") from None
+    from roofline.atomic import read_json
+
     path = run_serving(card, model, requests, Path(out_dir), device=device, arrival_rate=arrival_rate, seed=seed,
                        deadline_s=budget_s, **{k: v for k, v in engine_options.items() if v is not None})
-    return {"run_path": path}
+    run = read_json(Path(path), "serving run")
+    config = run.get("config", {})
+    return {"run_path": path, "summary": run.get("summary", {}),
+            "device_probe": {"before": (config.get("device_probe") or {}).get("decode_device_s", {}),
+                             "after": (config.get("device_probe_after") or {}).get("decode_device_s", {})}}

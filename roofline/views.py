@@ -231,6 +231,20 @@ def calibrate_view(result: dict) -> str:
     return "\n".join(lines)
 
 
+def serve_summary_lines(result: dict, out_dir) -> list[str]:
+    """roofline serve, after the run's own summary line: its device probe and the command that
+    compares it with the simulator."""
+    probe = result.get("device_probe") or {}
+    before, after = probe.get("before") or {}, probe.get("after") or {}
+    lines = []
+    if before:
+        cells = ", ".join(f"{b}: {before[b] * 1e3:.3g}" + (f" / {after[b] * 1e3:.3g}" if b in after else "")
+                          for b in before)
+        lines.append(f"device probe, a decode step's median ms by running sequences (before / after the run): {cells}")
+    lines.append(f"next: roofline compare-serving {out_dir}")
+    return lines
+
+
 def compare_serving_view(result: dict, fmt: str) -> str:
     """roofline compare-serving: each run's measured / simulated summary and the bounds' tally."""
     if fmt == "json":

@@ -219,6 +219,10 @@ def test_serve_on_the_cpu_records_which_prefill_ran(tmp_path, monkeypatch):
         data = json.loads(run_json.read_text())
         assert data["config"]["prefill_graphs"] is False and data["config"]["prefill_token_buckets"] == []
         assert data["summary"]["finished"] == 3
+        # the run's device probe and the command that compares it, as the JSON has them
+        probe = data["config"]["device_probe"]["decode_device_s"]
+        assert f"1: {probe['1'] * 1e3:.3g} / " in res.output and f"2: {probe['2'] * 1e3:.3g} / " in res.output
+        assert res.output.rstrip().endswith(f"next: roofline compare-serving {out}")
     assert asked == [None, False]  # auto (graphs where CUDA and varlen allow), then eager as asked
 
 
