@@ -90,7 +90,7 @@ def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
 
 def main() -> None:
     from roofline.pass_costs import load_loop_terms
-    from roofline.serving_replay import pass_ratios, replay
+    from roofline.serving_replay import pass_ratios, probed_speed, replay
     from roofline.serving_runs import read_run
 
     terms = load_loop_terms(card="h200", engine="graph")
@@ -108,11 +108,12 @@ def main() -> None:
         measured = run.summary
         shipped = replay(run, folder, terms, pass_time_spread=SPREAD)  # compare-serving's replay and its range
         probed = None
-        if ratios["probe_by_bucket"]:
-            probed = replay(run, folder, terms, decode_time_scales=ratios["probe_by_bucket"])["ttft_p99_s"]
+        scales, _ = probed_speed(ratios)  # as compare-serving --at-probed-speed takes it
+        if scales:
+            probed = replay(run, folder, terms, decode_time_scales=scales)["ttft_p99_s"]
         own = simulate(run, folder, terms, dec)
         steps = ratios["decode_steps_by_bucket"]  # buckets of 5 steps or more: a median worth the name
-        per_bucket = {b: v for b, v in ratios["decode_by_bucket"].items() if steps[b] >= 5}
+        per_bucket = {b: v for b, v in ratios["decode_by_bucket"].items() if steps[b] >= 5 and 0.5 <= v <= 2.0}
         own_bucket = replay(run, folder, terms, decode_time_scales=per_bucket)["ttft_p99_s"]
         if pre:
             own_p99_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"]
@@ -184,14 +185,16 @@ def main() -> None:
     else:
         for r in probed:
             m = r["measured"]
+            at = "not replayed (compare-serving's note says why)" if r["at_probe"] is None else \
+                f"{100 * err(r['at_probe'], m):+.1f}%"
             print(f"  {r['call']:12} {r['run']:40} decode / price measured {r['decode']:.3f}, probe {r['probe']:.3f}; "
-                  f"TTFT p99 {m * 1e3:.1f} ms, shipped {100 * err(r['shipped'], m):+.1f}%, at the probed speed "
-                  f"{100 * err(r['at_probe'], m):+.1f}%")
+                  f"TTFT p99 {m * 1e3:.1f} ms, shipped {100 * err(r['shipped'], m):+.1f}%, at the probed speed {at}")
         gap = np.array([r["probe"] - r["decode"] for r in probed])
+        replayed = [r for r in probed if r["at_probe"] is not None]
         print(f"  probe - measured decode ratio: mean {gap.mean():+.4f}, largest size {np.abs(gap).max():.4f}; TTFT "
-              f"p99 within {100 * BOUND:.0f}%: {sum(1 for r in probed if abs(err(r['shipped'], r['measured'])) <= BOUND)} "
-              f"as shipped, {sum(1 for r in probed if abs(err(r['at_probe'], r['measured'])) <= BOUND)} at the probed "
-              "speed")
+              f"p99 within {100 * BOUND:.0f}% over the {len(replayed)} replayed at the probe: "
+              f"{sum(1 for r in replayed if abs(err(r['shipped'], r['measured'])) <= BOUND)} as shipped, "
+              f"{sum(1 for r in replayed if abs(err(r['at_probe'], r['measured'])) <= BOUND)} at the probed speed")
 
 
 if __name__ == "__main__":

@@ -349,11 +349,12 @@ DEVICE_PROBE_REPEATS, DEVICE_PROBE_WARMUP = 24, 3
 def device_probe(executor, max_model_len: int, *, repeats: int = DEVICE_PROBE_REPEATS,
                  warmup: int = DEVICE_PROBE_WARMUP) -> dict:
     """How fast this run's GPU runs the loop's decode steps, measured before a run's clock starts
-    on a fixed workload whatever the run's: each capture size's decode step (every slot of the
-    bucket running, each at its own position, spread over the cache as a server's are:
-    ``probe_positions``) ``repeats`` times, one step at a time as the server runs them (its inputs
-    staged from the host, the token sync), timed as the run times its steps (roofline.serving_runs'
-    ``device_s``), and the median per bucket. The same graph of
+    on a fixed workload whatever the run's: each capture size's decode step at a typical fill
+    (``probe_fill``: midway between the bucket below and it; the slots beyond padded at position 0
+    as the server pads them), each running slot at its own position, spread over the cache as a
+    server's are (``probe_positions``), ``repeats`` times, one step at a time as the server runs
+    them (its inputs staged from the host, the token sync), timed as the run times its steps
+    (roofline.serving_runs' ``device_s``), and the median per bucket. The same graph of
     the same model ran up to 6% apart against its price on different lent H200s, and a TTFT p99
     near saturation moves by tens of percent with a few percent of pass time (docs/serving.md, "Why
     the remaining tails miss"); this is that speed, taken in the run's own process (its weights,
@@ -365,17 +366,28 @@ def device_probe(executor, max_model_len: int, *, repeats: int = DEVICE_PROBE_RE
     sequence writes them itself."""
     import statistics
 
-    by_bucket = {}
-    for bucket in executor.buckets:
-        tokens, positions = [1] * bucket, probe_positions(bucket, max_model_len)
+    by_bucket, fills = {}, {}
+    for bucket, n in probe_fill(executor.buckets).items():
+        tokens, positions = [1] * n, probe_positions(n, max_model_len)
+        fills[str(bucket)] = n
         times = []
         for i in range(max(0, warmup) + max(1, repeats)):
             _, seconds = executor.decode(tokens, positions)
             if i >= warmup:
                 times.append(seconds)
         by_bucket[str(bucket)] = statistics.median(times)
-    return {"decode_device_s": by_bucket, "repeats": max(1, repeats),
-            "positions": "slot i of a bucket of b at (i + 1) x max_model_len // (b + 1)"}
+    return {"decode_device_s": by_bucket, "decode_seqs": fills, "repeats": max(1, repeats),
+            "positions": "running slot i of n at (i + 1) x max_model_len // (n + 1), the rest of the bucket at 0"}
+
+
+def probe_fill(buckets: list[int]) -> dict[int, int]:
+    """{bucket: the sequences the device probe runs in it}: midway between the bucket below (0 for
+    the first) and the bucket, rounded up (1 -> 1, 2 -> 2, 4 -> 3, 8 -> 6, 16 -> 12, 64 after 48 -> 56)."""
+    out, below = {}, 0
+    for b in buckets:
+        out[b] = (below + 1 + b) // 2
+        below = b
+    return out
 
 
 def probe_positions(bucket: int, max_model_len: int) -> list[int]:

@@ -111,8 +111,9 @@ class ScaledPasses:
         return self.step.pass_s(work) * self.scale
 
 
-#: The most prices a cost object remembers (FusedCost's decode steps, LoopCost's prefill passes):
-#: ~150 bytes each, so at most ~40 MB; past it, new ones are computed every time.
+#: The most prices one memo keeps (FusedCost has two: its decode steps and its stretches' steps;
+#: LoopCost one, its prefill passes): ~150 bytes each, so ~40 MB a memo at most (a simulate with
+#: --pass-time-spread builds three cost objects); past it, new prices are computed every time.
 MEMO_MAX = 1 << 18
 
 
@@ -336,7 +337,7 @@ def run_device_probe(config: dict) -> dict[int, float] | None:
 
     before, after = read(config.get("device_probe")), read(config.get("device_probe_after"))
     if before and after:
-        both = {b: (before[b] * after[b]) ** 0.5 for b in before if b in after}
+        both = {b: before[b] ** 0.5 * after[b] ** 0.5 for b in before if b in after}  # no overflow
         return both or before
     return before or after or None
 
@@ -359,7 +360,10 @@ def bucket_factor(scales, bucket: int) -> float:
         return 1.0
     if bucket in scales:
         return float(scales[bucket])
-    nearest = min(scales, key=lambda b: (abs(math.log(b / bucket)), b))
+    named = [b for b in scales if b > 0]
+    if not named or bucket <= 0:
+        return 1.0
+    nearest = min(named, key=lambda b: (abs(math.log(b / bucket)), b))
     return float(scales[nearest])
 
 

@@ -84,6 +84,8 @@ class ServerOptions:
                 f = validate.positive(f, "decode_time_scales", f"bucket {b}'s factor, in 0.5-2", maximum=2.0)
                 if f < 0.5:
                     raise RooflineError(f"bucket {b}'s factor {f:g} is outside 0.5-2", "decode_time_scales")
+                if any(b == seen for seen, _ in pairs):
+                    raise RooflineError(f"bucket {b} is given twice", "decode_time_scales")
                 pairs.append((b, f))
             if not pairs:
                 raise RooflineError("give at least one {bucket: factor} pair", "decode_time_scales")

@@ -312,7 +312,7 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
     for name in names or run_names(folder):
         run = read_run(folder, name)
         ratios = pass_ratios(run, terms, **kw)
-        scales = ratios["probe_by_bucket"] if at_probed_speed and probe_usable(ratios["probe_by_bucket"]) else None
+        scales, why_not = probed_speed(ratios) if at_probed_speed else (None, None)
         sim = replay(run, folder, terms, pass_time_spread=pass_time_spread, decode_time_scales=scales, **kw)
         meas = run.summary
         row = {"run": name, "fitted": name in fitted, "requests": meas["requests"],
@@ -332,6 +332,8 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
         row["decode_device_ratio"], row["prefill_device_ratio"] = ratios["decode"], ratios["prefill"]
         row["decode_probe_ratio"] = ratios["probe"]
         row["at_probed_speed"] = bool(scales)
+        if why_not:
+            row["probed_speed_not_used"] = why_not
         rows.append(row)
     return rows
 
@@ -341,9 +343,25 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
 PROBE_RANGE = (0.5, 2.0)
 
 
-def probe_usable(scales) -> bool:
-    """Whether ``scales`` ({bucket: probed device time / price}) is a speed to replay at."""
-    return bool(scales) and all(PROBE_RANGE[0] <= v <= PROBE_RANGE[1] for v in scales.values())
+def probed_speed(ratios: dict) -> tuple[dict | None, str | None]:
+    """(the decode scales a replay at the probed speed takes, None) from ``pass_ratios``' figures:
+    the probe's ratio at each bucket the run's decode steps used; or (None, why not): no probe, no
+    decode step, or a used bucket's ratio beyond PROBE_RANGE."""
+    probe = ratios.get("probe_by_bucket")
+    if not probe:
+        return None, "no device probe (runs before device call 89 carry none)"
+    used = [b for b, n in ratios.get("decode_steps_by_bucket", {}).items() if n > 0]
+    if not used:
+        return None, "no decode step to replay at the probed speed"
+    from roofline.pass_costs import bucket_factor
+
+    scales = {b: bucket_factor(probe, b) for b in used}
+    off = {b: v for b, v in scales.items() if not PROBE_RANGE[0] <= v <= PROBE_RANGE[1]}
+    if off:
+        cells = ", ".join(f"bucket {b} at {v:.2f}x" for b, v in sorted(off.items()))
+        return None, (f"its device probe ran decode steps beyond {PROBE_RANGE[0]:g}-{PROBE_RANGE[1]:g}x their price "
+                      f"({cells}): not the card the terms price")
+    return scales, None
 
 
 #: What summary_lines reports, with the bound it checks (the keys of COMPARED that carry one).
@@ -411,15 +429,8 @@ def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | 
         # a run of the terms' own fit is one of the shipped folder's, whatever another folder's runs are named
         rows += compare_rows(path, terms, names=[name], card=card, fitted=terms.fitted_on if shipped else (),
                              pass_time_spread=pass_time_spread, at_probed_speed=at_probed_speed)
-        if at_probed_speed and not rows[-1]["at_probed_speed"]:
-            probe = rows[-1]["decode_probe_ratio"]
-            if probe is None:
-                notes.append(f"{name}: no device probe (runs before device call 89 carry none): replayed at the "
-                             "priced speed")
-            else:
-                notes.append(f"{name}: its device probe ran the decode steps at {probe:.2f}x their price, beyond "
-                             f"{PROBE_RANGE[0]}-{PROBE_RANGE[1]}x: not the card the terms price; replayed at the "
-                             "priced speed")
+        if rows[-1].get("probed_speed_not_used"):
+            notes.append(f"{name}: {rows[-1]['probed_speed_not_used']}; replayed at the priced speed")
     return {"folder": str(path), "runs": rows, "notes": notes, "summary": summary_lines(rows),
             "at_probed_speed": at_probed_speed}
 

@@ -308,3 +308,20 @@ def test_the_kernel_tables_float_path_matches_its_array_path():
     arr = _table_factor(table, matrices, tokens)
     for m, t, want in zip(matrices.tolist(), tokens.tolist(), arr.tolist()):
         assert _table_factor(table, m, t) == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_the_shipped_calibration_read_once_is_left_as_it_was():
+    """roofline.calibration.shipped_calibration reads each file once per version and hands every
+    caller the same object (frozen, but its tables are lists and dicts): predicting, simulating and
+    choosing with it must leave it as the file has it -- a caller that changed it would change every
+    later answer."""
+    from roofline import api
+    from roofline.calibration import load_calibration, calibrations_dir, shipped_calibration
+
+    shared = shipped_calibration("h200", "graph")
+    assert shipped_calibration("h200", "graph") is shared  # read once
+    api.predict("h200", "qwen2.5-7b", [1, 8, 64])
+    api.simulate("h200", "qwen2.5-1.5b", engine="graph", batch=8, mix="4x64,1x512", count=40,
+                 pass_cost="serving-loop", schedule="prefill-first")
+    api.choose("h200", "qwen2.5-7b", tpot_max_s=0.05)
+    assert shared.model_dump() == load_calibration(calibrations_dir() / "h200-graph.json").model_dump()

@@ -497,7 +497,32 @@ def test_a_device_probe_far_from_the_price_is_not_replayed_at(tmp_path):
     data = json.loads(res.output)
     assert data["runs"][0]["decode_probe_ratio"] == pytest.approx(5.0) and data["runs"][0]["at_probed_speed"] is False
     assert data["runs"][0]["ttft_p99_s"]["simulated"] == plain["ttft_p99_s"]["simulated"]
-    assert any("5.00x their price" in n and "replayed at the priced speed" in n for n in data["notes"])
+    assert any("beyond 0.5-2x their price (bucket 1 at 5.00x" in n and "replayed at the priced speed" in n
+               for n in data["notes"])
+
+
+def test_only_the_buckets_a_run_used_decide_whether_its_probe_is_replayed_at(tmp_path):
+    # call 85's llama-3.2-1b run used buckets up to 32 (at most 30 running) -- never 64: a probe that
+    # reads 5x the price at bucket 64 alone does not stop the replay at the probed speed; at bucket
+    # 16, which the run used, it does, and the note names the bucket
+    from roofline.serving_replay import probed_speed
+
+    name = "llama-3.2-1b-mixed-r65-n400-s302"
+    folder = _with_device_probe(tmp_path, shipped_folder().parent / "h200-graph-call85", name, 1.03, None)
+    run_json = folder / f"run-{name}.json"
+    data = json.loads(run_json.read_text())
+    times = data["config"]["device_probe"]["decode_device_s"]
+    times["64"] *= 5.0
+    run_json.write_text(json.dumps(data))
+    row = json.loads(run("compare-serving", str(folder), "--at-probed-speed", "--format", "json").output)["runs"][0]
+    assert row["at_probed_speed"] is True and row["decode_probe_ratio"] == pytest.approx(1.03)
+    times["64"] /= 5.0
+    times["16"] *= 5.0
+    run_json.write_text(json.dumps(data))
+    res = json.loads(run("compare-serving", str(folder), "--at-probed-speed", "--format", "json").output)
+    assert res["runs"][0]["at_probed_speed"] is False
+    assert any("bucket 16 at 5.15x" in n and "replayed at the priced speed" in n for n in res["notes"])
+    assert probed_speed({"probe_by_bucket": {16: 1.0}, "decode_steps_by_bucket": {}})[1].startswith("no decode step")
 
 
 def test_decode_time_scales_take_the_nearest_buckets_factor():
@@ -520,7 +545,8 @@ def test_decode_time_scales_take_the_nearest_buckets_factor():
 
 @pytest.mark.parametrize("scales, needle", [({16: 3.0}, "at most 2"), ({16: 0.2}, "outside 0.5-2"),
                                             ({1.5: 1.0}, "whole number"), ({}, "at least one"),
-                                            ({16: float("nan")}, "factor")])
+                                            ({16: float("nan")}, "factor"), ({16: 1.1, "16": 1.2}, "given twice"),
+                                            ({0: 1.0}, "at least 1")])
 def test_decode_time_scales_errors_name_the_field(scales, needle):
     from roofline.errors import RooflineError
     from roofline.servers import ServerOptions

@@ -762,7 +762,7 @@ def test_one_disturbed_repeat_of_the_host_probe_does_not_count(monkeypatch):
 def test_the_device_probe_times_every_capture_sizes_decode_step():
     # on a cost executor whose decode step at bucket b takes b ms (whatever the slots' positions),
     # the probe's median at each capture size is exactly b ms, from warmup + repeats steps each,
-    # every slot of the bucket running, each at its own position spread over the cache
+    # the bucket filled midway from the one below, each running slot at its own position
     seen = []
 
     def decode_s(n, bucket, ctx):
@@ -774,8 +774,12 @@ def test_the_device_probe_times_every_capture_sizes_decode_step():
     assert probe["decode_device_s"] == {str(b): pytest.approx(1e-3 * b, rel=1e-12) for b in ex.buckets}
     assert list(probe["decode_device_s"]) == ["1", "2", "4", "8", "16", "24"]
     assert len(seen) == len(ex.buckets) * (5 + 2) and probe["repeats"] == 5
-    assert all(n == bucket and len(set(ctx)) == n and max(ctx) <= 256 for n, bucket, ctx in seen)
-    assert seen[-1][2] == tuple(p + 1 for p in sl.probe_positions(24, 256))
+    fill = {1: 1, 2: 2, 4: 3, 8: 6, 16: 12, 24: 20}  # midway from the bucket below, rounded up
+    assert sl.probe_fill(ex.buckets) == fill and probe["decode_seqs"] == {str(b): n for b, n in fill.items()}
+    assert all(n == fill[bucket] and len(set(ctx)) == n and max(ctx) <= 256 for n, bucket, ctx in seen)
+    assert seen[-1][2] == tuple(p + 1 for p in sl.probe_positions(20, 256))
+    assert sl.probe_fill([1, 2, 4, 8, 16, 24, 32, 48, 64]) == {1: 1, 2: 2, 4: 3, 8: 6, 16: 12, 24: 20, 32: 28,
+                                                                48: 40, 64: 56}
     assert sl.probe_positions(4, 256) == [51, 102, 153, 204]  # (i + 1) x 256 // 5
     assert sl.probe_positions(3, 2) == [0, 1, 1]  # capped at the last position
 
