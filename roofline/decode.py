@@ -34,6 +34,21 @@ def decode_contexts(prompt_tokens, gen_tokens, kv_cache: str, samples: int = 16)
     return context, weights
 
 
+def block_spread(step_s, samples: int = 16) -> float:
+    """How far ``decode_contexts``' blocks can put the mean of a generation's steps (``step_s``, one
+    per step in order) off the step-by-step mean, at most: each block is priced at a context inside
+    it, so it is off its own steps' mean by at most the price's spread (max - min) over them; the
+    blocks' spreads summed over ``samples``. Zero where the price is constant; where it steps or
+    bends within a block, that much (docs/method.md section 6; benchmarks/tpot_blocks_error.py)."""
+    step_s = np.asarray(step_s, dtype=float)
+    n, total = len(step_s), 0.0
+    for k in range(samples):
+        lo, hi = int(np.floor(k * n / samples)), int(np.ceil((k + 1) * n / samples))
+        block = step_s[lo:max(hi, lo + 1)]
+        total += float(block.max() - block.min())
+    return total / samples
+
+
 def decode_step(model: StepModel, batch, context_tokens) -> dict:
     """One decode step of ``batch`` sequences each attending to ``context_tokens`` tokens (each
     windowed layer to at most its window): its time and where it goes, and the lesson's counts

@@ -123,13 +123,29 @@ def test_calibration_terms_bounds_are_enforced():
 
 @given(cards, models, st.integers(1, 4096), st.integers(1, 4096), calibrations, st.integers(1, 2048))
 @example("h200", "gpt-neox-20b", 1042, 48, "auto", 6)  # its last step leaves a window of cache lengths
-def test_sixteen_block_tpot_is_within_0_1_percent_of_the_step_by_step_mean(card, model, prompt, gen, cal, batch):
-    # docs/method.md section 6 claims this: 0.1%, plus a sixteenth of the largest jump between two
-    # consecutive steps where the generation crosses a step of the price (a window of cache lengths)
+@example("h200", "llama-2-70b", 2215, 2215, "auto", 340)  # over the old bound (0.1% + a sixteenth of a jump)
+@example("h200", "qwen2.5-0.5b", 978, 2347, "auto", 2993)  # 2.09% off: benchmarks/tpot_blocks_error.py's worst
+def test_sixteen_block_tpot_is_within_the_blocks_spread_of_the_step_by_step_mean(card, model, prompt, gen, cal, batch):
+    # docs/method.md section 6: each of the 16 blocks is priced at a context inside it, so it is off
+    # its own steps' mean by at most the price's spread over them; the TPOT by at most the blocks'
+    # spreads summed over 16 (+0.1% for the blocks' fractional edges). Exact where the price is linear
+    # in context; where it steps or bends within a block (the H200 graph calibration's priced
+    # regimes of context) up to ~2% (benchmarks/tpot_blocks_error.py)
+    from roofline.decode import block_spread
+
     sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=cal)
     steps = np.arange(1, max(gen - 1, 1) + 1)
     each = decode_step(sc.step, batch, prompt + steps)["step_s"]
     exact = each.mean()
-    jump = float(np.max(np.abs(np.diff(each)))) if len(each) > 1 else 0.0
     blocks = mean_decode(sc.step, np.array([batch]), prompt, gen, "dynamic")["step_s"][0]
-    assert abs(blocks / exact - 1.0) <= 1e-3 + jump / exact / 16.0
+    assert abs(blocks / exact - 1.0) <= 1e-3 + block_spread(each) / exact
+
+
+def test_sixteen_blocks_are_exact_where_the_step_is_linear_in_context():
+    # the uncalibrated roofline of a model without windows on a card where the decode is all memory:
+    # the step is linear in the context read, so the blocks' mean is the steps' mean to rounding
+    sc = make_scenario(card="h100-sxm", model="llama-3.1-8b", prompt_tokens=500, gen_tokens=3000, calibration=None)
+    each = decode_step(sc.step, 8, 500 + np.arange(1, 3000))["step_s"]
+    assert np.all(np.diff(np.diff(each)) < 1e-12 * each.mean())  # linear (convex kinks aside: none here)
+    blocks = mean_decode(sc.step, np.array([8]), 500, 3000, "dynamic")["step_s"][0]
+    assert blocks == pytest.approx(each.mean(), rel=1e-9)
