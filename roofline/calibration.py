@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from pathlib import Path
+from stat import S_ISREG
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -475,7 +476,7 @@ def shipped_calibration(card: str, engine: str) -> Calibration | None:
         stat = path.stat()
     except OSError:
         return None
-    if not path.is_file():
+    if not S_ISREG(stat.st_mode):  # the one stat says it is a file, and which version
         return None
     return _cached_calibration(str(path), stat.st_mtime_ns, stat.st_size)
 

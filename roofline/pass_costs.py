@@ -157,15 +157,15 @@ class FusedCost:
         is remembered (MEMO_MAX of them) and a stretch whose every step was priced before costs no
         call: with few slots the same (decoding, kv_read) pairs come back all through a stream."""
         memo = self._stretches
-        keys = kv_read.tolist()
-        known = [memo.get((decoding, k)) for k in keys]
+        keys = [(decoding, k) for k in kv_read.tolist()]
+        known = [memo.get(k) for k in keys]
         if None not in known:
             return np.array(known)
         seconds = self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
         if self.scale != 1.0:
             seconds = seconds * self.scale
         if len(memo) + len(keys) <= MEMO_MAX:
-            memo.update(zip([(decoding, k) for k in keys], seconds.tolist()))
+            memo.update(zip(keys, seconds.tolist()))
         return seconds
 
 
