@@ -289,7 +289,11 @@ class OneLineErrors(click.Group):
     """Usage errors (a bad value, a missing option) as one line, like every other error: the
     command's --help says the rest."""
 
-    def main(self, *args, standalone_mode: bool = True, **kwargs):
+    def main(self, args=None, *rest, standalone_mode: bool = True, **kwargs):
+        args = list(sys.argv[1:] if args is None else args)
+        if args[:1] == ["calibrate"] and "--serving" in args:  # issue 14's spelling of `roofline serve`
+            args = ["serve"] + [a for a in args[1:] if a != "--serving"]
+        args = (args, *rest)
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
@@ -505,13 +509,15 @@ def parse_ints(text: str, field: str) -> list[int]:
 @click.option("--device", default="cuda", show_default=True, help="cuda (or cuda:N), or cpu: this machine's CPU as the card.")
 @click.option("--resume", is_flag=True, help="Keep the points already in the folder's CSV and measure the rest.")
 @click.option("--no-fit", is_flag=True, help="Measure only.")
+@click.option("--serving", is_flag=True,
+              help="Serve a request stream with the real server loop instead: the same as `roofline serve` with the other options.")
 @click.option(
     "--no-cudnn-attention",
     is_flag=True,
     help="Disable PyTorch's cuDNN SDPA backend (on Hopper it rebuilds plans per KV length; see docs/calibration.md).",
 )
 @domain_errors
-def calibrate(batches, prompts, gens, grid, out_dir, no_fit, no_cudnn_attention, **kw):
+def calibrate(batches, prompts, gens, grid, out_dir, no_fit, serving, no_cudnn_attention, **kw):
     """Measure real bf16 decode on this machine's GPU (or CPU), then fit a calibration.
 
     Example: roofline calibrate --card h200 --model qwen2.5-1.5b --model qwen2.5-7b --engine graph --grid default --out runs/h200
@@ -559,7 +565,7 @@ def compare_serving(folder, loop_terms, names, pass_time_spread, at_probed_speed
 
 @main.command()
 @click.option("--card", required=True, help="Card id the run is recorded under (e.g. h200).")
-@click.option("--model", required=True, help="Model to serve (a dense catalog model or config.json).")
+@click.option("--model", required=True, help="Model to serve: a dense catalog model or config.json (no MoE or latent attention; a sliding window at least --max-model-len).")
 @click.option("--requests", "requests", required=True, type=click.Path(dir_okay=False), help="Request file: CSV with a header or JSONL; prompt_tokens, gen_tokens, optional arrival_s.")
 @click.option("--arrival-rate", type=float, help="Poisson arrivals at this many requests/s (replaces the file's arrival_s).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the Poisson arrivals.")

@@ -109,6 +109,68 @@ SESSION_OPTIONS = ("max_num_seqs", "max_model_len", "max_num_batched_tokens", "d
 RUN_OPTIONS = ("block_size", "gpu_memory_utilization", "kv_capacity_tokens", "max_num_batched_tokens", "policy")
 
 
+def file_label(model_or_path: str) -> str:
+    """A model's name as it goes into a run's file names: a catalog name as it is; a config.json
+    path as its folder's name (another .json file: its stem), through ``safe_name`` (a path's
+    slashes must not make folders)."""
+    path = Path(model_or_path)
+    if model_or_path.endswith(".json") or os.sep in model_or_path or (os.altsep or os.sep) in model_or_path:
+        label = path.parent.name if path.name == "config.json" else path.stem
+        if not path.suffix:  # a folder holding config.json
+            label = path.name
+    else:
+        label = model_or_path
+    return safe_name(label)
+
+
+def safe_name(text: str) -> str:
+    """``text`` with anything but letters, digits, '.', '_' and '-' as '-': a file name's part."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+
+
+def session_memory_bytes(model: str, config: dict, max_num_seqs: int, max_model_len: int, dtype: str) -> int:
+    """What a session allocates up front, about: the weights and the static KV cache (K and V, every
+    layer, max_num_seqs + 1 slots -- the spare one the prefill graphs pad into -- of max_model_len
+    rounded up to graph_engine.RING_ALIGN rows). Activations and graphs come on top."""
+    from calibrate.graph_engine import Shapes, aligned
+    from calibrate.grid import ModelSize
+
+    size = ModelSize.from_config(model, config)  # also refuses a config whose shape fields are broken
+    s = Shapes.from_config(config)
+    per_element = {"bfloat16": 2, "float16": 2, "float32": 4}.get(dtype, 2)
+    kv = 2 * s.layers * (max_num_seqs + 1) * s.kv_heads * aligned(max_model_len) * s.head_dim
+    return per_element * (size.params + kv)
+
+
+def check_session_fits(model: str, config: dict, device, max_num_seqs: int, max_model_len: int,
+                       dtype: str = "bfloat16", headroom: float = 0.9) -> None:
+    """Refuse (one line) a session that could not be built: a model the loop does not run
+    (serving_loop.check_servable), or weights + static KV cache beyond ``headroom`` x the memory
+    free on the GPU (or, on the CPU, MemAvailable: there an out-of-memory ends the process
+    instead of raising), before anything is allocated."""
+    from calibrate.graph_engine import Shapes
+    from calibrate.serving_loop import check_servable
+    from calibrate.timing import mem_available_bytes
+    from roofline.errors import RooflineError
+
+    check_servable(Shapes.from_config(config), max_model_len, model)
+    need = session_memory_bytes(model, config, max_num_seqs, max_model_len, dtype)
+    if device.type == "cuda":
+        import torch
+
+        # free on the device, plus what torch's allocator holds cached but unused (an earlier session's)
+        free = torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        where = "free on the GPU"
+    else:
+        free, where = mem_available_bytes(), "available (MemAvailable)"
+    if free is not None and need > headroom * free:
+        raise RooflineError(f"{model} does not fit: its weights and static KV cache ({max_num_seqs} slots of "
+                            f"{max_model_len} tokens) need about {need / 1e9:.1f} GB, {free / 1e9:.1f} GB {where}; "
+                            "use fewer --max-num-seqs, a smaller --max-model-len or a smaller model")
+
+
 class ServingSession:
     """One model on one device: weights, static KV cache and decode graphs, built (and warmed up)
     once; ``run`` serves a stream on a fresh clock and writes its files."""
@@ -132,8 +194,12 @@ class ServingSession:
             raise RooflineError(NO_GPU_MESSAGE)
         self.env = environment(self.device)
         self.max_num_batched_tokens = max_num_batched_tokens or max(max_model_len, 2048)
+        config = load_model_config(model)
+        self.model_config = config  # recorded in each run: a config.json path need not exist where it is replayed
+        if weights is None:  # tests hand in their own small weights
+            check_session_fits(model, config, self.device, max_num_seqs, max_model_len, dtype)
         t0 = time.monotonic()
-        self.executor = ModelExecutor(load_model_config(model), device=device, max_num_seqs=max_num_seqs,
+        self.executor = ModelExecutor(config, device=device, max_num_seqs=max_num_seqs,
                                       max_model_len=max_model_len, seed=seed, dtype=dtype, use_graph=use_graph,
                                       weights=weights, max_num_batched_tokens=self.max_num_batched_tokens,
                                       prefill_graphs=prefill_graphs, spin_wait=spin_wait)
@@ -190,6 +256,7 @@ class ServingSession:
         from roofline.serving_runs import (ITERATION_COLUMNS, REQUEST_COLUMNS, STREAM_COLUMNS, csv_text,
                                            run_paths, summarize)
 
+        name = safe_name(name)
         ex = self.executor
         paths = run_paths(out_dir, name)
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -215,7 +282,8 @@ class ServingSession:
         run = {
             "name": name,
             "config": {
-                "model": self.model, "card": card, "device": str(self.device), "policy": policy,
+                "model": self.model, "model_config": self.model_config,
+                "card": card, "device": str(self.device), "policy": policy,
                 "max_num_seqs": ex.max_num_seqs, "max_model_len": ex.max_model_len, "block_size": block_size,
                 "num_blocks": num_blocks, "kv_capacity_tokens": num_blocks * block_size, "kv_pool_source": source,
                 "max_num_batched_tokens": config.batched_tokens, "gpu_memory_utilization": gpu_memory_utilization,
@@ -286,11 +354,11 @@ def run_serving(card: str, model: str, requests, out_dir, device: str = "cuda", 
     stream: dict = {"seed": seed, "rate_per_s": arrival_rate}
     if isinstance(requests, (str, os.PathLike)):
         stream["source"] = str(requests)
-        name = name or f"{model}-{Path(requests).stem}"
+        name = name or f"{file_label(model)}-{file_label(Path(requests).stem)}"
         requests = file_requests(requests, arrival_rate, seed)
     else:
         stream["source"] = "requests"
-        name = name or f"{model}-requests"
+        name = name or f"{file_label(model)}-requests"
     stream["count"] = len(requests)
     session_kw = {k: v for k, v in engine_options.items() if k in SESSION_OPTIONS}
     session_kw.setdefault("max_model_len", default_max_model_len(requests))
@@ -411,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
                 requests = make()
                 info = {**info, "count": len(requests)}
                 written.append(session.run(
-                    requests, f"{model}-{label}", out, card=args.card, block_size=args.block_size,
+                    requests, f"{file_label(model)}-{label}", out, card=args.card, block_size=args.block_size,
                     gpu_memory_utilization=args.gpu_memory_utilization, kv_capacity_tokens=args.kv_capacity_tokens,
                     max_num_batched_tokens=args.max_num_batched_tokens, policy=args.policy, deadline_s=deadline,
                     stream=info))

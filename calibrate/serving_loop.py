@@ -1,7 +1,9 @@
 """A continuous-batching server loop: the real run ``roofline simulate`` is checked against.
 
 The loop serves a request stream on one GPU with the graph engine's dense decoder (random bf16
-weights, llama / qwen2 / mistral shapes). It is deliberately simple, so that a simulator can
+weights; llama, qwen2, mistral, qwen3 with its q/k norms, biased attention, plain GELU MLPs;
+``check_servable`` refuses, in one line, mixtures of experts, latent attention, and a sliding
+window narrower than ``max_model_len``). It is deliberately simple, so that a simulator can
 mirror its scheduling decision for decision; every rule it follows is written here.
 
 Terms
@@ -715,6 +717,40 @@ def _rope(x, cos, sin):
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
 
+def check_servable(s, max_model_len: int, name: str = "the model") -> None:
+    """Refuse (one line) a model the loop cannot run as ``roofline predict`` prices it: the loop is
+    a dense decoder with full attention (RMSNorm, RoPE, gated SwiGLU or a plain GELU MLP, q/k
+    biases, q/k norms, an output bias). Mixture-of-experts feed-forwards, latent attention and
+    attention sinks it does not have; a sliding window narrower than the slot it does not apply,
+    so such a model is served only with ``max_model_len`` <= its narrowest window (where the window
+    never drops a token and attention is full)."""
+    if s.experts:
+        what = "a mixture of experts"
+    elif s.mla:
+        what = "multi-head latent attention"
+    elif s.sinks:
+        what = "attention sinks"
+    else:
+        narrowest = min((w for w in s.windows if w), default=0)
+        if narrowest and narrowest < max_model_len:
+            raise RooflineError(f"the serving loop runs full attention only: {name} has a {narrowest}-token sliding "
+                                f"window, narrower than max_model_len {max_model_len}; serve it with "
+                                f"--max-model-len {narrowest} or less (the window then drops nothing)")
+        return
+    raise RooflineError(f"the serving loop runs dense decoders only: {name} ({s.model_type or 'config'}) has {what}; "
+                        "`roofline simulate` prices it, but `roofline serve` cannot run it")
+
+
+def _qk_norm(qk, lw, s):
+    """Qwen3's q/k RMSNorm over each head, q heads then K/V heads in one call (as the graph engine)."""
+    import torch
+    import torch.nn.functional as F
+
+    if lw.qk_norm_w is None:  # built on the first (eager, warm-up) call, reused by the graphs
+        lw.qk_norm_w = torch.cat([lw.q_norm.expand(s.heads, s.head_dim), lw.k_norm.expand(s.kv_heads, s.head_dim)])
+    return F.rms_norm(qk, (s.head_dim,), None, s.eps) * lw.qk_norm_w
+
+
 def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
     """One decode step of slots 0..batch-1, each at its own position; writes next tokens to bufs.out.
 
@@ -742,7 +778,10 @@ def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
     scale = s.head_dim ** -0.5
     for i, lw in enumerate(w.layers):
         qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)  # (B, q+2kv)
-        qk = torch.bmm(qkv[:, : s.q_dim + s.kv_dim].reshape(batch, s.heads + s.kv_heads, s.head_dim), rot)
+        qk = qkv[:, : s.q_dim + s.kv_dim].reshape(batch, s.heads + s.kv_heads, s.head_dim)
+        if s.qk_norm:
+            qk = _qk_norm(qk, lw, s)
+        qk = torch.bmm(qk, rot)
         q = qk[:, : s.heads].reshape(batch * s.kv_heads, group, s.head_dim)
         k = qk[:, s.heads:].unsqueeze(2)  # (B, kv, 1, hd)
         v = qkv[:, s.q_dim + s.kv_dim:].reshape(batch, s.kv_heads, 1, s.head_dim)
@@ -752,7 +791,7 @@ def decode_slots(w, s, bufs: "_Buffers", batch: int) -> None:
         scores = torch.baddbmm(bias, q, ck.view(batch * s.kv_heads, total, s.head_dim).transpose(1, 2), alpha=scale)
         probs = torch.softmax(scores, dim=-1)
         attn = torch.bmm(probs, cv.view(batch * s.kv_heads, total, s.head_dim))  # (B*kv, g, hd)
-        x = x + F.linear(attn.view(batch, s.q_dim), lw.wo)
+        x = x + F.linear(attn.view(batch, s.q_dim), lw.wo, lw.bo)
         x = _mlp(x, lw, s)
     logits = F.linear(_rms(x, w.final_norm, s.eps), w.lm_head)
     bufs.out[:batch].copy_(logits.argmax(dim=-1))
@@ -867,6 +906,7 @@ class ModelExecutor:
             torch.backends.cuda.enable_cudnn_sdp(False)
         self.dtype = getattr(torch, dtype)
         self.shapes = s = Shapes.from_config(config)
+        check_servable(s, max_model_len, str(config.get("_name_or_path") or "the model"))
         self.vocab = s.vocab
         self.max_num_seqs, self.max_model_len = max_num_seqs, max_model_len
         # cache rows per slot: max_model_len rounded up to a multiple of 8, the rest masked (a score
@@ -957,7 +997,7 @@ class ModelExecutor:
         w = self.weights
         tensors = [w.embed, w.final_norm, w.lm_head]
         for lw in w.layers:
-            tensors += [lw.in_norm, lw.wqkv, lw.bqkv, lw.wo, lw.post_norm, lw.wgu, lw.wdown]
+            tensors += [lw.in_norm, lw.wqkv, lw.bqkv, lw.wo, lw.bo, lw.q_norm, lw.k_norm, lw.post_norm, lw.wgu, lw.wdown]
         for t in tensors:
             if t is not None and id(t) not in seen:
                 seen.add(id(t))
@@ -1038,15 +1078,17 @@ class ModelExecutor:
         for i, lw in enumerate(w.layers):
             qkv = F.linear(_rms(x, lw.in_norm, s.eps), lw.wqkv, lw.bqkv)
             q, k, v = qkv.split([s.q_dim, s.kv_dim, s.kv_dim], dim=-1)
-            q = _rope(q.view(total, s.heads, s.head_dim), cos, sin)
-            k = _rope(k.view(total, s.kv_heads, s.head_dim), cos, sin)
+            q, k = q.view(total, s.heads, s.head_dim), k.view(total, s.kv_heads, s.head_dim)
+            if s.qk_norm:
+                q, k = _rms(q, lw.q_norm, s.eps), _rms(k, lw.k_norm, s.eps)
+            q, k = _rope(q, cos, sin), _rope(k, cos, sin)
             v = v.view(total, s.kv_heads, s.head_dim)
             b.cache_k[i][slot_of, :, positions] = k
             b.cache_v[i][slot_of, :, positions] = v
             if group > 1 and expand_gqa:  # GQA expanded here, so every attention backend takes it
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             attn = attend(q, k, v, i)  # (N, heads, hd)
-            x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo)
+            x = x + F.linear(attn.reshape(total, s.q_dim), lw.wo, lw.bo)
             x = _mlp(x, lw, s)
         logits = F.linear(_rms(x.index_select(0, last), w.final_norm, s.eps), w.lm_head)
         return logits.argmax(dim=-1)

@@ -216,13 +216,13 @@ class LoopTerms(BaseModel):
 
 def loop_layer_gemms(spec) -> list[tuple[int, int]] | None:
     """(N, K) of the serving loop's four linears a layer (calibrate/serving_loop.py ``_forward``:
-    fused q/k/v, output, fused gate/up, down) for a dense GQA model; None for layouts it does not
-    run (mixture of experts, latent attention, an ungated MLP)."""
-    if spec.moe_layers or spec.attention_kind != "gqa" or not spec.mlp_gated:
+    fused q/k/v, output, fused gate/up -- a plain MLP's up alone --, down) for a dense GQA model;
+    None for layouts it does not run (mixture of experts, latent attention)."""
+    if spec.moe_layers or spec.attention_kind != "gqa":
         return None
     h, hd = spec.hidden_size, spec.head_dim
     q, kv, inter = spec.num_attention_heads * hd, spec.num_key_value_heads * hd, spec.intermediate_size
-    return [(q + 2 * kv, h), (h, q), (2 * inter, h), (h, inter)]
+    return [(q + 2 * kv, h), (h, q), ((2 if spec.mlp_gated else 1) * inter, h), (h, inter)]
 
 
 def loop_elementwise_elements(spec) -> float:
@@ -232,13 +232,16 @@ def loop_elementwise_elements(spec) -> float:
     multiply and an add: 10 x (q + kv)); K and V written into the cache (4 kv); with grouped
     queries K and V repeated to every query head (2 x (kv + q)); attention reading q, k and v and
     writing its output (2 q + 2 x the repeated K/V width); two residual adds (6 H); SwiGLU,
-    silu(gate) x up (5 I)."""
+    silu(gate) x up (5 I), or a plain MLP's one GELU (2 I); Qwen3's q/k norms, one RMSNorm over
+    q and k (2 x (q + kv)). Biases ride in the matmuls' epilogues: no kernel of their own."""
     h, hd = spec.hidden_size, spec.head_dim
     q, kv, inter = spec.num_attention_heads * hd, spec.num_key_value_heads * hd, spec.intermediate_size
     grouped = spec.num_attention_heads > spec.num_key_value_heads
     kv_seen = q if grouped else kv
+    mlp = 5.0 * inter if spec.mlp_gated else 2.0 * inter
+    qk_norm = 2.0 * (q + kv) if spec.qk_norm != "none" else 0.0
     return 10.0 * h + 10.0 * (q + kv) + 4.0 * kv + (2.0 * (kv + q) if grouped else 0.0) + 2.0 * q + 2.0 * kv_seen \
-        + 5.0 * inter
+        + mlp + qk_norm
 
 
 def loop_chunk_elements(spec, max_model_len: int) -> tuple[float, float]:

@@ -56,10 +56,23 @@ COMPARED = {
 }
 
 
+def run_model(run: ServingRun):
+    """The model a run served: its catalog name, or, for a config.json path (which need not exist
+    where the run is replayed), the config the run recorded (``model_config``) read as that file
+    would be; runs without it, the path itself."""
+    from roofline.model_spec import ModelSpec, catalog_index
+
+    c = run.config
+    model = c["model"]
+    if str(model).strip().lower() in catalog_index() or not isinstance(c.get("model_config"), dict):
+        return model
+    return ModelSpec.from_config_dict(c["model_config"], str(model))
+
+
 def _step(run: ServingRun, card: str, engine: str, calibration="auto"):
     from roofline.scenario import make_scenario
 
-    return make_scenario(card=card, model=run.config["model"], engine=engine, calibration=calibration).step
+    return make_scenario(card=card, model=run_model(run), engine=engine, calibration=calibration).step
 
 
 def gemm_table_path(card: str) -> str | None:
@@ -247,7 +260,7 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     c = run.config
     terms = scaled_for_host(terms, run_host_probe(c))
     result = api.simulate(
-        card, c["model"], engine=engine, calibration=calibration, batch=c["max_num_seqs"],
+        card, run_model(run), engine=engine, calibration=calibration, batch=c["max_num_seqs"],
         requests=run_paths(folder, run.name)["stream"], static=False,
         schedule="prefill-first" if c["policy"] == "prefill-first" else "decode-first",
         max_num_batched_tokens=c["max_num_batched_tokens"], max_model_len=c["max_model_len"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -224,6 +225,42 @@ def test_serve_on_the_cpu_records_which_prefill_ran(tmp_path, monkeypatch):
         assert f"1: {probe['1'] * 1e3:.3g} / " in res.output and f"2: {probe['2'] * 1e3:.3g} / " in res.output
         assert res.output.rstrip().endswith(f"next: roofline compare-serving {out}")
     assert asked == [None, False]  # auto (graphs where CUDA and varlen allow), then eager as asked
+
+
+def test_calibrate_serving_with_a_config_path_writes_flat_files_that_replay_without_the_path(tmp_path):
+    """`roofline calibrate --serving` (issue 14's spelling) is `roofline serve`. A model given as a
+    config.json path names the run after its folder -- no folders made of the path's parts --
+    and the run records the config, so compare-serving replays it after the file is gone."""
+    import shutil
+
+    folder = tmp_path / "my model"
+    folder.mkdir()
+    shutil.copy(Path(__file__).parent / "data" / "tiny_configs" / "tiny-qwen3" / "config.json", folder / "config.json")
+    stream = tmp_path / "s.csv"
+    stream.write_text("prompt_tokens,gen_tokens,arrival_s\n12,4,0\n7,3,0.001\n", encoding="utf-8")
+    out = tmp_path / "out"
+    res = run("calibrate", "--serving", "--card", "h200", "--model", str(folder / "config.json"), "--requests",
+              str(stream), "--device", "cpu", "--max-num-seqs", "2", "--out", str(out))
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.iterdir()) == ["iterations-my-model-s.csv", "requests-my-model-s.csv",
+                                                     "run-my-model-s.json", "stream-my-model-s.csv"]
+    shutil.rmtree(folder)
+    res = run("compare-serving", str(out), "--format", "json")
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.output)["runs"]
+    assert row["run"] == "my-model-s" and row["ttft_p50_s"]["simulated"] > 0
+    res = run("calibrate", "--card", "h200", "--model", "tiny-qwen2", "--out", str(out), "--requests", "x.csv")
+    assert res.exit_code == 2 and "No such option '--requests'" in res.output  # without --serving: calibrate's
+
+
+def test_run_file_names_take_a_label_not_a_path():
+    from calibrate.serving_job import file_label, safe_name
+
+    assert file_label("qwen2.5-1.5b") == "qwen2.5-1.5b"
+    assert file_label("/models/Llama 3/config.json") == "Llama-3"
+    assert file_label("configs/mine.json") == "mine"
+    assert file_label("/models/qwen3-dense") == "qwen3-dense"
+    assert safe_name("a/b c\nd") == "a-b-c-d" and safe_name("../") == "run"
 
 
 def test_compare_serving_sets_the_simulator_beside_each_run():

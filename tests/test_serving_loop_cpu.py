@@ -233,6 +233,106 @@ class _Counting:
             self.ex.move(src, dst, kv_tokens)
 
 
+TINY = Path(__file__).parent / "data" / "tiny_configs"
+
+
+def _variant(tmp_path_factory, base: str, **changes) -> str:
+    """A tiny catalog config with ``changes``, written to a temporary config.json (its path)."""
+    from calibrate.configs import resolve_config_path
+
+    config = {**json.loads(resolve_config_path(base).read_text()), **changes}
+    path = tmp_path_factory.mktemp(base) / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory):
+    """Tiny models with what tiny-qwen2 and tiny-llama lack: Qwen3's q/k norms, biases on every
+    attention projection (the output's too: Llama's attention_bias), a plain GELU MLP (GPT-NeoX)."""
+    return {
+        "qk-norm": str(TINY / "tiny-qwen3" / "config.json"),
+        "o-bias": _variant(tmp_path_factory, "tiny-llama", attention_bias=True),
+        "gelu": json.dumps({"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": 64,
+                            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "vocab_size": 384, "layer_norm_eps": 1e-5, "rotary_pct": 1.0,
+                            "rotary_emb_base": 10000, "tie_word_embeddings": False, "hidden_act": "gelu"}),
+    }
+
+
+def _feature_path(features, tmp_path_factory, key):
+    value = features[key]
+    if value.startswith("{"):
+        path = tmp_path_factory.mktemp(key) / "config.json"
+        path.write_text(value)
+        return str(path)
+    return value
+
+
+@pytest.mark.parametrize("key", ["qk-norm", "o-bias", "gelu"])
+def test_tokens_equal_the_graph_engine_alone_for_the_other_dense_layers(key, features, tmp_path_factory):
+    """q/k norms, an output bias and a plain MLP: the loop's decode step and its packed prefill
+    (eager, graph-padded and chunked) run each as the graph engine does, through preemption."""
+    name = _feature_path(features, tmp_path_factory, key)
+    ex = _executor(name)
+    shapes = ex.shapes
+    assert {"qk-norm": shapes.qk_norm, "o-bias": shapes.o_bias, "gelu": not shapes.gated}[key]
+    requests = _reqs(LENGTHS)
+    res = sl.serve(requests, _Counting(ex), _cfg(num_blocks=9, max_num_seqs=4, block_size=4))
+    assert res.preemptions > 0
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"{key}: request {req.request_id}"
+    ex = _chunk_graph_executor(name)
+    res = sl.serve(requests, _Counting(ex), _chunked(num_blocks=12, batched=6))
+    assert res.preemptions > 0 and "mixed" in {it["kind"] for it in res.iterations}
+    for req, rec in zip(requests, res.requests):
+        assert rec["tokens"] == _alone(ex, req), f"{key} chunked: request {req.request_id}"
+
+
+def test_the_loop_refuses_what_it_would_not_run_as_priced(tmp_path_factory):
+    """MoE, latent attention, and a sliding window narrower than the slot: one line each, before
+    any weight is built; a window at least the slot's length drops nothing and is served."""
+    from calibrate.configs import load_model_config
+
+    for name, words in [("tiny-mixtral", "mixture of experts"), ("tiny-qwen3-moe", "mixture of experts"),
+                        ("tiny-gpt-oss", "mixture of experts")]:
+        with pytest.raises(RooflineError, match=words):
+            sl.ModelExecutor(load_model_config(name), device="cpu", max_num_seqs=2, max_model_len=32)
+    for name in ("tiny-deepseek-v2", "tiny-deepseek-v3"):
+        shapes = ge.Shapes.from_config(load_model_config(str(TINY / name / "config.json")))
+        with pytest.raises(RooflineError, match="dense decoders only"):
+            sl.check_servable(shapes, 32, name)
+    dense_mla = ge.Shapes(hidden=64, layers=2, heads=4, kv_heads=4, head_dim=16, inter=128, vocab=64, eps=1e-6,
+                          rope_theta=1e4, qkv_bias=False, tied=False, kv_lora_rank=32)
+    with pytest.raises(RooflineError, match="latent attention"):
+        sl.check_servable(dense_mla, 32)
+    windowed = _variant(tmp_path_factory, "tiny-llama", model_type="mistral", sliding_window=48)
+    with pytest.raises(RooflineError, match="48-token sliding window, narrower than max_model_len 64; "
+                                            "serve it with --max-model-len 48 or less"):
+        sl.ModelExecutor(load_model_config(windowed), device="cpu", max_num_seqs=2, max_model_len=64)
+    ex = sl.ModelExecutor(load_model_config(windowed), device="cpu", max_num_seqs=2, max_model_len=48)
+    assert min(ex.shapes.windows) == 48
+
+
+def test_a_session_that_would_not_fit_is_refused_before_it_is_built(monkeypatch):
+    """Weights + the static KV cache against the memory free (MemAvailable on the CPU), one line."""
+    import calibrate.timing as timing
+    from calibrate import serving_job as sj
+
+    config = load_model_config("tiny-llama")
+    need = sj.session_memory_bytes("tiny-llama", config, 4, 64, "bfloat16")
+    shapes = ge.Shapes.from_config(config)
+    # hand count: embedding + LM head, two layers (qkv 64 x 96, o 64 x 64, gate/up/down 3 x 64 x 160,
+    # two norms), the final norm; K and V of 2 layers x 5 slots x 1 head x 64 rows x 16
+    params = 2 * 384 * 64 + 2 * (64 * 96 + 64 * 64 + 3 * 64 * 160 + 2 * 64) + 64
+    assert shapes.kv_heads == 1 and need == 2 * (params + 2 * 2 * 5 * 64 * 16)
+    monkeypatch.setattr(timing, "mem_available_bytes", lambda: need)  # 0.9 x need < need: refused
+    with pytest.raises(RooflineError, match="tiny-llama does not fit: .* GB available \\(MemAvailable\\)"):
+        sj.check_session_fits("tiny-llama", config, torch.device("cpu"), 4, 64)
+    monkeypatch.setattr(timing, "mem_available_bytes", lambda: 2 * need)
+    sj.check_session_fits("tiny-llama", config, torch.device("cpu"), 4, 64)
+
+
 @pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-llama"])
 def test_tokens_equal_the_graph_engine_alone_through_compaction_and_preemption(name):
     ex = _executor(name)

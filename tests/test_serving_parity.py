@@ -93,7 +93,7 @@ def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead()
     the step model's attention (no eager overhead), and the loop's elementwise bytes (counted
     from its code) at the fitted rate."""
     from roofline.gemm import load_gemm_table
-    from roofline.pass_costs import loop_elementwise_elements
+    from roofline.pass_costs import loop_elementwise_elements, loop_layer_gemms
     from roofline.step import pnorm, prefill_work
 
     terms = load_loop_terms(card="h200", engine="graph")
@@ -111,6 +111,15 @@ def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead()
     # 10 H + 10 (q + kv) + 4 kv + 2 (kv + q) + 2 q + 2 q + 5 I elements of 2 bytes a token and layer
     elements = 10 * 1536 + 10 * 1792 + 4 * 256 + 2 * 1792 + 4 * 1536 + 5 * 8960
     assert loop_elementwise_elements(step.spec) == elements
+    # qwen3-8b adds its q/k norms, 2 (q + kv): hidden 4096, 32 x 128 query and 8 x 128 KV widths, I 12288
+    q3 = make_scenario(card="h200", model="qwen3-8b", engine="graph").step.spec
+    assert loop_elementwise_elements(q3) == (10 * 4096 + 10 * 5120 + 4 * 1024 + 2 * 5120 + 4 * 4096 + 5 * 12288
+                                             + 2 * 5120)
+    # pythia-6.9b's plain MLP: one GELU (2 I); hidden 4096, 32 heads of 128 without grouping, I 16384
+    neox = make_scenario(card="h200", model="pythia-6.9b", engine="graph").step.spec
+    assert loop_elementwise_elements(neox) == (10 * 4096 + 10 * 8192 + 4 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 16384)
+    assert loop_layer_gemms(neox) == [(3 * 4096, 4096), (4096, 4096), (16384, 4096), (4096, 16384)]
+    assert loop_layer_gemms(step.spec)[2] == (2 * 8960, 1536)  # gated: gate and up in one matmul
     elementwise = 28 * elements * 2 * 128 / terms.prefill_elementwise_bytes_per_s.value
     floor = terms.prefill_floor_s_per_layer.value * 28
     want = floor + linears + attention + elementwise
