@@ -31,24 +31,14 @@ SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
 
 def ratios(folder: Path, terms) -> list[tuple]:
     """(run, model, prefill ratios, decode ratios) per run: device_s / the loop's price of it."""
-    from roofline.pass_costs import LoopCost
-    from roofline.serving_replay import _step
+    from roofline.serving_replay import iteration_ratios
     from roofline.serving_runs import read_run, run_names
 
     out = []
     for name in run_names(folder):
         run = read_run(folder, name)
-        c = run.config
-        cost = LoopCost(_step(run, "h200", "graph"), terms, c["max_model_len"], c["max_num_seqs"],
-                        c["max_num_batched_tokens"])
-        pre, dec = [], []
-        for it in run.iterations:
-            if it["kind"] == "prefill":
-                pre.append(it["device_s"] / cost.prefill_device_s(float(it["prefill_tokens"]),
-                                                                  float(it["prefill_pairs"]), float(it["prefill_seqs"])))
-            elif it["kind"] == "decode":
-                dec.append(it["device_s"] / cost.decode_device_s[int(it["decode_seqs"])])
-        out.append((name, c["model"], np.array(pre), np.array(dec)))
+        _, pre, dec = iteration_ratios(run, terms)
+        out.append((name, run.config["model"], np.array(pre), np.array([r for _, r in dec])))
     return out
 
 

@@ -271,6 +271,26 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     return result["continuous"]
 
 
+def iteration_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: str = "graph",
+                     calibration="auto") -> tuple:
+    """(the run's LoopCost, [device_s / price of each prefill pass], [(bucket, device_s / price) of
+    each decode step]) in the run's order: its passes against the loop's price, the host aside."""
+    from roofline.pass_costs import LoopCost
+
+    c = run.config
+    cost = LoopCost(_step(run, card, engine, calibration), terms, c["max_model_len"], c["max_num_seqs"],
+                    c["max_num_batched_tokens"])
+    prefill, decode = [], []
+    for it in run.iterations:
+        if it["kind"] == "decode":
+            n = int(it["decode_seqs"])
+            decode.append((cost.bucket[n], it["device_s"] / cost.decode_device_s[n]))
+        elif it["kind"] == "prefill":
+            prefill.append(it["device_s"] / cost.prefill_device_s(
+                float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"])))
+    return cost, prefill, decode
+
+
 def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: str = "graph",
                 calibration="auto") -> dict:
     """How fast ``run``'s GPU ran the loop's passes against their price: the median of device_s /
@@ -287,21 +307,15 @@ def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: s
     ``decode`` it measured. Both None without a probe."""
     from collections import defaultdict
 
-    from roofline.pass_costs import LoopCost, bucket_factor, probed_decode_scales, run_device_probe
+    from roofline.pass_costs import bucket_factor, probed_decode_scales, run_device_probe
 
     c = run.config
-    cost = LoopCost(_step(run, card, engine, calibration), terms, c["max_model_len"], c["max_num_seqs"],
-                    c["max_num_batched_tokens"])
-    decode, prefill, by_bucket = [], [], defaultdict(list)
-    for it in run.iterations:
-        if it["kind"] == "decode":
-            n = int(it["decode_seqs"])
-            r = it["device_s"] / cost.decode_device_s[n]
-            decode.append(r)
-            by_bucket[cost.bucket[n]].append(r)
-        elif it["kind"] == "prefill" and c.get("policy", "prefill-first") == "prefill-first":
-            prefill.append(it["device_s"] / cost.prefill_device_s(
-                float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"])))
+    cost, prefill, decode_steps = iteration_ratios(run, terms, card, engine, calibration)
+    if c.get("policy", "prefill-first") != "prefill-first":
+        prefill = []
+    decode, by_bucket = [r for _, r in decode_steps], defaultdict(list)
+    for bucket, r in decode_steps:
+        by_bucket[bucket].append(r)
     probed = probed_decode_scales(cost, run_device_probe(c))
     probe = None
     if probed and decode:

@@ -161,17 +161,22 @@ def test_gemm_probe_stops_at_the_budget(tmp_path):
 def test_the_full_gemm_grid_covers_the_catalogs_dense_shapes():
     # every dense catalog model's loop linears (and their M up to 2,048 prefill tokens) lie inside
     # the grid's N and K, but for the LM head's vocabulary (N beyond 65,536: time in proportion)
+    # and Falcon-180B's down projection (K 59,392 > 32,768: in proportion too; its 360 GB of
+    # weights never fit one GPU the loop runs on)
     from roofline.model_spec import catalog_names, load_model
     from roofline.pass_costs import loop_layer_gemms
 
     g = probes.FULL_GEMM
     assert g.ms[0] == 1 and g.ms[-1] == 65536 and 2048 in g.ms
+    outside = []
     for name in catalog_names():
         shapes = loop_layer_gemms(load_model(name))
         if shapes is None:
             continue
         for n, k in shapes:
-            assert g.ns[0] <= n <= g.ns[-1] and g.ks[0] <= k <= g.ks[-1], (name, n, k)
+            if not (g.ns[0] <= n <= g.ns[-1] and g.ks[0] <= k <= g.ks[-1]):
+                outside.append((name, n, k))
+    assert outside == [("falcon-180b", 14848, 59392)]
 
 
 def test_chunk_probe_on_cpu_is_a_table_roofline_reads(tmp_path):
