@@ -82,6 +82,22 @@ def append_steps(path: Path, row: MeasurementRow, result: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def keep_model_configs(out_dir: Path, configs: dict) -> None:
+    """A copy of each model's config.json that is not a catalog model's, as
+    ``out_dir/models/<label>/config.json`` (roofline.atomic.model_file_label): the measurements
+    name such a model by the path it was given, which need not exist where they are compared;
+    roofline.measurements.read_measurements then reads the copy."""
+    import json
+
+    from roofline.atomic import model_file_label, write_text_atomic
+    from roofline.measurements import catalog_config_path
+
+    for name, config in configs.items():
+        if catalog_config_path(name) is None:
+            write_text_atomic(Path(out_dir) / "models" / model_file_label(name) / "config.json",
+                              json.dumps(config, indent=2) + "\n")
+
+
 def ceilings_path(out_dir: Path, card: str) -> Path:
     return Path(out_dir) / f"ceilings-{card}.json"
 
@@ -242,6 +258,7 @@ def run_calibration(
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = measurements_path(out_dir, card, engine)
     raw_path = steps_path(out_dir, card, engine)
+    keep_model_configs(out_dir, configs)
 
     rows: list[MeasurementRow] = []
     if csv_path.exists():

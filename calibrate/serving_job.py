@@ -31,6 +31,8 @@ import time
 import traceback
 from pathlib import Path
 
+from roofline.atomic import model_file_label, safe_name
+
 #: name -> ((prompt lo, hi), (gen lo, hi)): log-uniform integer lengths
 STREAMS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "mixed": ((64, 1024), (16, 256)),
@@ -107,27 +109,6 @@ def default_max_model_len(requests) -> int:
 SESSION_OPTIONS = ("max_num_seqs", "max_model_len", "max_num_batched_tokens", "dtype", "use_graph", "seed",
                    "prefill_graphs", "spin_wait")
 RUN_OPTIONS = ("block_size", "gpu_memory_utilization", "kv_capacity_tokens", "max_num_batched_tokens", "policy")
-
-
-def file_label(model_or_path: str) -> str:
-    """A model's name as it goes into a run's file names: a catalog name as it is; a config.json
-    path as its folder's name (another .json file: its stem), through ``safe_name`` (a path's
-    slashes must not make folders)."""
-    path = Path(model_or_path)
-    if model_or_path.endswith(".json") or os.sep in model_or_path or (os.altsep or os.sep) in model_or_path:
-        label = path.parent.name if path.name == "config.json" else path.stem
-        if not path.suffix:  # a folder holding config.json
-            label = path.name
-    else:
-        label = model_or_path
-    return safe_name(label)
-
-
-def safe_name(text: str) -> str:
-    """``text`` with anything but letters, digits, '.', '_' and '-' as '-': a file name's part."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
 def session_memory_bytes(model: str, config: dict, max_num_seqs: int, max_model_len: int, dtype: str) -> int:
@@ -354,11 +335,11 @@ def run_serving(card: str, model: str, requests, out_dir, device: str = "cuda", 
     stream: dict = {"seed": seed, "rate_per_s": arrival_rate}
     if isinstance(requests, (str, os.PathLike)):
         stream["source"] = str(requests)
-        name = name or f"{file_label(model)}-{file_label(Path(requests).stem)}"
+        name = name or f"{model_file_label(model)}-{safe_name(Path(requests).stem)}"
         requests = file_requests(requests, arrival_rate, seed)
     else:
         stream["source"] = "requests"
-        name = name or f"{file_label(model)}-requests"
+        name = name or f"{model_file_label(model)}-requests"
     stream["count"] = len(requests)
     session_kw = {k: v for k, v in engine_options.items() if k in SESSION_OPTIONS}
     session_kw.setdefault("max_model_len", default_max_model_len(requests))
@@ -479,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                 requests = make()
                 info = {**info, "count": len(requests)}
                 written.append(session.run(
-                    requests, f"{file_label(model)}-{label}", out, card=args.card, block_size=args.block_size,
+                    requests, f"{model_file_label(model)}-{label}", out, card=args.card, block_size=args.block_size,
                     gpu_memory_utilization=args.gpu_memory_utilization, kv_capacity_tokens=args.kv_capacity_tokens,
                     max_num_batched_tokens=args.max_num_batched_tokens, policy=args.policy, deadline_s=deadline,
                     stream=info))

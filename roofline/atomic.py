@@ -83,3 +83,27 @@ def probe_path(key: str) -> tuple[bool, bool]:
         return path.is_dir(), path.is_file()
     except (OSError, ValueError):  # ENAMETOOLONG; ValueError: an embedded NUL
         return False, False
+
+
+def safe_name(text: str) -> str:
+    """``text`` with anything but letters, digits, '.', '_' and '-' as '-': a file name's part."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+
+
+def model_file_label(model: str) -> str:
+    """A model's name as it goes into file names: a catalog name (or a repo id's last part) as it
+    is; a config.json path as its folder's name, another .json file as its stem, a folder as its
+    name; through ``safe_name`` (a path's slashes must not make folders)."""
+    from pathlib import PurePath
+
+    p = PurePath(model.strip().replace("\\", "/"))
+    if p.name == "config.json":
+        label = p.parent.name
+    elif p.suffix.lower() == ".json":
+        label = p.stem
+    else:
+        label = p.name
+    return safe_name(label)
+

@@ -34,6 +34,7 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -295,7 +296,48 @@ def read_measurements(path: str | os.PathLike) -> list[MeasurementRow]:
             raise RooflineError(f"{path}:{line}: {exc}") from None
     if not rows:
         raise RooflineError(f"{path}: no data rows after the header")
-    return rows
+    return _with_kept_configs(rows, path)
+
+
+def catalog_config_path(model: str) -> Path | None:
+    """The catalog's config.json of ``model`` (a catalog name or one of its repo ids, as
+    roofline.model_spec resolves them, read without pydantic), else None."""
+    catalog = Path(__file__).resolve().parent / "catalog"
+    name = _catalog_names().get(model.strip().lower())
+    return None if name is None else catalog / name / "config.json"
+
+
+@lru_cache(maxsize=1)
+def _catalog_names() -> dict:
+    """Lower-cased catalog name or repo id -> catalog name."""
+    import json
+
+    try:
+        index = json.loads((Path(__file__).resolve().parent / "catalog" / "catalog.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for name, entry in index.get("models", {}).items():
+        out[name.lower()] = name
+        out.update({repo.lower(): name for repo in entry.get("hf_repos", [])})
+    return out
+
+
+def _with_kept_configs(rows: list[MeasurementRow], path: Path) -> list[MeasurementRow]:
+    """Rows of a model named by a config.json path that does not exist here, renamed to the copy
+    `roofline calibrate` keeps beside the CSV (models/<label>/config.json), where there is one."""
+    from dataclasses import replace
+
+    from roofline.atomic import model_file_label
+
+    moved = {}
+    for model in {r.model for r in rows}:
+        if catalog_config_path(model) is not None or Path(model).expanduser().exists():
+            continue
+        kept = path.parent / "models" / model_file_label(model) / "config.json"
+        if kept.is_file():
+            moved[model] = str(kept)
+    return [replace(r, model=moved[r.model]) if r.model in moved else r for r in rows] if moved else rows
 
 
 def _cell(value: object) -> str:

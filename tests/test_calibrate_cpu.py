@@ -56,6 +56,36 @@ def test_sweep_end_to_end_on_cpu(tmp_path, engine, kv_cache):
     assert ("host_step_s" in raw[0]) == (engine == "hf-eager")
 
 
+def test_a_model_given_as_a_config_path_is_compared_after_the_path_is_gone(tmp_path):
+    """The measurements name the model by the path it was given; `roofline calibrate` keeps a copy
+    of its config beside them (models/<folder>/config.json), which read_measurements (and with it
+    compare and fit) reads where the path no longer exists. Catalog models get no copy."""
+    import shutil
+    from pathlib import Path
+
+    from roofline import api
+
+    given = tmp_path / "elsewhere" / "my qwen3" / "config.json"
+    given.parent.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent / "data" / "tiny_configs" / "tiny-qwen3" / "config.json", given)
+    out = tmp_path / "out"
+    path = runner.run_calibration(card="h200", models=[str(given), "tiny-qwen2"], engine="graph", batches=[1, 2],
+                                  prompt_tokens=PROMPT, gen_tokens=GEN, out_dir=out, device="cpu",
+                                  measure_ceilings=False, progress=lambda msg: None)
+    kept = out / "models" / "my-qwen3" / "config.json"
+    assert json.loads(kept.read_text()) == json.loads(given.read_text())
+    assert sorted(p.name for p in (out / "models").iterdir()) == ["my-qwen3"]
+    assert {r.model for r in read_measurements(path)} == {str(given), "tiny-qwen2"}  # the path, while it exists
+    shutil.rmtree(tmp_path / "elsewhere")
+    assert {r.model for r in read_measurements(path)} == {str(kept), "tiny-qwen2"}
+    result = api.compare(calibration="hardware_profiles/calibrations/h200-graph.json", measurements=[path])
+    assert set(result["per_model"]) == {str(kept), "tiny-qwen2"} and result["points"] == 4
+    kept.unlink()  # without the copy: the path, and compare says the file is missing
+    assert {r.model for r in read_measurements(path)} == {str(given), "tiny-qwen2"}
+    with pytest.raises(RooflineError, match="not found"):
+        api.compare(calibration="hardware_profiles/calibrations/h200-graph.json", measurements=[path])
+
+
 def test_ceilings_on_cpu(tmp_path):
     _run(tmp_path, batches=(1, 2), measure_ceilings=True)
     data = json.loads((tmp_path / "ceilings-cpu-test.json").read_text())

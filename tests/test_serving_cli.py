@@ -254,12 +254,14 @@ def test_calibrate_serving_with_a_config_path_writes_flat_files_that_replay_with
 
 
 def test_run_file_names_take_a_label_not_a_path():
-    from calibrate.serving_job import file_label, safe_name
+    from roofline.atomic import model_file_label, safe_name
 
-    assert file_label("qwen2.5-1.5b") == "qwen2.5-1.5b"
-    assert file_label("/models/Llama 3/config.json") == "Llama-3"
-    assert file_label("configs/mine.json") == "mine"
-    assert file_label("/models/qwen3-dense") == "qwen3-dense"
+    assert model_file_label("qwen2.5-1.5b") == "qwen2.5-1.5b"  # a dot inside a name is no suffix
+    assert model_file_label("Qwen/Qwen2.5-1.5B") == "Qwen2.5-1.5B"
+    assert model_file_label("/models/Llama 3/config.json") == "Llama-3"
+    assert model_file_label("configs/mine.JSON") == "mine"
+    assert model_file_label("/models/qwen2.5-7b-variant") == "qwen2.5-7b-variant"
+    assert model_file_label("C:\\models\\m1\\config.json") == "m1"
     assert safe_name("a/b c\nd") == "a-b-c-d" and safe_name("../") == "run"
 
 
