@@ -65,6 +65,13 @@ def cases(tmp: Path) -> list[tuple[str, list[str]]]:
                                       str(tmp / "d.json")]),
         ("compare a binary file", ["compare", str(blob), "--calibration",
                                    "hardware_profiles/calibrations/rtx3060-hf-eager.json"]),
+        ("serve a mixture of experts", ["serve", "--card", "h200", "--model", "qwen3-30b-a3b", "--requests", str(huge),
+                                        "--device", "cpu", "--out", str(tmp / "s1")]),
+        ("serve with no slots", ["serve", "--card", "h200", "--model", "tiny-qwen2", "--requests", str(huge),
+                                 "--max-num-seqs", "0", "--device", "cpu", "--out", str(tmp / "s2")]),
+        ("serve 64 slots of 10^8 tokens on this CPU", ["serve", "--card", "h200", "--model", "qwen2.5-0.5b",
+                                                       "--requests", str(huge), "--max-model-len", "100000000",
+                                                       "--device", "cpu", "--out", str(tmp / "s3")]),
         ("unknown engine", ["predict", *card, "--engine", "tensorflow-serving"]),
         ("weight format 'q3_k_xs'", ["predict", *card, "--weight-dtype", "q3_k_xs"]),
     ]

@@ -99,6 +99,43 @@ def file_requests(path, rate_per_s: float | None = None, seed: int = 0) -> list:
     return [Request(i, float(a), r["prompt_tokens"], r["gen_tokens"]) for i, (a, r) in enumerate(zip(arrivals, rows))]
 
 
+#: options that must be whole numbers of at least 1 (when given)
+WHOLE_OPTIONS = ("max_num_seqs", "max_model_len", "max_num_batched_tokens", "block_size", "kv_capacity_tokens")
+
+
+def check_serving_options(options: dict, arrival_rate=None, deadline_s=None) -> None:
+    """One-line errors for option values no run could use, before anything is built."""
+    from roofline.errors import RooflineError
+
+    for key in WHOLE_OPTIONS:
+        value = options.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise RooflineError(f"{key} must be a whole number of at least 1, not {value!r}")
+    share = options.get("gpu_memory_utilization")
+    if share is not None and not (isinstance(share, (int, float)) and 0 < share <= 1):
+        raise RooflineError(f"gpu_memory_utilization must be a fraction in (0, 1], not {share!r}")
+    for key, value in (("arrival_rate", arrival_rate), ("budget_s", deadline_s)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise RooflineError(f"{key} must be a positive number, not {value!r}")
+
+
+def _check_model_early(model: str, device: str, options: dict) -> None:
+    """The session's refusals that need no request (a model the loop does not run; with
+    max_model_len given, one that would not fit), before a long request file is read."""
+    import torch
+
+    from calibrate.configs import load_model_config
+    from calibrate.graph_engine import Shapes
+    from calibrate.serving_loop import check_servable
+
+    config = load_model_config(model)
+    check_servable(Shapes.from_config(config), options.get("max_model_len") or 0, model)
+    dev = torch.device(device)
+    if options.get("max_model_len") and (dev.type == "cpu" or (dev.type == "cuda" and torch.cuda.is_available())):
+        check_session_fits(model, config, dev, options.get("max_num_seqs") or 64, options["max_model_len"],
+                           options.get("dtype") or "bfloat16")
+
+
 def default_max_model_len(requests) -> int:
     """The longest request's p + g - 1 KV tokens, rounded up to a multiple of 256."""
     most = max(r.prompt_tokens + r.gen_tokens - 1 for r in requests)
@@ -332,6 +369,11 @@ def run_serving(card: str, model: str, requests, out_dir, device: str = "cuda", 
     if unknown:
         raise RooflineError(f"unknown serving option {unknown[0]!r}; the options are "
                             f"{', '.join(sorted(set(SESSION_OPTIONS) | set(RUN_OPTIONS)))}")
+    check_serving_options(engine_options, arrival_rate, deadline_s)
+    from calibrate.runner import check_device
+
+    device = check_device(device)
+    _check_model_early(model, device, engine_options)
     stream: dict = {"seed": seed, "rate_per_s": arrival_rate}
     if isinstance(requests, (str, os.PathLike)):
         stream["source"] = str(requests)

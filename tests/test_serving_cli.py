@@ -253,6 +253,28 @@ def test_calibrate_serving_with_a_config_path_writes_flat_files_that_replay_with
     assert res.exit_code == 2 and "No such option '--requests'" in res.output  # without --serving: calibrate's
 
 
+@pytest.mark.parametrize("args, needles", [
+    (["--max-num-seqs", "0"], ["max_num_seqs must be a whole number of at least 1, not 0"]),
+    (["--block-size", "0"], ["block_size must be a whole number of at least 1"]),
+    (["--max-num-batched-tokens", "0"], ["max_num_batched_tokens must be"]),
+    (["--gpu-memory-utilization", "2"], ["gpu_memory_utilization must be a fraction in (0, 1], not 2.0"]),
+    (["--arrival-rate", "-1"], ["arrival_rate must be a positive number"]),
+    (["--arrival-rate", "nan"], ["arrival_rate must be a positive number, not nan"]),
+    (["--budget-s", "-5"], ["budget_s must be a positive number"]),
+    (["--model", "tiny-mixtral"], ["serving loop runs dense decoders only", "mixture of experts"]),
+    (["--max-model-len", "100000000"], ["does not fit", "--max-model-len"]),
+])
+def test_serve_refuses_bad_options_in_one_line_before_building_anything(args, needles, tmp_path):
+    """Each was a traceback (IndexError, ZeroDivisionError, numpy's ValueError) or, for the
+    memory share and the budget, accepted."""
+    stream = tmp_path / "s.csv"
+    stream.write_text("prompt_tokens,gen_tokens,arrival_s\n30,5,0\n", encoding="utf-8")
+    base = ["serve", "--card", "h200", "--model", "tiny-qwen2", "--requests", str(stream), "--device", "cpu",
+            "--out", str(tmp_path / "out")]
+    one_line_error(run(*base, *args), *needles)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 def test_run_file_names_take_a_label_not_a_path():
     from roofline.atomic import model_file_label, safe_name
 
