@@ -525,6 +525,9 @@ def calibrate(batches, prompts, gens, grid, out_dir, no_fit, serving, no_cudnn_a
     from roofline import api
     from roofline.views import calibrate_view
 
+    if serving:  # the group reroutes `calibrate --serving` to `serve`; called directly, say so
+        raise RooflineError("calibrate --serving is `roofline serve`: run `roofline calibrate --serving ...` "
+                            "through the roofline command, or `roofline serve ...`")
     batch_list, prompt_list, gen_list = parse_batches(batches), parse_ints(prompts, "prompt_tokens"), parse_ints(gens, "gen_tokens")
     if grid == "default":
         from calibrate.grid import DEFAULT_GRID

@@ -69,6 +69,7 @@ def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
     from roofline.pass_costs import LoopCost, run_host_probe, scaled_for_host
     from roofline.serving import serve_continuous
     from roofline.servers import ServerOptions, build
+    from roofline.serving_replay import run_model
     from roofline.serving_runs import run_paths
 
     c = run.config
@@ -77,7 +78,7 @@ def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
                             block_size=c["block_size"], pass_cost="serving-loop",
                             loop_terms=scaled_for_host(terms, run_host_probe(c)))
     stream = api.request_stream(run_paths(folder, run.name)["stream"])
-    sc = api._scenario("h200", c["model"], None, {"engine": "graph", "calibration": "auto"})
+    sc = api._scenario("h200", run_model(run), None, {"engine": "graph", "calibration": "auto"})
     server = build(sc.step, options, c["max_num_seqs"], stream.prompt_tokens, stream.gen_tokens, sc.engine)
     cost = LoopCost(sc.step, server.cost.terms, server.config.max_model_len, c["max_num_seqs"],
                     server.config.max_num_batched_tokens, decode_scale=decode_scale, prefill_scale=prefill_scale)

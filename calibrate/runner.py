@@ -83,19 +83,18 @@ def append_steps(path: Path, row: MeasurementRow, result: dict) -> None:
 
 
 def keep_model_configs(out_dir: Path, configs: dict) -> None:
-    """A copy of each model's config.json that is not a catalog model's, as
-    ``out_dir/models/<label>/config.json`` (roofline.atomic.model_file_label): the measurements
-    name such a model by the path it was given, which need not exist where they are compared;
-    roofline.measurements.read_measurements then reads the copy."""
+    """A copy of each model's config.json that is not a catalog model's, at
+    roofline.measurements.kept_config_path (``out_dir/models/<folder>-<hash>/config.json``): the
+    measurements name such a model by the path it was given, which need not exist where they are
+    compared; roofline.measurements.read_measurements then reads the copy."""
     import json
 
-    from roofline.atomic import model_file_label, write_text_atomic
-    from roofline.measurements import catalog_config_path
+    from roofline.atomic import write_text_atomic
+    from roofline.measurements import catalog_config_path, kept_config_path
 
     for name, config in configs.items():
         if catalog_config_path(name) is None:
-            write_text_atomic(Path(out_dir) / "models" / model_file_label(name) / "config.json",
-                              json.dumps(config, indent=2) + "\n")
+            write_text_atomic(kept_config_path(out_dir, name), json.dumps(config, indent=2) + "\n")
 
 
 def ceilings_path(out_dir: Path, card: str) -> Path:
@@ -263,7 +262,7 @@ def run_calibration(
     rows: list[MeasurementRow] = []
     if csv_path.exists():
         if resume:
-            rows = read_measurements(csv_path)
+            rows = read_measurements(csv_path, kept_configs=False)  # the rows as written, paths and all
             progress(f"resume: {len(rows)} row(s) already in {csv_path}")
         else:
             progress(f"{csv_path} exists; starting afresh (use resume to continue it)")

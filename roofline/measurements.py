@@ -243,8 +243,11 @@ def _row_from_text(record: dict[str, str]) -> MeasurementRow:
 MAX_CSV_BYTES = 100_000_000
 
 
-def read_measurements(path: str | os.PathLike) -> list[MeasurementRow]:
-    """Read and validate a measurement CSV. Errors name the file and line: ``f.csv:7: batch: ...``."""
+def read_measurements(path: str | os.PathLike, kept_configs: bool = True) -> list[MeasurementRow]:
+    """Read and validate a measurement CSV. Errors name the file and line: ``f.csv:7: batch: ...``.
+    ``kept_configs``: rows of a config.json path that does not exist here name the copy
+    `roofline calibrate` kept beside the CSV instead (``kept_config_path``); the harness itself
+    (``calibrate --resume``) reads the rows as written."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -296,7 +299,7 @@ def read_measurements(path: str | os.PathLike) -> list[MeasurementRow]:
             raise RooflineError(f"{path}:{line}: {exc}") from None
     if not rows:
         raise RooflineError(f"{path}: no data rows after the header")
-    return _with_kept_configs(rows, path)
+    return _with_kept_configs(rows, path) if kept_configs else rows
 
 
 def catalog_config_path(model: str) -> Path | None:
@@ -323,19 +326,32 @@ def _catalog_names() -> dict:
     return out
 
 
-def _with_kept_configs(rows: list[MeasurementRow], path: Path) -> list[MeasurementRow]:
-    """Rows of a model named by a config.json path that does not exist here, renamed to the copy
-    `roofline calibrate` keeps beside the CSV (models/<label>/config.json), where there is one."""
-    from dataclasses import replace
+def kept_config_path(out_dir: Path, model: str) -> Path:
+    """Where `roofline calibrate` keeps the config of ``model`` given as a path: ``models/<label>-
+    <hash>/config.json`` under ``out_dir``, the label its folder's name (roofline.atomic.
+    model_file_label), the hash the first 8 hex digits of SHA-256 of the path as given (two
+    checkpoints' ``.../hf/config.json`` must not share one copy)."""
+    import hashlib
 
     from roofline.atomic import model_file_label
 
+    digest = hashlib.sha256(model.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return Path(out_dir) / "models" / f"{model_file_label(model)}-{digest}" / "config.json"
+
+
+def _with_kept_configs(rows: list[MeasurementRow], path: Path) -> list[MeasurementRow]:
+    """Rows of a model named by a config.json path that does not exist here, renamed to the copy
+    `roofline calibrate` keeps beside the CSV (``kept_config_path``), where there is one."""
+    from dataclasses import replace
+
+    from roofline.atomic import probe_path
+
     moved = {}
     for model in {r.model for r in rows}:
-        if catalog_config_path(model) is not None or Path(model).expanduser().exists():
+        if catalog_config_path(model) is not None or any(probe_path(model)):
             continue
-        kept = path.parent / "models" / model_file_label(model) / "config.json"
-        if kept.is_file():
+        kept = kept_config_path(path.parent, model)
+        if probe_path(str(kept))[1]:
             moved[model] = str(kept)
     return [replace(r, model=moved[r.model]) if r.model in moved else r for r in rows] if moved else rows
 

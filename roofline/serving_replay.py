@@ -60,11 +60,12 @@ def run_model(run: ServingRun):
     """The model a run served: its catalog name, or, for a config.json path (which need not exist
     where the run is replayed), the config the run recorded (``model_config``) read as that file
     would be; runs without it, the path itself."""
-    from roofline.model_spec import ModelSpec, catalog_index
+    from roofline.measurements import catalog_config_path
+    from roofline.model_spec import ModelSpec
 
     c = run.config
     model = c["model"]
-    if str(model).strip().lower() in catalog_index() or not isinstance(c.get("model_config"), dict):
+    if catalog_config_path(str(model)) is not None or not isinstance(c.get("model_config"), dict):
         return model
     return ModelSpec.from_config_dict(c["model_config"], str(model))
 

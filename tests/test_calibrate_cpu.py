@@ -6,6 +6,7 @@ GPU-only checks at the end are skipped without a CUDA GPU.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -64,6 +65,7 @@ def test_a_model_given_as_a_config_path_is_compared_after_the_path_is_gone(tmp_p
     from pathlib import Path
 
     from roofline import api
+    from roofline.measurements import kept_config_path
 
     given = tmp_path / "elsewhere" / "my qwen3" / "config.json"
     given.parent.mkdir(parents=True)
@@ -72,18 +74,39 @@ def test_a_model_given_as_a_config_path_is_compared_after_the_path_is_gone(tmp_p
     path = runner.run_calibration(card="h200", models=[str(given), "tiny-qwen2"], engine="graph", batches=[1, 2],
                                   prompt_tokens=PROMPT, gen_tokens=GEN, out_dir=out, device="cpu",
                                   measure_ceilings=False, progress=lambda msg: None)
-    kept = out / "models" / "my-qwen3" / "config.json"
+    kept = kept_config_path(out, str(given))
+    assert kept.parent.parent == out / "models" and kept.parent.name.startswith("my-qwen3-")
     assert json.loads(kept.read_text()) == json.loads(given.read_text())
-    assert sorted(p.name for p in (out / "models").iterdir()) == ["my-qwen3"]
+    assert [p.name for p in (out / "models").iterdir()] == [kept.parent.name]  # none for tiny-qwen2
     assert {r.model for r in read_measurements(path)} == {str(given), "tiny-qwen2"}  # the path, while it exists
     shutil.rmtree(tmp_path / "elsewhere")
     assert {r.model for r in read_measurements(path)} == {str(kept), "tiny-qwen2"}
     result = api.compare(calibration="hardware_profiles/calibrations/h200-graph.json", measurements=[path])
     assert set(result["per_model"]) == {str(kept), "tiny-qwen2"} and result["points"] == 4
+    # calibrate --resume reads the rows as written (the path), not renamed to the copy
+    assert {r.model for r in read_measurements(path, kept_configs=False)} == {str(given), "tiny-qwen2"}
     kept.unlink()  # without the copy: the path, and compare says the file is missing
     assert {r.model for r in read_measurements(path)} == {str(given), "tiny-qwen2"}
     with pytest.raises(RooflineError, match="not found"):
         api.compare(calibration="hardware_profiles/calibrations/h200-graph.json", measurements=[path])
+
+
+def test_kept_configs_of_two_checkpoints_with_one_folder_name_do_not_collide(tmp_path):
+    """Two checkpoints' .../hf/config.json: two copies, each model's rows renamed to its own (the
+    review of 2026-12-05 found both renamed to one file); a model name too long for the file
+    system stays a one-line error, not an OSError."""
+    from roofline.measurements import kept_config_path, write_measurements
+
+    a, b = "/gone/ckpt-a/hf/config.json", "/gone/ckpt-b/hf/config.json"
+    assert kept_config_path(tmp_path, a) != kept_config_path(tmp_path, b)
+    for model in (a, b):
+        kept_config_path(tmp_path, model).parent.mkdir(parents=True)
+        kept_config_path(tmp_path, model).write_text("{}")
+    row = read_measurements("hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv")[0]
+    rows = [replace(row, model=m) for m in (a, b, "/" + "x" * 300 + "/config.json")]
+    write_measurements(tmp_path / "m.csv", rows)
+    got = [r.model for r in read_measurements(tmp_path / "m.csv")]
+    assert got == [str(kept_config_path(tmp_path, a)), str(kept_config_path(tmp_path, b)), rows[2].model]
 
 
 def test_ceilings_on_cpu(tmp_path):

@@ -251,6 +251,11 @@ def test_calibrate_serving_with_a_config_path_writes_flat_files_that_replay_with
     assert row["run"] == "my-model-s" and row["ttft_p50_s"]["simulated"] > 0
     res = run("calibrate", "--card", "h200", "--model", "tiny-qwen2", "--out", str(out), "--requests", "x.csv")
     assert res.exit_code == 2 and "No such option '--requests'" in res.output  # without --serving: calibrate's
+    import cli  # the command called without the group (no reroute) says what to run, measures nothing
+
+    res = CliRunner().invoke(cli.calibrate, ["--card", "h200", "--model", "tiny-qwen2", "--out", str(tmp_path / "c"),
+                                             "--device", "cpu", "--serving"])
+    assert res.exit_code == 1 and "roofline serve" in res.output and not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize("args, needles", [
