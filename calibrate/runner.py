@@ -90,7 +90,8 @@ def keep_model_configs(out_dir: Path, configs: dict) -> None:
     import json
 
     from roofline.atomic import write_text_atomic
-    from roofline.measurements import catalog_config_path, kept_config_path
+    from roofline.catalogs import catalog_config_path
+    from roofline.measurements import kept_config_path
 
     for name, config in configs.items():
         if catalog_config_path(name) is None:

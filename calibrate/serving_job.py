@@ -152,13 +152,13 @@ def session_memory_bytes(model: str, config: dict, max_num_seqs: int, max_model_
     """What a session allocates up front, about: the weights and the static KV cache (K and V, every
     layer, max_num_seqs + 1 slots -- the spare one the prefill graphs pad into -- of max_model_len
     rounded up to graph_engine.RING_ALIGN rows). Activations and graphs come on top."""
-    from calibrate.graph_engine import Shapes, aligned
+    from calibrate.graph_engine import Shapes
     from calibrate.grid import ModelSize
+    from calibrate.serving_loop import static_cache_shape
 
     size = ModelSize.from_config(model, config)  # also refuses a config whose shape fields are broken
-    s = Shapes.from_config(config)
     per_element = {"bfloat16": 2, "float16": 2, "float32": 4}.get(dtype, 2)
-    kv = 2 * s.layers * (max_num_seqs + 1) * s.kv_heads * aligned(max_model_len) * s.head_dim
+    kv = 2 * math.prod(static_cache_shape(Shapes.from_config(config), max_num_seqs, max_model_len))
     return per_element * (size.params + kv)
 
 

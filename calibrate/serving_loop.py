@@ -741,6 +741,15 @@ def check_servable(s, max_model_len: int, name: str = "the model") -> None:
                         "`roofline simulate` prices it, but `roofline serve` cannot run it")
 
 
+def static_cache_shape(s, max_num_seqs: int, max_model_len: int, spare: bool = True) -> tuple:
+    """The executor's K (and V) cache: (layers, slots, kv_heads, rows, head_dim), ``max_num_seqs``
+    slots plus the ``spare`` one prefill graphs pad into, ``max_model_len`` rounded up to
+    graph_engine.RING_ALIGN rows."""
+    from calibrate.graph_engine import aligned
+
+    return (s.layers, max_num_seqs + int(spare), s.kv_heads, aligned(max_model_len), s.head_dim)
+
+
 def _qk_norm(qk, lw, s):
     """Qwen3's q/k RMSNorm over each head, q heads then K/V heads in one call (as the graph engine)."""
     import torch
@@ -921,8 +930,7 @@ class ModelExecutor:
         # varlen attention only; decided once the attention backend is known, below); padding
         # tokens write their K/V into one spare slot past the last, which nothing reads
         want_prefill_graphs = self.use_graph if prefill_graphs is None else prefill_graphs
-        spare = 1 if want_prefill_graphs else 0
-        shape = (s.layers, max_num_seqs + spare, s.kv_heads, self.cache_len, s.head_dim)
+        shape = static_cache_shape(s, max_num_seqs, max_model_len, spare=bool(want_prefill_graphs))
         cos, sin = rope_tables(s, self.cache_len, dev, dt)
         cuda = self.device.type == "cuda"
         self.bufs = _Buffers(

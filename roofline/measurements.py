@@ -34,7 +34,6 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -302,30 +301,6 @@ def read_measurements(path: str | os.PathLike, kept_configs: bool = True) -> lis
     return _with_kept_configs(rows, path) if kept_configs else rows
 
 
-def catalog_config_path(model: str) -> Path | None:
-    """The catalog's config.json of ``model`` (a catalog name or one of its repo ids, as
-    roofline.model_spec resolves them, read without pydantic), else None."""
-    catalog = Path(__file__).resolve().parent / "catalog"
-    name = _catalog_names().get(model.strip().lower())
-    return None if name is None else catalog / name / "config.json"
-
-
-@lru_cache(maxsize=1)
-def _catalog_names() -> dict:
-    """Lower-cased catalog name or repo id -> catalog name."""
-    import json
-
-    try:
-        index = json.loads((Path(__file__).resolve().parent / "catalog" / "catalog.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    out = {}
-    for name, entry in index.get("models", {}).items():
-        out[name.lower()] = name
-        out.update({repo.lower(): name for repo in entry.get("hf_repos", [])})
-    return out
-
-
 def kept_config_path(out_dir: Path, model: str) -> Path:
     """Where `roofline calibrate` keeps the config of ``model`` given as a path: ``models/<label>-
     <hash>/config.json`` under ``out_dir``, the label its folder's name (roofline.atomic.
@@ -345,6 +320,7 @@ def _with_kept_configs(rows: list[MeasurementRow], path: Path) -> list[Measureme
     from dataclasses import replace
 
     from roofline.atomic import probe_path
+    from roofline.catalogs import catalog_config_path
 
     moved = {}
     for model in {r.model for r in rows}:

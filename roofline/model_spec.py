@@ -27,11 +27,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from roofline.atomic import probe_path, short
+from roofline.catalogs import CATALOG_DIR, catalog_config_path
 from roofline.config_families import FAMILIES, read_family
 from roofline.errors import RooflineError
 from roofline.units import dtype_bytes
 
-CATALOG_DIR = Path(__file__).parent / "catalog"
 
 
 @dataclass(frozen=True)
@@ -648,14 +648,12 @@ def catalog_names(include_test: bool = False) -> list[str]:
 
 def resolve_model_config_path(name_or_path: str) -> Path:
     """A catalog name, a catalog model's HF repo id, a config.json path or a folder holding one."""
-    index = catalog_index()
     key = name_or_path.strip()
     lowered = key.lower()
-    if lowered in index:
-        return CATALOG_DIR / lowered / "config.json"
-    for name, entry in index.items():
-        if any(lowered == repo.lower() for repo in entry.get("hf_repos", [])):
-            return CATALOG_DIR / name / "config.json"
+    in_catalog = catalog_config_path(key)
+    if in_catalog is not None:
+        return in_catalog
+    index = catalog_index()
     path = Path(key).expanduser()
     is_dir, is_file = probe_path(key)
     if is_dir:

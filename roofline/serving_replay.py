@@ -60,7 +60,7 @@ def run_model(run: ServingRun):
     """The model a run served: its catalog name, or, for a config.json path (which need not exist
     where the run is replayed), the config the run recorded (``model_config``) read as that file
     would be; runs without it, the path itself."""
-    from roofline.measurements import catalog_config_path
+    from roofline.catalogs import catalog_config_path
     from roofline.model_spec import ModelSpec
 
     c = run.config
