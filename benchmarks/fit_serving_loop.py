@@ -29,6 +29,11 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call89", "**Held out after the fact, with the device probe** (`measurements/serving/"
+     "h200-graph-call89/`, device call 89, the twenty-sixth session: five streams that missed their TTFT p99 on "
+     "earlier machines (calls 11, 12, 17, 85) served again, and two new ones (mistral-7b-v0.3, qwen2.5-3b); each "
+     "run times its decode graphs in its own process before and after its clock, the probe "
+     "`compare-serving --at-probed-speed` replays at)"),
     ("h200-graph-call88", "**Held out after the fact, a second machine** (`measurements/serving/h200-graph-call88/`, "
      "device call 88, the twenty-third session: seven runs -- two models the loop never served (llama-3.1-8b, "
      "prefill-first and chunked; qwen2.5-14b, 48 layers), a tight pool (qwen2.5-1.5b, 32 slots, 8,000 tokens), "
@@ -68,9 +73,9 @@ OTHERS = (
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
           "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-          "h200-graph-call88")
+          "h200-graph-call88", "h200-graph-call89")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-                "h200-graph-call88")
+                "h200-graph-call88", "h200-graph-call89")
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 

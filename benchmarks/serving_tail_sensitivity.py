@@ -4,8 +4,8 @@ remaining TTFT p99 misses are made of (docs/serving.md, "Why the remaining tails
     .venv/bin/python benchmarks/serving_tail_sensitivity.py
 
 Over the held-out runs that carry the host probe (the set benchmarks/fit_serving_loop.py sums up:
-prefill-first runs of calls 10-14, 17 and 85, chunked runs with chunk graphs of calls 14, 15, 17,
-26 and 85), with the shipped loop terms and calibration, no GPU needed:
+prefill-first runs of calls 10-14, 17, 85, 88 and 89, chunked runs with chunk graphs of calls 14,
+15, 17, 26, 85 and 88), with the shipped loop terms and calibration, no GPU needed:
 
 1. the decode graph's device time over its price at bucket 16, per model and device call: the
    same graph of the same model, on the lent machine of each call;
@@ -21,7 +21,8 @@ prefill-first runs of calls 10-14, 17 and 85, chunked runs with chunk graphs of 
    own measured pass speed --, but it separates what the queue simulation gets wrong from what
    the pass prices do: how many TTFT p99s are within 20% (and TTFT p50s within 10%) each way, and
    with its own decode speed per bucket (``decode_time_scales``: what a perfect device probe
-   would give);
+   would give); and, as a control on the host probe, with the host terms as fitted (not scaled
+   by the run's host probe);
 4. for the runs that carry a device probe (calibrate/serving_loop.device_probe: each decode bucket
    timed in the run's process before its clock, from device call 89 on): the decode speed the
    probe foretold beside the one the run measured, and TTFT p99 replayed as
@@ -120,6 +121,7 @@ def main() -> None:
             own_p99_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"]
         else:
             own_p99_dp = own["ttft_p99_s"]
+        hostless = replay(run, folder, terms, scale_host=False)["ttft_p99_s"]
         check = simulate(run, folder, terms)["ttft_p99_s"]
         if abs(check - shipped["ttft_p99_s"]) > 1e-9 * max(1.0, abs(check)):  # simulate() is the same replay
             raise SystemExit(f"{name}: this replay {check} differs from serving_replay.replay's {shipped['ttft_p99_s']}")
@@ -128,7 +130,7 @@ def main() -> None:
                      "preemptions": measured["preemptions"], "decode": dec, "prefill": pre,
                      "measured": measured["ttft_p99_s"], "shipped": shipped["ttft_p99_s"], "low": lo, "high": hi,
                      "own_decode": own["ttft_p99_s"], "own_both": own_p99_dp,
-                     "probe": ratios["probe"], "at_probe": probed, "own_bucket": own_bucket,
+                     "probe": ratios["probe"], "at_probe": probed, "own_bucket": own_bucket, "hostless": hostless,
                      "p50": (measured["ttft_p50_s"], shipped["ttft_p50_s"], own["ttft_p50_s"])})
 
     print("1. The decode graph at bucket 16 (16 running sequences, 1,280 cache positions each): median device time "
@@ -166,6 +168,8 @@ def main() -> None:
           f"{within('own_decode')} with each run's own decode speed, {within('own_both')} with its own decode and "
           f"prefill speed, {within('own_bucket')} with its own decode speed per bucket (what a device probe that "
           "foretold the run exactly would give: part 4)")
+    print(f"TTFT p99 within {100 * BOUND:.0f}% with the host terms as fitted (not scaled by each run's host probe): "
+          f"{within('hostless')} of {n}")
     shipped_err = np.array([err(r["shipped"], r["measured"]) for r in rows])
     print(f"TTFT p99 error as shipped: mean {100 * shipped_err.mean():+.1f}%, median size "
           f"{100 * np.median(np.abs(shipped_err)):.1f}%")
@@ -181,8 +185,8 @@ def main() -> None:
     probed = [r for r in rows if r["probe"] is not None]
     print(f"\n4. Runs with a device probe: {len(probed)} of {n}")
     if not probed:
-        print("  none yet: the probe came with session 24; device call 89 (calibrate/runs/h200-call89.sh) takes "
-              "the first")
+        print("  none: the probe came with session 24; device call 89 (calibrate/runs/h200-call89.sh) took the "
+              "first")
     else:
         for r in probed:
             m = r["measured"]
@@ -192,6 +196,9 @@ def main() -> None:
                   f"TTFT p99 {m * 1e3:.1f} ms, shipped {100 * err(r['shipped'], m):+.1f}%, at the probed speed {at}")
         gap = np.array([r["probe"] - r["decode"] for r in probed])
         replayed = [r for r in probed if r["at_probe"] is not None]
+        sizes = lambda key: np.mean([abs(err(r[key], r["measured"])) for r in replayed])  # noqa: E731
+        print(f"  mean TTFT p99 error size over those replayed: {100 * sizes('shipped'):.1f}% as shipped, "
+              f"{100 * sizes('at_probe'):.1f}% at the probed speed")
         print(f"  probe - measured decode ratio: mean {gap.mean():+.4f}, largest size {np.abs(gap).max():.4f}; TTFT "
               f"p99 within {100 * BOUND:.0f}% over the {len(replayed)} replayed at the probe: "
               f"{sum(1 for r in replayed if abs(err(r['shipped'], r['measured'])) <= BOUND)} as shipped, "

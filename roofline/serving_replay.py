@@ -248,18 +248,20 @@ def _robust_line(points) -> tuple[float, float]:
 
 
 def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "graph", calibration="auto",
-           pass_time_spread: float | None = None, decode_time_scales=None) -> dict:
+           pass_time_spread: float | None = None, decode_time_scales=None, scale_host: bool = True) -> dict:
     """Simulate run ``run``'s own stream with its configuration and the loop's terms: the
     continuous server's summary (roofline.api.simulate; with ``pass_time_spread``, its range over
     the GPU times that fraction faster and slower under ``pass_time_spread``; with
     ``decode_time_scales``, {bucket: factor}, each decode bucket's GPU time multiplied: the run's
-    probed speed, ``pass_ratios``' ``probe_by_bucket``)."""
+    probed speed, ``pass_ratios``' ``probe_by_bucket``). ``scale_host`` False: the host terms as
+    fitted, not scaled by the run's host probe (benchmarks/serving_tail_sensitivity.py)."""
     from roofline import api
 
     from roofline.pass_costs import run_host_probe, scaled_for_host
 
     c = run.config
-    terms = scaled_for_host(terms, run_host_probe(c))
+    if scale_host:
+        terms = scaled_for_host(terms, run_host_probe(c))
     result = api.simulate(
         card, run_model(run), engine=engine, calibration=calibration, batch=c["max_num_seqs"],
         requests=run_paths(folder, run.name)["stream"], static=False,
