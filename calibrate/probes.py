@@ -141,7 +141,7 @@ import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -2037,10 +2037,12 @@ def _write(path: Path, data: dict) -> None:
 
 def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: float | None = 90.0,
                tiny: bool | None = None, jobs: int = 4, progress: Callable[[str], None] = print,
-               kernels_points: tuple | None = None, prefill_kernels_models: tuple | None = None) -> dict[str, Path]:
+               kernels_points: tuple | None = None, prefill_kernels_models: tuple | None = None,
+               chunk_rows: int | None = None) -> dict[str, Path]:
     """Run the probes named in ``what``; returns {probe: json path}. An error in one probe is
     written to its file (``error``, ``traceback``) and the next probe still runs.
     ``kernels_points``: the kernels probe's (model, layers, batch, context) points instead of its grid's.
+    ``chunk_rows``: the chunk probe's cache rows (the loop's max_model_len T) instead of its grid's
     ``prefill_kernels_models``: the prefill-kernels probe at these catalog models' own layers only
     (its grid's layer cuts, batches and prompt; evidence, not the generic shapes the fit reads)."""
     unknown = [w for w in what if w not in PROBES]
@@ -2081,7 +2083,8 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "gemm":
                 gemm_probe(device, TINY_GEMM if tiny else FULL_GEMM, path, deadline, progress)
             elif name == "chunk":
-                chunk_probe(device, TINY_CHUNK if tiny else FULL_CHUNK, path, deadline, progress)
+                grid = TINY_CHUNK if tiny else FULL_CHUNK
+                chunk_probe(device, replace(grid, rows=chunk_rows) if chunk_rows else grid, path, deadline, progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
             elif name == "layer-features":
@@ -2093,8 +2096,6 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "prefill-kernels":
                 grid = TINY_PREFILL_KERNELS if tiny else FULL_PREFILL_KERNELS
                 if prefill_kernels_models:
-                    from dataclasses import replace
-
                     labels = {pt[0]: pt for pt in grid.points}  # a grid point by its label, else a catalog model's layers
                     grid = replace(grid, points=tuple(labels.get(m, (m, m, (), "model")) for m in prefill_kernels_models))
                 prefill_kernels_probe(device, grid, path, deadline, progress)
@@ -2134,6 +2135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels-points", help="the kernels probe's points instead of its grid: "
                     "MODEL:LAYERS:BATCH:CONTEXT,... (a model's decode step cut to LAYERS layers, BATCH sequences, "
                     "a static cache of CONTEXT positions)")
+    ap.add_argument("--chunk-rows", type=int, help="the chunk probe's cache rows a slot (the serving loop's "
+                    "max_model_len; default: the grid's, 1,280 full, 48 tiny)")
     ap.add_argument("--memory-case", help=argparse.SUPPRESS)
     ap.add_argument("--case-out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -2163,8 +2166,12 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
 
+    if args.chunk_rows is not None and args.chunk_rows < 1:
+        print(f"error: --chunk-rows must be a positive whole number, not {args.chunk_rows}", file=sys.stderr)
+        return 2
     try:
         paths = run_probes(Path(args.out), what, args.device, args.budget_s, True if args.tiny else None, args.jobs,
+                           chunk_rows=args.chunk_rows,
                            progress=lambda m: print(m, flush=True), kernels_points=points,
                            prefill_kernels_models=tuple(m.strip() for m in (args.prefill_kernels_models or "").split(",")
                                                         if m.strip()) or None)

@@ -508,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
                     stream=info))
             except Exception:  # noqa: BLE001
                 traceback.print_exc()
-                print(f"=== {model}-{label}: FAILED", flush=True)
+                print(f"=== {model_file_label(model)}-{label}: FAILED", flush=True)
                 failed = True
         session.close()
     print(f"=== total {time.monotonic() - t_start:.1f} s wall, {len(written)} run(s) written to {out}", flush=True)

@@ -42,10 +42,13 @@ def _bracket(v: float, grid: list, log_scale: bool = False) -> tuple:
 class ChunkTable:
     """Measured chunk-graph attention minus prefill-graph attention on one card (module docstring)."""
 
-    def __init__(self, points: list[dict], source: str):
+    def __init__(self, points: list[dict], source: str, rows: int | None = None):
+        """``rows``: the cache rows a slot (the loop's max_model_len T) the probe measured at
+        (its grid's ``rows``; None where the file does not say)."""
         if not points:
             raise RooflineError(f"{source}: the chunk table has no points", "chunk_table")
         self.source = source
+        self.rows = rows
         # shape -> bucket -> fraction -> [(c, extra seconds)]
         self._by: dict = {}
         for p in points:
@@ -109,5 +112,13 @@ def load_chunk_table(path: str | Path) -> ChunkTable:
     """The table in ``path`` (a chunk probe's JSON); relative paths are read under hardware_profiles/."""
     from roofline.gemm import probe_table
 
-    return probe_table(path, ChunkTable, "chunk table", "chunk", "q_heads, kv_heads, head_dim, bucket, chunk_tokens, "
+    return probe_table(path, _build, "chunk table", "chunk", "q_heads, kv_heads, head_dim, bucket, chunk_tokens, "
                        "cached, chunk_s and prefill_s", "chunk_table")
+
+
+def _build(points: list[dict], source: str, data: dict) -> ChunkTable:
+    rows = (data.get("grid") or {}).get("rows")
+    if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+        raise RooflineError(f"{source}: the chunk table's grid rows must be a positive whole number (got {rows!r})",
+                            "chunk_table")
+    return ChunkTable(points, source, rows)

@@ -90,7 +90,7 @@ class GemmTable:
 
 
 def probe_table(path: str | Path, build, what: str, probe: str, fields: str, field: str):
-    """``build(points, source)`` over the ``points`` of a probe's JSON at ``path`` (relative paths
+    """``build(points, source, data)`` over the ``points`` of a probe's JSON ``data`` at ``path`` (relative paths
     under hardware_profiles/), read once per file, with one-line errors naming ``what`` (e.g.
     "matmul table"), the ``probe`` that writes it, the point ``fields`` it needs and the
     ``field`` errors carry."""
@@ -112,11 +112,15 @@ def _probe_table(path: str, build, what: str, probe: str, fields: str, field: st
     if not isinstance(points, list):
         raise RooflineError(f"{p}: a {what} is the {probe} probe's JSON (a 'points' list)", field)
     try:
-        return build(points, str(p))
+        return build(points, str(p), data)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         raise RooflineError(f"{p}: every point needs numbers {fields}", field) from None
 
 
 def load_gemm_table(path: str | Path) -> GemmTable:
     """The table in ``path`` (a gemm probe's JSON); relative paths are read under hardware_profiles/."""
-    return probe_table(path, GemmTable, "matmul table", "gemm", "m, n, k and seconds", "gemm_table")
+    return probe_table(path, _build, "matmul table", "gemm", "m, n, k and seconds", "gemm_table")
+
+
+def _build(points: list[dict], source: str, data: dict) -> GemmTable:
+    return GemmTable(points, source)

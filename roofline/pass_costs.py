@@ -50,7 +50,10 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   pass whose first chunk (t tokens) continues a prompt after c cached tokens is the loop's *chunk
   graph*: the prefill graph's price plus, every layer, its attention's extra time from the card's
   chunk table (``chunk_attention_table``, roofline.chunk_table: the chunk's queries walk all c + t
-  keys in a few thread blocks, so the time grows with c far beyond the FLOPs). Without the table,
+  keys in a few thread blocks, so the time grows with c far beyond the FLOPs); the table was
+  measured at its grid's cache rows a slot, and the chunk graph copies all T = max_model_len rows
+  of its slot out, so a T other than the table's adds (or takes off) the copy's bytes of the
+  other rows (``loop_chunk_elements``' per-pass part) at the elementwise rate. Without the table,
   only the extra bytes ``loop_chunk_elements`` counts (a floor: they are a small part);
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,
@@ -429,7 +432,7 @@ class LoopCost:
         self.floor_s = terms.prefill_floor_s_per_layer.value * layers
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
-        self.chunk_table = None
+        self.chunk_table, self.chunk_copy_s = None, 0.0
         if terms.prefill_graphs and terms.prefill_gemm_table and terms.prefill_elementwise_bytes_per_s:
             from roofline.gemm import load_gemm_table
 
@@ -445,6 +448,11 @@ class LoopCost:
                     from roofline.chunk_table import load_chunk_table
 
                     self.chunk_table = load_chunk_table(terms.chunk_attention_table)
+                    # the table was measured at its grid's cache rows; a chunk graph copies all
+                    # max_model_len rows of its slot out, so the copy's other rows are priced apart
+                    rows = self.chunk_table.rows
+                    self.chunk_copy_s = 0.0 if rows is None else \
+                        (per_pass - loop_chunk_elements(step.spec, rows)[1]) * scale
                 self._gemm_s: dict = {}
         extra = terms.decode_extra_s_per_layer.value * layers
         sizes = capture_sizes(max_num_seqs)
@@ -515,8 +523,8 @@ class LoopCost:
         ``c`` cached ones takes beyond the prefill graph of the same bucket."""
         if self.chunk_table is not None:
             spec = self.step.spec
-            return spec.num_hidden_layers * self.chunk_table.extra_s(
-                spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim, bucket, t, c)
+            return max(spec.num_hidden_layers * self.chunk_table.extra_s(
+                spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim, bucket, t, c) + self.chunk_copy_s, 0.0)
         return self.chunk_s + self.chunk_s_per_token * bucket
 
     def linears_s(self, tokens: float, rows: float) -> float:

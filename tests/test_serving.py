@@ -294,6 +294,27 @@ def test_the_loop_remembers_prefill_prices():
     assert len(cost._prefills) == 3
 
 
+def test_a_chunk_graph_at_another_cache_length_copies_its_rows_apart():
+    """The chunk table was measured at 1,280 cache rows a slot (its grid's ``rows``); a chunk graph
+    copies all max_model_len rows of its slot out (calibrate.serving_loop.chunk_attention: an
+    index_select and a cat of K and V, 8 x T x kv elements a layer), so at 4,096 rows it costs
+    8 x (4096 - 1280) x kv x 2 bytes x layers more, at the loop's elementwise rate; at the table's
+    rows nothing is added, and a whole prompt's pass (no chunk graph) does not change."""
+    from roofline.pass_costs import LoopCost, load_loop_terms
+
+    step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step
+    terms = load_loop_terms(card="h200", engine="graph")
+    at = {t: LoopCost(step, terms, t, 64, 512) for t in (1280, 4096)}
+    assert at[1280].chunk_table.rows == 1280 and at[1280].chunk_copy_s == 0.0
+    kv, layers = 4 * 128, 28  # qwen2.5-7b's config.json: 4 K/V heads of 128, 28 layers
+    want = 8 * (4096 - 1280) * kv * 2 * layers / terms.prefill_elementwise_bytes_per_s.value
+    assert at[4096].chunk_copy_s == pytest.approx(want, rel=1e-12)
+    chunk = (512.0, 512.0 * 700.0, 1.0, 512, 400)  # a 512-token chunk after 400 cached tokens
+    assert at[4096].prefill_device_s(*chunk) - at[1280].prefill_device_s(*chunk) == pytest.approx(want, rel=1e-9)
+    whole = (300.0, 300.0 * 301 / 2, 1.0, 0, 0)
+    assert at[4096].prefill_device_s(*whole) == at[1280].prefill_device_s(*whole)
+
+
 def test_the_kernel_tables_float_path_matches_its_array_path():
     """roofline.step._table_factor on floats (Python lists, the simulators' hot loop) and on arrays
     (numpy) gives the same factor at every point, on and between the grid's, past its ends too."""
