@@ -51,9 +51,10 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   graph*: the prefill graph's price plus, every layer, its attention's extra time from the card's
   chunk table (``chunk_attention_table``, roofline.chunk_table: the chunk's queries walk all c + t
   keys in a few thread blocks, so the time grows with c far beyond the FLOPs); the table was
-  measured at its grid's cache rows a slot, and the chunk graph copies all T = max_model_len rows
-  of its slot out, so a T other than the table's adds (or takes off) the copy's bytes of the
-  other rows (``loop_chunk_elements``' per-pass part) at the elementwise rate. Without the table,
+  measured at its grid's cache rows a slot and its nearest head shape, and the chunk graph copies
+  all T = max_model_len rows of its slot at the model's own K/V width out, so a T or a K/V width
+  other than the table's adds (or takes off) the copy's difference (``loop_chunk_elements``'
+  per-pass part, 8 x rows x K/V width elements a layer) at the elementwise rate. Without the table,
   only the extra bytes ``loop_chunk_elements`` counts (a floor: they are a small part);
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,
@@ -448,11 +449,14 @@ class LoopCost:
                     from roofline.chunk_table import load_chunk_table
 
                     self.chunk_table = load_chunk_table(terms.chunk_attention_table)
-                    # the table was measured at its grid's cache rows; a chunk graph copies all
-                    # max_model_len rows of its slot out, so the copy's other rows are priced apart
-                    rows = self.chunk_table.rows
-                    self.chunk_copy_s = 0.0 if rows is None else \
-                        (per_pass - loop_chunk_elements(step.spec, rows)[1]) * scale
+                    # the table was measured at its grid's cache rows and its nearest head shape's
+                    # K/V width; a chunk graph copies all max_model_len rows of its slot at the
+                    # model's own K/V width out, so the copy's difference is priced apart
+                    spec = step.spec
+                    shape = self.chunk_table.nearest_shape(spec.num_attention_heads, spec.num_key_value_heads,
+                                                           spec.head_dim)
+                    rows = self.chunk_table.rows or max_model_len
+                    self.chunk_copy_s = (per_pass - 8.0 * rows * shape[1] * shape[2]) * scale
                 self._gemm_s: dict = {}
         extra = terms.decode_extra_s_per_layer.value * layers
         sizes = capture_sizes(max_num_seqs)

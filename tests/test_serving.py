@@ -299,7 +299,8 @@ def test_a_chunk_graph_at_another_cache_length_copies_its_rows_apart():
     copies all max_model_len rows of its slot out (calibrate.serving_loop.chunk_attention: an
     index_select and a cat of K and V, 8 x T x kv elements a layer), so at 4,096 rows it costs
     8 x (4096 - 1280) x kv x 2 bytes x layers more, at the loop's elementwise rate; at the table's
-    rows nothing is added, and a whole prompt's pass (no chunk graph) does not change."""
+    rows and head shape nothing is added, and a whole prompt's pass (no chunk graph) does not
+    change; a K/V width the table lacks adds its wider copy."""
     from roofline.pass_costs import LoopCost, load_loop_terms
 
     step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step
@@ -313,6 +314,14 @@ def test_a_chunk_graph_at_another_cache_length_copies_its_rows_apart():
     assert at[4096].prefill_device_s(*chunk) - at[1280].prefill_device_s(*chunk) == pytest.approx(want, rel=1e-9)
     whole = (300.0, 300.0 * 301 / 2, 1.0, 0, 0)
     assert at[4096].prefill_device_s(*whole) == at[1280].prefill_device_s(*whole)
+    # a K/V width the table has not: pythia-6.9b's 32 K/V heads of 128 priced from the nearest
+    # measured shape's 8 (mistral-7b-v0.3's), so its 4x wider copy adds 8 x 1280 x (4096 - 1024)
+    # x 2 bytes x 32 layers
+    mha = make_scenario(card="h200", model="pythia-6.9b", engine="graph").step
+    cost = LoopCost(mha, terms, 1280, 64, 512)
+    assert cost.chunk_table.nearest_shape(32, 32, 128) == (32, 8, 128)
+    want = 8 * 1280 * (32 - 8) * 128 * 2 * 32 / terms.prefill_elementwise_bytes_per_s.value
+    assert cost.chunk_copy_s == pytest.approx(want, rel=1e-12)
 
 
 def test_the_kernel_tables_float_path_matches_its_array_path():

@@ -23,7 +23,7 @@ timeout 120 python3 -m calibrate.probes --out "$W90/probes-rows4096" --what chun
 P="--max-num-seqs 64 --max-model-len 1280 --kv-capacity-tokens 12000"
 serve q3a $P --model qwen3-8b --runs mixed@20:250:601
 serve q3c $P --policy chunked --max-num-batched-tokens 512 --model qwen3-8b --runs mixed@18:250:603
-serve pya $P --model pythia-6.9b --runs mixed@12:200:604
+serve pya $P --policy chunked --max-num-batched-tokens 512 --model pythia-6.9b --runs mixed@12:200:604
 serve pyb $P --model pythia-6.9b --runs mixed@20:200:605
 serve q7L --max-num-seqs 64 --max-model-len 4096 --kv-capacity-tokens 12000 --policy chunked --max-num-batched-tokens 512 \
   --model qwen2.5-7b --runs mixed@18:250:606
