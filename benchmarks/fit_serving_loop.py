@@ -29,6 +29,11 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call90", "**Held out, layouts and a cache length no run had** (`measurements/serving/"
+     "h200-graph-call90/`, device call 90, the twenty-sixth session: qwen3-8b (its q/k norms) prefill-first and "
+     "chunked, pythia-6.9b (a GELU MLP, attention biases, 32 K/V heads) chunked and overloaded, and qwen2.5-7b "
+     "chunked with a 4,096-row cache; the chunk graph's copy a row priced from the chunk probe at 4,096 rows, "
+     "measured in the same call before the runs)"),
     ("h200-graph-call89", "**Held out after the fact, with the device probe** (`measurements/serving/"
      "h200-graph-call89/`, device call 89, the twenty-sixth session: five streams that missed their TTFT p99 on "
      "earlier machines (calls 11, 12, 17, 85) served again, and two new ones (mistral-7b-v0.3, qwen2.5-3b); each "
@@ -73,9 +78,9 @@ OTHERS = (
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
           "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-          "h200-graph-call88", "h200-graph-call89")
+          "h200-graph-call88", "h200-graph-call89", "h200-graph-call90")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-                "h200-graph-call88", "h200-graph-call89")
+                "h200-graph-call88", "h200-graph-call89", "h200-graph-call90")
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 

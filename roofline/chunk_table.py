@@ -12,9 +12,15 @@ shape, 0.8 ms a pass at c = 500; the FLOPs say ~0.03 ms), and only once the chun
 longest of the pass (``hardware_profiles/measurements/h200-probe-chunk.json``).
 
 ``ChunkTable.extra_s(q_heads, kv_heads, head_dim, bucket, t, c)``: chunk graph minus prefill
-graph, one layer. The nearest measured head shape (same head width first, then the nearest
-K/V heads, then query heads); linear in log bucket and in t / bucket between the grid's points
-(clamped at its ends); linear in c, extended beyond the largest c by the last segment's slope.
+graph, one layer, at the table's cache rows a slot (its grid's ``rows``). The nearest measured
+head shape (same head width first, then the nearest K/V heads, then query heads); linear in log
+bucket and in t / bucket between the grid's points (clamped at its ends); linear in c, extended
+beyond the largest c by the last segment's slope.
+
+The chunk graph also copies all of its slot's rows out, so its time grows with the rows:
+``copy_s_per_row(table, other, shape)`` is that growth, one layer, a row, from the same probe at
+other rows (over the points both measured, the median of their difference over the rows'
+difference; on the H200, call 90, the copies ran at 0.8-1.2 TB/s).
 """
 
 from __future__ import annotations
@@ -80,6 +86,11 @@ class ChunkTable:
                                                               abs(log(s[0] / q_heads))))
         return self._near[key]
 
+    def points(self, shape: tuple[int, int, int]) -> dict:
+        """{(bucket, t / bucket, c): extra seconds} measured at ``shape``."""
+        return {(b, f, c): e for b, fractions in self._by[shape].items() for f, cs in fractions.items()
+                for c, e in cs}
+
     @staticmethod
     def _along_c(cs: list, c: float) -> float:
         if c >= cs[-1][0]:
@@ -106,6 +117,24 @@ class ChunkTable:
                 if v:
                     total += w * v * self._along_c(fractions[f], c)
         return max(total, 0.0)
+
+
+def copy_s_per_row(table: ChunkTable, other: ChunkTable, shape: tuple[int, int, int]) -> float:
+    """One layer's chunk graph, seconds more a cache row of its slot at ``shape``: over the points
+    ``table`` and ``other`` (the same probe at other rows) both measured at ``shape``, the median of
+    (extra at other's rows - extra at table's) / (the rows' difference)."""
+    if table.rows is None or other.rows is None or table.rows == other.rows:
+        raise RooflineError(f"{other.source}: a chunk table at other rows needs both tables' grid rows, and "
+                            f"different ones (got {table.rows} and {other.rows})", "chunk_table")
+    if shape not in other.shapes:
+        raise RooflineError(f"{other.source}: no points at head shape {shape} (the chunk table's)", "chunk_table")
+    mine, theirs = table.points(shape), other.points(shape)
+    both = sorted((theirs[k] - mine[k]) / (other.rows - table.rows) for k in mine.keys() & theirs.keys())
+    if not both:
+        raise RooflineError(f"{other.source}: no point in common with {table.source} at head shape {shape}",
+                            "chunk_table")
+    mid = len(both) // 2
+    return both[mid] if len(both) % 2 else 0.5 * (both[mid - 1] + both[mid])
 
 
 def load_chunk_table(path: str | Path) -> ChunkTable:

@@ -54,7 +54,10 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   measured at its grid's cache rows a slot and its nearest head shape, and the chunk graph copies
   all T = max_model_len rows of its slot at the model's own K/V width out, so a T or a K/V width
   other than the table's adds (or takes off) the copy's difference (``loop_chunk_elements``'
-  per-pass part, 8 x rows x K/V width elements a layer) at the elementwise rate. Without the table,
+  per-pass part, 8 x rows x K/V width elements a layer): priced a row from the same probe at
+  other rows (``chunk_rows_table``, roofline.chunk_table.copy_s_per_row; on the H200 these copies
+  ran at 0.8-1.2 TB/s, half the elementwise rate), in proportion to the K/V width, or without it
+  at the elementwise rate. Without the table,
   only the extra bytes ``loop_chunk_elements`` counts (a floor: they are a small part);
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,
@@ -213,6 +216,10 @@ class LoopTerms(BaseModel):
     chunk_attention_table: str | None = Field(
         None, description="with prefill_gemm_table: the card's chunk table (a chunk probe's JSON, relative to "
         "hardware_profiles/) that prices a chunk graph's attention beyond the prefill graph's (roofline.chunk_table)")
+    chunk_rows_table: str | None = Field(
+        None, description="with chunk_attention_table: the same probe at other cache rows a slot, whose difference "
+        "prices the chunk graph's copy of its slot's rows a row (roofline.chunk_table.copy_s_per_row); without it "
+        "the copy's bytes are priced at prefill_elementwise_bytes_per_s")
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
@@ -456,7 +463,14 @@ class LoopCost:
                     shape = self.chunk_table.nearest_shape(spec.num_attention_heads, spec.num_key_value_heads,
                                                            spec.head_dim)
                     rows = self.chunk_table.rows or max_model_len
-                    self.chunk_copy_s = (per_pass - 8.0 * rows * shape[1] * shape[2]) * scale
+                    if terms.chunk_rows_table:  # the copy's measured time a row at the shape's K/V width
+                        from roofline.chunk_table import copy_s_per_row
+
+                        per_row = copy_s_per_row(self.chunk_table, load_chunk_table(terms.chunk_rows_table), shape)
+                        width = spec.num_key_value_heads * spec.head_dim / (shape[1] * shape[2])
+                        self.chunk_copy_s = layers * per_row * (max_model_len * width - rows)
+                    else:
+                        self.chunk_copy_s = (per_pass - 8.0 * rows * shape[1] * shape[2]) * scale
                 self._gemm_s: dict = {}
         extra = terms.decode_extra_s_per_layer.value * layers
         sizes = capture_sizes(max_num_seqs)

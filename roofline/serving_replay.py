@@ -92,6 +92,15 @@ def chunk_table_path(card: str) -> str | None:
     return rel if (profiles_dir() / rel).is_file() else None
 
 
+def chunk_rows_table_path(card: str) -> str | None:
+    """The card's chunk probe at other cache rows (``{card}-probe-chunk-rows*.json``), relative to
+    hardware_profiles/, if any (the first by name)."""
+    from roofline.hardware import profiles_dir
+
+    found = sorted((profiles_dir() / "measurements").glob(f"{card}-probe-chunk-rows*.json"))
+    return f"measurements/{found[0].name}" if found else None
+
+
 def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto") -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring); ``held_out`` names the runs kept
@@ -214,6 +223,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                                     if table is not None else "the same fit"),
         prefill_gemm_table=gemm_table if table is not None else None,
         chunk_attention_table=chunk_table_path(card) if table is not None else None,
+        chunk_rows_table=chunk_rows_table_path(card) if table is not None and chunk_table_path(card) else None,
         host_probe=ref_probe,
         prefill_elementwise_bytes_per_s=term(el_rate, "the same fit: the loop's elementwise bytes (counted from "
                                              "its code, roofline.pass_costs.loop_elementwise_elements) over their "

@@ -75,3 +75,36 @@ def test_the_shipped_h200_table_is_the_probes_difference():
     # it grows with the cached tokens: ~0.046 us a cached token a layer at this bucket
     slope = (t.extra_s(12, 2, 128, 512, 256, 1024) - t.extra_s(12, 2, 128, 512, 256, 256)) / 768
     assert slope == pytest.approx(0.046e-6, rel=0.1)
+
+
+def test_copy_a_row_is_the_median_difference_over_the_rows():
+    """copy_s_per_row: the same probe at 1,000 and 3,000 rows, every point 2 us slower at 3,000 but
+    one 40 us slower (an outlier the median ignores): 1 ns a row at that shape; tables at the same
+    rows, without rows, or without the shape are refused in one line."""
+    from roofline.chunk_table import copy_s_per_row
+
+    low = ChunkTable(_points(), "low", rows=1000)
+    high_pts = [dict(p, chunk_s=p["chunk_s"] + 2e-6) for p in _points()]
+    high_pts[0]["chunk_s"] += 38e-6
+    high = ChunkTable(high_pts, "high", rows=3000)
+    assert copy_s_per_row(low, high, (12, 2, 128)) == pytest.approx(1e-9, rel=1e-9)
+    assert copy_s_per_row(low, high, (32, 8, 64)) == pytest.approx(1e-9, rel=1e-9)
+    for other, says in ((ChunkTable(_points(), "same", rows=1000), "different"),
+                        (ChunkTable(_points(), "none"), "grid rows")):
+        with pytest.raises(RooflineError, match=says):
+            copy_s_per_row(low, other, (12, 2, 128))
+    one_shape = ChunkTable([p for p in high_pts if p["kv_heads"] == 2], "one", rows=3000)
+    with pytest.raises(RooflineError, match="no points at head shape"):
+        copy_s_per_row(low, one_shape, (32, 8, 64))
+
+
+def test_the_grid_rows_are_read_and_checked(tmp_path):
+    """load_chunk_table reads the probe's grid rows; a rows that is not a positive whole number is a
+    one-line error."""
+    path = tmp_path / "probe-chunk.json"
+    path.write_text(json.dumps({"grid": {"rows": 2048}, "points": _points()}))
+    assert load_chunk_table(path).rows == 2048
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"grid": {"rows": 0}, "points": _points()}))
+    with pytest.raises(RooflineError, match="grid rows"):
+        load_chunk_table(bad)

@@ -297,31 +297,42 @@ def test_the_loop_remembers_prefill_prices():
 def test_a_chunk_graph_at_another_cache_length_copies_its_rows_apart():
     """The chunk table was measured at 1,280 cache rows a slot (its grid's ``rows``); a chunk graph
     copies all max_model_len rows of its slot out (calibrate.serving_loop.chunk_attention: an
-    index_select and a cat of K and V, 8 x T x kv elements a layer), so at 4,096 rows it costs
-    8 x (4096 - 1280) x kv x 2 bytes x layers more, at the loop's elementwise rate; at the table's
-    rows and head shape nothing is added, and a whole prompt's pass (no chunk graph) does not
-    change; a K/V width the table lacks adds its wider copy."""
+    index_select and a cat of K and V), so at 4,096 rows it costs, every layer, the copy's time a
+    row (the same probe at 4,096 rows, call 90: hardware_profiles/measurements/
+    h200-probe-chunk-rows4096.json) x 2,816 rows more; at the table's rows and head shape nothing
+    is added, and a whole prompt's pass (no chunk graph) does not change. The measured copy ran at
+    0.8-1.2 TB/s: qwen2.5-7b's 2,816 rows x 4 K/V heads x 128 x 2 bytes x 8 (23 MB a layer) took
+    ~26 us, where the loop's elementwise rate (1.64 TB/s) would say 14 us."""
+    from roofline.chunk_table import copy_s_per_row, load_chunk_table
     from roofline.pass_costs import LoopCost, load_loop_terms
 
     step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step
     terms = load_loop_terms(card="h200", engine="graph")
+    assert terms.chunk_rows_table == "measurements/h200-probe-chunk-rows4096.json"
     at = {t: LoopCost(step, terms, t, 64, 512) for t in (1280, 4096)}
     assert at[1280].chunk_table.rows == 1280 and at[1280].chunk_copy_s == 0.0
-    kv, layers = 4 * 128, 28  # qwen2.5-7b's config.json: 4 K/V heads of 128, 28 layers
-    want = 8 * (4096 - 1280) * kv * 2 * layers / terms.prefill_elementwise_bytes_per_s.value
+    layers, shape = 28, (28, 4, 128)  # qwen2.5-7b's config.json: 28 layers, 28 query and 4 K/V heads of 128
+    per_row = copy_s_per_row(at[1280].chunk_table, load_chunk_table(terms.chunk_rows_table), shape)
+    copy_bytes = 8 * (4096 - 1280) * 4 * 128 * 2
+    assert 0.7e12 < copy_bytes / (per_row * (4096 - 1280)) < 1.3e12  # the rate the probe measured
+    want = layers * per_row * (4096 - 1280)
     assert at[4096].chunk_copy_s == pytest.approx(want, rel=1e-12)
     chunk = (512.0, 512.0 * 700.0, 1.0, 512, 400)  # a 512-token chunk after 400 cached tokens
     assert at[4096].prefill_device_s(*chunk) - at[1280].prefill_device_s(*chunk) == pytest.approx(want, rel=1e-9)
     whole = (300.0, 300.0 * 301 / 2, 1.0, 0, 0)
     assert at[4096].prefill_device_s(*whole) == at[1280].prefill_device_s(*whole)
     # a K/V width the table has not: pythia-6.9b's 32 K/V heads of 128 priced from the nearest
-    # measured shape's 8 (mistral-7b-v0.3's), so its 4x wider copy adds 8 x 1280 x (4096 - 1024)
-    # x 2 bytes x 32 layers
+    # measured shape's 8 (mistral-7b-v0.3's), so its copy is 4x as wide: 1,280 x 4 - 1,280 rows'
+    # worth more at that shape, every one of its 32 layers
     mha = make_scenario(card="h200", model="pythia-6.9b", engine="graph").step
     cost = LoopCost(mha, terms, 1280, 64, 512)
     assert cost.chunk_table.nearest_shape(32, 32, 128) == (32, 8, 128)
-    want = 8 * 1280 * (32 - 8) * 128 * 2 * 32 / terms.prefill_elementwise_bytes_per_s.value
-    assert cost.chunk_copy_s == pytest.approx(want, rel=1e-12)
+    per_row = copy_s_per_row(cost.chunk_table, load_chunk_table(terms.chunk_rows_table), (32, 8, 128))
+    assert cost.chunk_copy_s == pytest.approx(32 * per_row * (1280 * 4 - 1280), rel=1e-12)
+    # without the second table: the copy's bytes at the elementwise rate
+    bare = LoopCost(step, terms.model_copy(update={"chunk_rows_table": None}), 4096, 64, 512)
+    assert bare.chunk_copy_s == pytest.approx(copy_bytes * layers / terms.prefill_elementwise_bytes_per_s.value,
+                                              rel=1e-12)
 
 
 def test_the_kernel_tables_float_path_matches_its_array_path():
