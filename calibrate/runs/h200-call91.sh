@@ -11,6 +11,8 @@ set -u
 source calibrate/runs/common.sh
 W91="$W/call91"; mkdir -p "$W91"
 env_info > "$W91/env.txt" 2>&1
+# the loop terms these runs are held out against are the H200's: on another card, stop at once
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200: $(nvidia-smi --query-gpu=name --format=csv,noheader)"; snap; exit 3; }
 clocks() { nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$W91/clocks.txt" 2>&1
   nvidia-smi --query-gpu=clocks_event_reasons.active --format=csv,noheader >> "$W91/clocks.txt" 2>&1; }
 serve() { echo "$1 before: $(date -u +%T)" >> "$W91/clocks.txt"; clocks; serve_into "$W91" "$@"; clocks; }
