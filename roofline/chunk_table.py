@@ -20,7 +20,8 @@ beyond the largest c by the last segment's slope.
 The chunk graph also copies all of its slot's rows out, so its time grows with the rows:
 ``copy_s_per_row(table, other, shape)`` is that growth, one layer, a row, from the same probe at
 other rows (over the points both measured, the median of their difference over the rows'
-difference; on the H200, call 90, the copies ran at 0.8-1.2 TB/s).
+difference; on the H200, call 90, the copies ran at 0.8-1.2 TB/s); a shape the other table lacks
+is priced from the nearest one both measured, in proportion to the K/V width.
 """
 
 from __future__ import annotations
@@ -122,19 +123,40 @@ class ChunkTable:
 def copy_s_per_row(table: ChunkTable, other: ChunkTable, shape: tuple[int, int, int]) -> float:
     """One layer's chunk graph, seconds more a cache row of its slot at ``shape``: over the points
     ``table`` and ``other`` (the same probe at other rows) both measured at ``shape``, the median of
-    (extra at other's rows - extra at table's) / (the rows' difference)."""
+    (extra at other's rows - extra at table's) / (the rows' difference).
+
+    Where ``other`` did not measure ``shape`` (or shares no point with ``table`` there), the copy is
+    the same kernel over a K/V row of another width: the nearest shape both measured (the order of
+    ``ChunkTable.nearest_shape``) stands in, scaled by the K/V widths' ratio. A pair with no shape
+    in common, or whose copy does not take longer at more rows, is refused in one line."""
     if table.rows is None or other.rows is None or table.rows == other.rows:
         raise RooflineError(f"{other.source}: a chunk table at other rows needs both tables' grid rows, and "
                             f"different ones (got {table.rows} and {other.rows})", "chunk_table")
-    if shape not in other.shapes:
-        raise RooflineError(f"{other.source}: no points at head shape {shape} (the chunk table's)", "chunk_table")
-    mine, theirs = table.points(shape), other.points(shape)
-    both = sorted((theirs[k] - mine[k]) / (other.rows - table.rows) for k in mine.keys() & theirs.keys())
-    if not both:
-        raise RooflineError(f"{other.source}: no point in common with {table.source} at head shape {shape}",
-                            "chunk_table")
-    mid = len(both) // 2
-    return both[mid] if len(both) % 2 else 0.5 * (both[mid - 1] + both[mid])
+
+    def median_at(s: tuple) -> float | None:
+        if s not in table.shapes or s not in other.shapes:
+            return None
+        mine, theirs = table.points(s), other.points(s)
+        both = sorted((theirs[k] - mine[k]) / (other.rows - table.rows) for k in mine.keys() & theirs.keys())
+        if not both:
+            return None
+        mid = len(both) // 2
+        return both[mid] if len(both) % 2 else 0.5 * (both[mid - 1] + both[mid])
+
+    found, at = median_at(shape), shape
+    if found is None:
+        q, kv, hd = shape
+        shared = [s for s in table.shapes if median_at(s) is not None]
+        if not shared:
+            raise RooflineError(f"{other.source}: no point in common with {table.source} at any head shape",
+                                "chunk_table")
+        at = min(shared, key=lambda s: (s[2] != hd, abs(log(s[1] / kv)), abs(log(s[0] / q))))
+        found = median_at(at) * (kv * hd) / (at[1] * at[2])
+    if not found > 0.0:
+        raise RooflineError(f"{other.source}: the chunk graph is not slower at {max(table.rows, other.rows)} rows "
+                            f"than at {min(table.rows, other.rows)} (head shape {at}: {found:.3g} s a row); "
+                            "are the tables' grid rows swapped?", "chunk_table")
+    return found
 
 
 def load_chunk_table(path: str | Path) -> ChunkTable:
@@ -146,7 +168,11 @@ def load_chunk_table(path: str | Path) -> ChunkTable:
 
 
 def _build(points: list[dict], source: str, data: dict) -> ChunkTable:
-    rows = (data.get("grid") or {}).get("rows")
+    grid = data.get("grid")
+    if grid is not None and not isinstance(grid, dict):
+        raise RooflineError(f"{source}: the chunk table's grid must be an object (got {type(grid).__name__})",
+                            "chunk_table")
+    rows = (grid or {}).get("rows")
     if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
         raise RooflineError(f"{source}: the chunk table's grid rows must be a positive whole number (got {rows!r})",
                             "chunk_table")

@@ -56,8 +56,8 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   other than the table's adds (or takes off) the copy's difference (``loop_chunk_elements``'
   per-pass part, 8 x rows x K/V width elements a layer): priced a row from the same probe at
   other rows (``chunk_rows_table``, roofline.chunk_table.copy_s_per_row; on the H200 these copies
-  ran at 0.8-1.2 TB/s, half the elementwise rate), in proportion to the K/V width, or without it
-  at the elementwise rate. Without the table,
+  ran at 0.8-1.2 TB/s, 50-73% of the elementwise rate of 1.64 TB/s), in proportion to the K/V
+  width, or without it at the elementwise rate. Without the table,
   only the extra bytes ``loop_chunk_elements`` counts (a floor: they are a small part);
 * every iteration adds the host's time around the passes (scheduling, packing, the token
   sync): ``host_decode_s`` + ``host_decode_s_per_seq`` x decoding sequences for a decode step,

@@ -93,12 +93,26 @@ def chunk_table_path(card: str) -> str | None:
 
 
 def chunk_rows_table_path(card: str) -> str | None:
-    """The card's chunk probe at other cache rows (``{card}-probe-chunk-rows*.json``), relative to
-    hardware_profiles/, if any (the first by name)."""
+    """The card's chunk probe at other cache rows (``{card}-probe-chunk-rows{N}.json``), relative to
+    hardware_profiles/, if any: the one at the most rows (the longest lever on the copy's time a
+    row), checked against the card's chunk table here, at fit time, so that a pair that cannot
+    price the copy is refused when the terms are made rather than when a server is simulated."""
+    import re
+
     from roofline.hardware import profiles_dir
 
-    found = sorted((profiles_dir() / "measurements").glob(f"{card}-probe-chunk-rows*.json"))
-    return f"measurements/{found[0].name}" if found else None
+    found = [(int(m.group(1)), p.name) for p in (profiles_dir() / "measurements").glob(f"{card}-probe-chunk-rows*.json")
+             if (m := re.fullmatch(rf"{re.escape(card)}-probe-chunk-rows(\d+)\.json", p.name))]
+    base = chunk_table_path(card)
+    if not found or base is None:
+        return None
+    rel = f"measurements/{max(found)[1]}"
+    from roofline.chunk_table import copy_s_per_row, load_chunk_table
+
+    table = load_chunk_table(base)
+    for shape in table.shapes:  # every measured shape prices its copy (RooflineError if not)
+        copy_s_per_row(table, load_chunk_table(rel), shape)
+    return rel
 
 
 def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "graph", held_out=(),
@@ -223,7 +237,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                                     if table is not None else "the same fit"),
         prefill_gemm_table=gemm_table if table is not None else None,
         chunk_attention_table=chunk_table_path(card) if table is not None else None,
-        chunk_rows_table=chunk_rows_table_path(card) if table is not None and chunk_table_path(card) else None,
+        chunk_rows_table=chunk_rows_table_path(card) if table is not None else None,
         host_probe=ref_probe,
         prefill_elementwise_bytes_per_s=term(el_rate, "the same fit: the loop's elementwise bytes (counted from "
                                              "its code, roofline.pass_costs.loop_elementwise_elements) over their "

@@ -93,9 +93,17 @@ def test_copy_a_row_is_the_median_difference_over_the_rows():
                         (ChunkTable(_points(), "none"), "grid rows")):
         with pytest.raises(RooflineError, match=says):
             copy_s_per_row(low, other, (12, 2, 128))
+    # a shape the other table lacks: the nearest shape both measured, scaled by the K/V widths'
+    # ratio (8 x 64 over 2 x 128: twice the bytes a row, so twice the time)
     one_shape = ChunkTable([p for p in high_pts if p["kv_heads"] == 2], "one", rows=3000)
-    with pytest.raises(RooflineError, match="no points at head shape"):
-        copy_s_per_row(low, one_shape, (32, 8, 64))
+    assert copy_s_per_row(low, one_shape, (32, 8, 64)) == pytest.approx(2e-9, rel=1e-9)
+    # no shape in common, or a pair whose copy is not slower at more rows (swapped labels): refused
+    elsewhere = ChunkTable([dict(p, q_heads=40, kv_heads=40) for p in high_pts], "elsewhere", rows=3000)
+    faster = ChunkTable([dict(p, chunk_s=p["chunk_s"] - 2e-6) for p in _points()], "faster", rows=3000)
+    for other, says in ((elsewhere, "no point in common"), (faster, "not slower")):
+        with pytest.raises(RooflineError, match=says) as err:
+            copy_s_per_row(low, other, (12, 2, 128))
+        assert "\n" not in str(err.value)
 
 
 def test_the_grid_rows_are_read_and_checked(tmp_path):
@@ -104,7 +112,9 @@ def test_the_grid_rows_are_read_and_checked(tmp_path):
     path = tmp_path / "probe-chunk.json"
     path.write_text(json.dumps({"grid": {"rows": 2048}, "points": _points()}))
     assert load_chunk_table(path).rows == 2048
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"grid": {"rows": 0}, "points": _points()}))
-    with pytest.raises(RooflineError, match="grid rows"):
-        load_chunk_table(bad)
+    for i, (grid, says) in enumerate((({"rows": 0}, "grid rows"), ([2048], "grid must be an object"),
+                                       ("rows", "grid must be an object"))):
+        bad = tmp_path / f"bad{i}.json"
+        bad.write_text(json.dumps({"grid": grid, "points": _points()}))
+        with pytest.raises(RooflineError, match=says):
+            load_chunk_table(bad)

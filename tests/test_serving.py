@@ -335,6 +335,37 @@ def test_a_chunk_graph_at_another_cache_length_copies_its_rows_apart():
                                               rel=1e-12)
 
 
+def test_the_chunk_copy_term_by_hand_on_synthetic_tables(tmp_path):
+    """LoopCost's copy term from two synthetic chunk probes (a flat grid at 1,000 rows, and at 3,000 rows every point 20 us slower: 10 ns a row a layer at qwen2.5-1.5b's shape,
+    (12, 2, 128)). By hand, over its 28 layers: 2,000 rows copy 1,000 more, 28 x 10 ns x 1,000 =
+    280 us; 512 rows copy 488 fewer, -136.64 us, which a chunk graph whose table price is 28 x 2 us
+    = 56 us cannot go below: its extra time floors at 0."""
+    import json
+
+    from roofline.pass_costs import LoopCost, load_loop_terms
+
+    def _points():  # one shape, buckets 64 and 256, shares 1/4 and 1: 1 us + 0.01 us a cached token
+        return [{"q_heads": 12, "kv_heads": 2, "head_dim": 128, "bucket": b, "chunk_tokens": int(b * f), "cached": c,
+                 "chunk_s": 5e-6 + (1e-6 + 1e-8 * c), "prefill_s": 5e-6}
+                for b in (64, 256) for f in (0.25, 1.0) for c in (0, 100, 200)]
+
+    low, high = tmp_path / "probe-chunk.json", tmp_path / "probe-chunk-rows3000.json"
+    low.write_text(json.dumps({"grid": {"rows": 1000}, "points": _points()}))
+    high.write_text(json.dumps({"grid": {"rows": 3000},
+                                "points": [dict(p, chunk_s=p["chunk_s"] + 20e-6) for p in _points()]}))
+    step = make_scenario(card="h200", model="qwen2.5-1.5b", engine="graph").step
+    terms = load_loop_terms(card="h200", engine="graph").model_copy(
+        update={"chunk_attention_table": str(low), "chunk_rows_table": str(high)})
+    at = {t: LoopCost(step, terms, t, 64, 512) for t in (1000, 2000, 512)}
+    assert at[1000].chunk_copy_s == pytest.approx(0.0, abs=1e-15)
+    assert at[2000].chunk_copy_s == pytest.approx(280e-6, rel=1e-9)
+    assert at[512].chunk_copy_s == pytest.approx(-136.64e-6, rel=1e-9)
+    # a 16-token chunk after 100 cached tokens in a 64-token pass: 2 us a layer in the table
+    assert at[1000].chunk_extra_s(64, 16, 100) == pytest.approx(56e-6, rel=1e-9)
+    assert at[2000].chunk_extra_s(64, 16, 100) == pytest.approx(336e-6, rel=1e-9)
+    assert at[512].chunk_extra_s(64, 16, 100) == 0.0
+
+
 def test_the_kernel_tables_float_path_matches_its_array_path():
     """roofline.step._table_factor on floats (Python lists, the simulators' hot loop) and on arrays
     (numpy) gives the same factor at every point, on and between the grid's, past its ends too."""
