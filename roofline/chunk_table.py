@@ -46,6 +46,13 @@ def _bracket(v: float, grid: list, log_scale: bool = False) -> tuple:
     return a, b, (v - a) / (b - a)
 
 
+def _nearest(shapes, shape: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The one of ``shapes`` that stands for ``shape`` (q_heads, kv_heads, head_dim): the same head
+    width first, then the nearest K/V heads, then query heads (in ratio)."""
+    q, kv, hd = shape
+    return min(shapes, key=lambda s: (s[2] != hd, abs(log(s[1] / kv)), abs(log(s[0] / q))))
+
+
 class ChunkTable:
     """Measured chunk-graph attention minus prefill-graph attention on one card (module docstring)."""
 
@@ -83,8 +90,7 @@ class ChunkTable:
         """The measured head shape that stands for (q_heads, kv_heads, head_dim)."""
         key = (q_heads, kv_heads, head_dim)
         if key not in self._near:
-            self._near[key] = min(self.shapes, key=lambda s: (s[2] != head_dim, abs(log(s[1] / kv_heads)),
-                                                              abs(log(s[0] / q_heads))))
+            self._near[key] = _nearest(self.shapes, key)
         return self._near[key]
 
     def points(self, shape: tuple[int, int, int]) -> dict:
@@ -145,13 +151,12 @@ def copy_s_per_row(table: ChunkTable, other: ChunkTable, shape: tuple[int, int, 
 
     found, at = median_at(shape), shape
     if found is None:
-        q, kv, hd = shape
-        shared = [s for s in table.shapes if median_at(s) is not None]
-        if not shared:
+        medians = {s: m for s in table.shapes if (m := median_at(s)) is not None}
+        if not medians:
             raise RooflineError(f"{other.source}: no point in common with {table.source} at any head shape",
                                 "chunk_table")
-        at = min(shared, key=lambda s: (s[2] != hd, abs(log(s[1] / kv)), abs(log(s[0] / q))))
-        found = median_at(at) * (kv * hd) / (at[1] * at[2])
+        at = _nearest(medians, shape)
+        found = medians[at] * (shape[1] * shape[2]) / (at[1] * at[2])
     if not found > 0.0:
         raise RooflineError(f"{other.source}: the chunk graph is not slower at {max(table.rows, other.rows)} rows "
                             f"than at {min(table.rows, other.rows)} (head shape {at}: {found:.3g} s a row); "

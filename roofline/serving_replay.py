@@ -109,9 +109,9 @@ def chunk_rows_table_path(card: str) -> str | None:
     rel = f"measurements/{max(found)[1]}"
     from roofline.chunk_table import copy_s_per_row, load_chunk_table
 
-    table = load_chunk_table(base)
+    table, other = load_chunk_table(base), load_chunk_table(rel)
     for shape in table.shapes:  # every measured shape prices its copy (RooflineError if not)
-        copy_s_per_row(table, load_chunk_table(rel), shape)
+        copy_s_per_row(table, other, shape)
     return rel
 
 
