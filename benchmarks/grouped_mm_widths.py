@@ -39,7 +39,7 @@ def main() -> None:
     by_t = {t: [rate[(5760, k, t)] for k in (2816, 2880, 2944) if (5760, k, t) in rate] for t in tokens}
     print("gpt-oss's gate_up width (N 5,760, K 2,880) in TB/s of touched weights: "
           + "  ".join(f"T {t}: {1e-12 / rate[(5760, 2880, t)]:.2f}" for t in tokens if (5760, 2880, t) in rate)
-          + f"  (its neighbours 2,816 / 2,944: "
+          + "  (its neighbours 2,816 / 2,944: "
           + "  ".join(f"T {t}: {1e-12 / v[0]:.2f} / {1e-12 / v[2]:.2f}" for t, v in by_t.items() if len(v) == 3) + ")")
 
 

@@ -718,7 +718,7 @@ def moe_forward(h, m: MoEWeights, s: Shapes, stats: list | None = None):
     """
     import torch
 
-    tokens, k = h.shape[0], s.top_k
+    k = s.top_k
     weights, idx = route(h, m, s)
     flat = idx.reshape(-1)  # (T k,)
     order = torch.argsort(flat, stable=True)

@@ -7,7 +7,6 @@ unit-suffixed keys; only the tables show ms, GiB and percentages.
 from __future__ import annotations
 
 from roofline import report
-from roofline.choice import Choice
 from roofline.units import GiB
 
 WASTE_CLASS_KEYS = ["class", "count", "gen_tokens", "ttft_in_batch_s", "e2e_in_batch_s", "alone_batch", "e2e_alone_s", "slowdown"]

@@ -30,7 +30,7 @@ itself it derives with StepModel's formulas and order of operations (1e-9 agreem
 from __future__ import annotations
 
 from roofline import validate
-from roofline.calibration import MAX_EXPONENT, Calibration, load_calibration, shipped_calibration
+from roofline.calibration import MAX_EXPONENT, Calibration, load_calibration
 from roofline.errors import RooflineError
 from roofline.hardware import CardProfile, all_cards, load_card
 from roofline.kvpool import DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_PROFILE_TOKENS
@@ -38,7 +38,7 @@ from roofline.model_spec import ModelSpec, catalog_names, load_model
 from roofline.prediction import BEND_MAX_BATCH, KNEE_ELASTICITY, bend_grid
 from roofline.scenario import MAX_TP, make_scenario
 from roofline.step import PLAIN_MLP_ACTIVATION_WEIGHT, activation_width_bytes, plain_intermediate_bytes
-from roofline.units import DTYPE_BYTES, GiB, dtype_bytes
+from roofline.units import DTYPE_BYTES, GiB
 
 #: Storage dtypes the page offers for weights and the KV cache (the CLI's choices).
 WHAT_IF_DTYPES = ("bf16", "fp16", "fp8", "int8", "int4")
