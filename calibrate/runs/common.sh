@@ -22,6 +22,6 @@ env_info() {
 # one serving job into DIR/serve, its log DIR/LOG.log, then a snapshot: serve_into DIR LOG ARGS...
 serve_into() {
   local dir=$1 log=$2; shift 2
-  timeout 150 python3 -m calibrate.serving_job --out "$dir/serve" --card h200 "$@" --budget-s 130 > "$dir/$log.log" 2>&1
+  timeout 150 python3 -m calibrate.serving_job --out "$dir/serve" --card "${CARD:-h200}" "$@" --budget-s 130 > "$dir/$log.log" 2>&1
   echo "== $log done at $(elapsed) s"; snap
 }
