@@ -463,8 +463,11 @@ def fit(measurements, fmt, **kw):
 
 @main.command()
 @click.argument("measurements", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--calibration", required=True, type=click.Path(dir_okay=False), help="A calibration JSON.")
-@click.option("--card", help="Card profile to use (default: the calibration's card).")
+@click.option("--calibration", type=click.Path(dir_okay=False),
+              help="A calibration JSON (default: what `roofline predict` uses for the card and engine: the "
+                   "calibration shipped for them, else the engine profile's terms transferred to the card).")
+@click.option("--card", help="Card profile to use (default: the calibration's card, else the measurements').")
+@click.option("--engine", help="Without --calibration: the engine (default: the measurements').")
 @click.option("--tpot-statistic", type=click.Choice(TPOT_STATISTIC),
               help="Which measured decode-step statistic to compare with (default: the calibration's).")
 @click.option("--min-batch", default=1, show_default=True, type=click.IntRange(min=1), help="Compare only rows of this batch or more.")
@@ -475,6 +478,10 @@ def compare(measurements, fmt, **kw):
     """Predicted vs measured, row by row, with the MAPE of TPOT, TTFT and peak memory.
 
     Example: roofline compare --calibration hardware_profiles/calibrations/rtx3060-hf-eager.json hardware_profiles/measurements/rtx3060-hf-eager-lesson.csv
+
+    Without --calibration, the measurements' card and engine as `roofline predict` prices them:
+    on a card with no calibration of its own, a leave-one-card-out check of the engine profile
+    (roofline compare hardware_profiles/measurements/h100-graph-check-call1.csv).
     """
     from roofline import api
     from roofline.views import compare_view

@@ -750,23 +750,48 @@ def moe_row_traffic_coeff(cal, card, moe_probe, models) -> float:
 def compare(
     measurements,
     *,
-    calibration,
+    calibration=None,
     card=None,
+    engine: str | None = None,
     tpot_statistic: str | None = None,
     min_batch: int = 1,
     models=(),
 ) -> dict:
     """Predicted vs measured, row by row, with the MAPE (as fractions) of TPOT, TTFT and peak
-    memory, per model and overall. ``calibration``: a path or a Calibration; ``card``: default
-    the calibration's."""
+    memory, per model and overall. ``calibration``: a path or a Calibration, or None: what
+    ``predict`` uses for the card and engine (the calibration shipped for them, else the engine
+    profile's terms transferred to the card: the held-out check of a card nothing was fitted on);
+    ``card`` and ``engine``: default the calibration's, else the measurements' own. A calibration
+    measured on another card than ``card`` is refused: its ceilings are that card's."""
     from roofline.calibration import Calibration, load_calibration
     from roofline.fitting import compare as _compare
     from roofline.hardware import CardProfile, load_card
+    from roofline.scenario import resolve_calibration, resolve_engine
 
+    rows = read_measurement_files(measurements, models)
+    min_batch = validate.whole(min_batch, "min_batch")
+    if calibration is None:
+        card_p = card if isinstance(card, CardProfile) else load_card(card or _only(rows, "card", "--card"))
+        engine = resolve_engine(card_p, engine or _only(rows, "engine", "--engine"))
+        cal = resolve_calibration(card_p, "auto", engine)
+        return _compare(cal, rows, card_p, tpot_statistic, min_batch)
     cal = calibration if isinstance(calibration, Calibration) else load_calibration(calibration)
     card_p = card if isinstance(card, CardProfile) else load_card(card or cal.card)
-    min_batch = validate.whole(min_batch, "min_batch")
-    return _compare(cal, read_measurement_files(measurements, models), card_p, tpot_statistic, min_batch)
+    if card_p.id != cal.card:
+        raise RooflineError(f"the calibration was measured on {cal.card}, not {card_p.id}: its ceilings are that "
+                            f"card's; leave out --calibration to compare with what `roofline predict --card "
+                            f"{card_p.id}` uses", "calibration")
+    return _compare(cal, rows, card_p, tpot_statistic, min_batch)
+
+
+def _only(rows, field: str, option: str) -> str:
+    """The one value of ``field`` the measured rows share (which card, which engine), else an
+    error asking for ``option``."""
+    values = sorted({getattr(r, field) for r in rows if r.ok})
+    if len(values) != 1:
+        raise RooflineError(f"the measurements are of {len(values)} {field}s ({', '.join(values) or 'none'}): "
+                            f"give {option}", field)
+    return values[0]
 
 
 def calibrate(

@@ -223,6 +223,8 @@ class LoopTerms(BaseModel):
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
+    transferred_from: str | None = Field(None, description="the card whose fitted terms these are, on a card with no "
+                                         "serving runs of its own (transferred_loop_terms); None: fitted on this card")
 
 
 def loop_layer_gemms(spec) -> list[tuple[int, int]] | None:
@@ -387,16 +389,59 @@ def loop_terms_path(card: str, engine: str) -> Path:
     return profiles_dir() / "serving" / f"{card}-{engine}-loop.json"
 
 
+#: The tables a card's loop terms read, each a probe of that card (calibrate.probes, not fitted on
+#: any run), by the file name a card's probe is committed under in hardware_profiles/measurements/
+#: (CARD-probe-...). The chunk tables go with the matmul table (LoopTerms).
+CARD_TABLES = (("prefill_gemm_table", "probe-gemm.json"), ("chunk_attention_table", "probe-chunk.json"),
+               ("chunk_rows_table", "probe-chunk-rows4096.json"))
+
+
+def transferred_loop_terms(card: str, engine: str) -> LoopTerms | None:
+    """The loop's terms on a card with no serving runs of its own: those fitted on the card that
+    has them (one today: h200), unchanged -- the per-layer times of the loop's small kernels
+    (decode extra, prefill floor; the same SMs and clocks on Hopper, and no run says otherwise),
+    the elementwise kernels' rate (tensors in L2) and the host's terms (each run scales them by
+    its host probe) --, with the card's own measured tables where its probes are committed
+    (CARD_TABLES), else none (the prefill then priced by the step model's prefill, the card's
+    transferred calibration). The step model under them is the card's, as ``predict`` prices it.
+    Only to a card of the fitted card's architecture: the kernels' fixed times are that
+    architecture's. None where no card of its architecture has terms for ``engine``."""
+    from roofline.hardware import load_card, profiles_dir
+
+    target = load_card(card).architecture
+    for path in sorted((profiles_dir() / "serving").glob(f"*-{engine}-loop.json")):
+        base = load_loop_terms(path)
+        if load_card(base.card).architecture == target:
+            break
+    else:
+        return None
+    measurements = profiles_dir() / "measurements"
+    tables = {field: f"measurements/{card}-{suffix}" if (measurements / f"{card}-{suffix}").is_file() else None
+              for field, suffix in CARD_TABLES}
+    if tables["prefill_gemm_table"] is None:
+        tables = dict.fromkeys(tables)
+    own = [f"{field} {path}" for field, path in tables.items() if path]
+    note = (f"transferred to {card} from {base.card}: {base.card}'s fitted terms unchanged (no serving run on {card} "
+            f"set any term), with {card}'s own measured tables ({'; '.join(own) if own else 'none committed'}); "
+            f"{base.card}'s: {base.note}")
+    return base.model_copy(update={"card": card, "transferred_from": base.card, "note": note, **tables})
+
+
 def load_loop_terms(source=None, *, card: str | None = None, engine: str | None = None) -> LoopTerms:
-    """A LoopTerms, a file path, or (None) the shipped file of ``card`` and ``engine``."""
+    """A LoopTerms, a file path, or (None) the shipped file of ``card`` and ``engine``, else the
+    terms transferred to ``card`` (transferred_loop_terms)."""
     if isinstance(source, LoopTerms):
         return source
     if source is None:
         path = loop_terms_path(card, engine)
         if not path.is_file():
+            moved = transferred_loop_terms(card, engine)
+            if moved is not None:
+                return moved
             raise RooflineError(
                 f"no serving-loop terms for {card} with engine {engine} (hardware_profiles/serving/ has them only "
-                "for the runs measured: h200 with --engine graph); give loop_terms=FILE", "loop_terms")
+                "for the runs measured: h200 with --engine graph, which carry over to the other Hopper cards); "
+                "give loop_terms=FILE", "loop_terms")
     else:
         path = Path(source)
     try:
