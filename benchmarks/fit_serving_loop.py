@@ -29,6 +29,14 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call92", "**Held out, call 91's five streams again on the same machine** (`measurements/serving/"
+     "h200-graph-call92/`, device call 92, the twenty-ninth session: `calibrate/runs/h200-call91.sh` run a second "
+     "time right after call 91, how far one stream's measurement and its replay move between two runs)"),
+    ("h200-graph-call91", "**Held out, the settings a new user reaches first** (`measurements/serving/"
+     "h200-graph-call91/`, device call 91, the twenty-ninth session: the KV pool sized from the GPU's memory and "
+     "64-256 slots, decode buckets 96-256 no earlier run had: qwen2.5-1.5b with the defaults at 90 req/s and "
+     "with 128 slots at 120, llama-3.1-8b with 256 slots of 512 rows at 150 and 250, qwen2.5-7b long prompts "
+     "chunked at a 1,024-token budget, 128 slots of 1,792 rows)"),
     ("h200-graph-call90", "**Held out, layouts and a cache length no run had** (`measurements/serving/"
      "h200-graph-call90/`, device call 90, the twenty-sixth session: qwen3-8b (its q/k norms) prefill-first and "
      "chunked, pythia-6.9b (a GELU MLP, attention biases, 32 K/V heads) chunked and overloaded, and qwen2.5-7b "
@@ -78,9 +86,19 @@ OTHERS = (
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
           "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-          "h200-graph-call88", "h200-graph-call89", "h200-graph-call90")
+          "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-                "h200-graph-call88", "h200-graph-call89", "h200-graph-call90")
+                "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92")
+#: Folders of runs on other cards, replayed with the terms transferred to the card
+#: (roofline.pass_costs.transferred_loop_terms: the fitted terms, the card's own probe tables) on
+#: the card's transferred step model: leave-one-card-out, nothing fitted on that card.
+OTHER_CARDS = (
+    ("h100-sxm", "h100-sxm-graph-call1", "**Leave one card out: an H100** (`measurements/serving/h100-sxm-graph-call1/`, "
+     "H100 device call 1, the twenty-ninth session: call 91's settings with rates picked for the H100 and a "
+     "40,000-token pool that preempts, on an NVIDIA H100 80GB HBM3; the step model the graph profile's terms "
+     "transferred to the card, the loop's terms the H200's with the H100's own matmul and chunk tables, measured by "
+     "H100 calls 1-2 and not fitted on any run)"),
+)
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 
@@ -166,11 +184,14 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-14, 17, 85 and 88, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-92, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14, 15, 17, 26, 85 and 88, "
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-92, "
               f"{len(chunked)} runs):",
               "", summary(chunked)]
+    for card, sub, what in OTHER_CARDS:
+        more = compare_rows(folder.parent / sub, load_loop_terms(card=card, engine="graph"), fitted=())
+        parts += ["", f"{what}:", "", table(more), "", summary(more)]
     body = "\n".join(parts)
     print(body)
     if not args.check:

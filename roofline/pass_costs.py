@@ -389,20 +389,13 @@ def loop_terms_path(card: str, engine: str) -> Path:
     return profiles_dir() / "serving" / f"{card}-{engine}-loop.json"
 
 
-#: The tables a card's loop terms read, each a probe of that card (calibrate.probes, not fitted on
-#: any run), by the file name a card's probe is committed under in hardware_profiles/measurements/
-#: (CARD-probe-...). The chunk tables go with the matmul table (LoopTerms).
-CARD_TABLES = (("prefill_gemm_table", "probe-gemm.json"), ("chunk_attention_table", "probe-chunk.json"),
-               ("chunk_rows_table", "probe-chunk-rows4096.json"))
-
-
 def transferred_loop_terms(card: str, engine: str) -> LoopTerms | None:
     """The loop's terms on a card with no serving runs of its own: those fitted on the card that
     has them (one today: h200), unchanged -- the per-layer times of the loop's small kernels
     (decode extra, prefill floor; the same SMs and clocks on Hopper, and no run says otherwise),
     the elementwise kernels' rate (tensors in L2) and the host's terms (each run scales them by
     its host probe) --, with the card's own measured tables where its probes are committed
-    (CARD_TABLES), else none (the prefill then priced by the step model's prefill, the card's
+    (hardware_profiles/measurements/CARD-probe-gemm.json, -chunk.json, -chunk-rows*.json), else none (the prefill then priced by the step model's prefill, the card's
     transferred calibration). The step model under them is the card's, as ``predict`` prices it.
     Only to a card of the fitted card's architecture: the kernels' fixed times are that
     architecture's. None where no card of its architecture has terms for ``engine``."""
@@ -415,11 +408,14 @@ def transferred_loop_terms(card: str, engine: str) -> LoopTerms | None:
             break
     else:
         return None
-    measurements = profiles_dir() / "measurements"
-    tables = {field: f"measurements/{card}-{suffix}" if (measurements / f"{card}-{suffix}").is_file() else None
-              for field, suffix in CARD_TABLES}
-    if tables["prefill_gemm_table"] is None:
+    from roofline.serving_replay import chunk_rows_table_path, chunk_table_path, gemm_table_path
+
+    tables = {"prefill_gemm_table": gemm_table_path(card), "chunk_attention_table": chunk_table_path(card),
+              "chunk_rows_table": chunk_rows_table_path(card)}
+    if tables["prefill_gemm_table"] is None:  # the chunk tables go with the matmul table (LoopTerms)
         tables = dict.fromkeys(tables)
+    elif tables["chunk_attention_table"] is None:
+        tables["chunk_rows_table"] = None
     own = [f"{field} {path}" for field, path in tables.items() if path]
     note = (f"transferred to {card} from {base.card}: {base.card}'s fitted terms unchanged (no serving run on {card} "
             f"set any term), with {card}'s own measured tables ({'; '.join(own) if own else 'none committed'}); "

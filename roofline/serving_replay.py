@@ -115,10 +115,10 @@ def chunk_rows_table_path(card: str) -> str | None:
     return rel
 
 
-def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "graph", held_out=(),
+def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto") -> LoopTerms:
-    """The loop's terms measured on ``runs`` (module docstring); ``held_out`` names the runs kept
-    out, for the record. ``gemm_table``: the matmul table that prices graph prefills' linears
+    """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
+    default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul table that prices graph prefills' linears
     ("auto": the card's committed one; None: the step model's matmul terms)."""
     from scipy.optimize import least_squares
 
@@ -127,6 +127,11 @@ def fit_loop_terms(runs: list[ServingRun], card: str = "h200", engine: str = "gr
                                      loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
+    cards = {run_card(r) for r in runs}
+    if card is None and len(cards) > 1:
+        raise ValueError(f"the runs were served on {len(cards)} cards ({', '.join(sorted(cards))}): the loop's terms "
+                         "are one card's")
+    card = card or cards.pop()
     extra, host_d, host_p, host_f, wake = [], [], [], [], []
     pre_model, pre_device, pre_layers, pre_el = [], [], [], []
     if gemm_table == "auto":
@@ -271,7 +276,12 @@ def _robust_line(points) -> tuple[float, float]:
     return float(fit.x[0]), float(fit.x[1])
 
 
-def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "graph", calibration="auto",
+def run_card(run: ServingRun) -> str:
+    """The card a run was served on (its config's ``card``; h200 for a run that does not say)."""
+    return str(run.config.get("card") or "h200")
+
+
+def replay(run: ServingRun, folder, terms, card: str | None = None, engine: str = "graph", calibration="auto",
            pass_time_spread: float | None = None, decode_time_scales=None, scale_host: bool = True) -> dict:
     """Simulate run ``run``'s own stream with its configuration and the loop's terms: the
     continuous server's summary (roofline.api.simulate; with ``pass_time_spread``, its range over
@@ -284,6 +294,7 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     from roofline.pass_costs import run_host_probe, scaled_for_host
 
     c = run.config
+    card = card or run_card(run)
     if scale_host:
         terms = scaled_for_host(terms, run_host_probe(c))
     result = api.simulate(
@@ -298,13 +309,14 @@ def replay(run: ServingRun, folder, terms, card: str = "h200", engine: str = "gr
     return result["continuous"]
 
 
-def iteration_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: str = "graph",
+def iteration_ratios(run: ServingRun, terms: LoopTerms, card: str | None = None, engine: str = "graph",
                      calibration="auto") -> tuple:
     """(the run's LoopCost, [device_s / price of each prefill pass], [(bucket, device_s / price) of
     each decode step]) in the run's order: its passes against the loop's price, the host aside."""
     from roofline.pass_costs import LoopCost
 
     c = run.config
+    card = card or run_card(run)
     cost = LoopCost(_step(run, card, engine, calibration), terms, c["max_model_len"], c["max_num_seqs"],
                     c["max_num_batched_tokens"])
     prefill, decode = [], []
@@ -318,7 +330,7 @@ def iteration_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engi
     return cost, prefill, decode
 
 
-def pass_ratios(run: ServingRun, terms: LoopTerms, card: str = "h200", engine: str = "graph",
+def pass_ratios(run: ServingRun, terms: LoopTerms, card: str | None = None, engine: str = "graph",
                 calibration="auto") -> dict:
     """How fast ``run``'s GPU ran the loop's passes against their price: the median of device_s /
     the price (roofline.pass_costs.LoopCost, the host terms aside) over its decode steps
