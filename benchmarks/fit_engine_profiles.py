@@ -248,6 +248,54 @@ def harness_variant(engine: str) -> tuple[dict, dict]:
     return {"cuda": json.loads(variant.model_dump_json())}, report
 
 
+def held_out_cards(engine: str) -> dict:
+    """The harness engine's checks on cards it has no calibration of (committed
+    ``measurements/CARD-ENGINE-check-*.csv``, measured as `roofline calibrate --no-fit` measures):
+    each predicted with the engine profile's terms transferred to the card
+    (roofline.engines.transferred_calibration, as `predict` answers there), pooled: a true
+    leave-one-card-out error, nothing of that card in the terms. {} where there are none."""
+    from roofline import engines
+    from roofline.fitting import compare
+    from roofline.hardware import load_card
+    from roofline.measurements import read_measurements
+
+    engines.load_engine.cache_clear()  # the profile just written
+    calibrated = {p.stem.split("-", 1)[0] for p in (ROOT / "hardware_profiles" / "calibrations").glob(f"*-{engine}.json")}
+    by_card: dict = {}
+    for path in sorted((ROOT / "hardware_profiles" / "measurements").glob(f"*-{engine}-check-*.csv")):
+        for row in read_measurements(path):
+            if row.ok and row.card not in calibrated and path.name.startswith(f"{row.card}-"):
+                by_card.setdefault(row.card, {}).setdefault(path.name, []).append(row)
+    out = {}
+    for card_id, files in by_card.items():
+        card = load_card(card_id)
+        rows = [r for rs in files.values() for r in rs]
+        res = compare(engines.transferred_calibration(card, engine), rows, card)
+        out[card_id] = {"files": sorted(files), **{k: res[k] for k in ("tpot_mape_fraction", "ttft_mape_fraction",
+                                                                        "points")}}
+    return out
+
+
+def with_held_out_cards(engine: str, variants: dict, report: dict) -> dict:
+    """``variants`` with the cuda variant's pooled error the held-out cards' (held_out_cards) where
+    there are any, the home card's held-out models kept beside as ``home_card_models``."""
+    held = held_out_cards(engine)
+    if not held:
+        return variants
+    report["held_out_cards"] = held
+    points = sum(h["points"] for h in held.values())
+    error = variants["cuda"]["error"]
+    error["home_card_models"] = error["pooled"]
+    error["pooled"] = {
+        "basis": f"leave one card out: the terms transferred to {', '.join(sorted(held))}, cards with no calibration "
+                 f"(nothing of them fitted), against {points} held-out points "
+                 f"({'; '.join(f for h in held.values() for f in h['files'])})",
+        "tpot_mape_fraction": sum(h["tpot_mape_fraction"] * h["points"] for h in held.values()) / points,
+        "ttft_mape_fraction": sum((h["ttft_mape_fraction"] or 0) * h["points"] for h in held.values()) / points,
+        "points": points}
+    return variants
+
+
 def _count(items) -> dict:
     out: dict = {}
     for x in items:
@@ -355,6 +403,8 @@ def main(argv=None) -> None:
         else:
             variants, r = harness_variant(engine)
             rep = {"cuda": r}
+            write_profile(engine, variants)
+            variants = with_held_out_cards(engine, variants, r)
         write_profile(engine, variants)
         (vdir / f"{engine}.json").write_text(json.dumps(rep, indent=1, default=float) + "\n")
         reports[engine] = rep

@@ -98,6 +98,10 @@ OTHER_CARDS = (
      "40,000-token pool that preempts, on an NVIDIA H100 80GB HBM3; the step model the graph profile's terms "
      "transferred to the card, the loop's terms the H200's with the H100's own matmul and chunk tables, measured by "
      "H100 calls 1-2 and not fitted on any run)"),
+    ("h100-sxm", "h100-sxm-graph-call3", "**Leave one card out: an H100, another machine** (`measurements/serving/"
+     "h100-sxm-graph-call3/`, H100 device call 3, the twenty-ninth session: two of call 1's streams again -- the "
+     "same stream, the same settings -- and two new ones with the pool from memory, qwen2.5-7b prefill-first and "
+     "llama-3.1-8b chunked at a 512-token budget; rates picked on the transferred terms before the call)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
