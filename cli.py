@@ -481,7 +481,7 @@ def compare(measurements, fmt, **kw):
 
     Without --calibration, the measurements' card and engine as `roofline predict` prices them:
     on a card with no calibration of its own, a leave-one-card-out check of the engine profile
-    (roofline compare hardware_profiles/measurements/h100-graph-check-call1.csv).
+    (roofline compare hardware_profiles/measurements/h100-sxm-graph-check-call1.csv).
     """
     from roofline import api
     from roofline.views import compare_view

@@ -395,10 +395,11 @@ def transferred_loop_terms(card: str, engine: str) -> LoopTerms | None:
     (decode extra, prefill floor; the same SMs and clocks on Hopper, and no run says otherwise),
     the elementwise kernels' rate (tensors in L2) and the host's terms (each run scales them by
     its host probe) --, with the card's own measured tables where its probes are committed
-    (hardware_profiles/measurements/CARD-probe-gemm.json, -chunk.json, -chunk-rows*.json), else none (the prefill then priced by the step model's prefill, the card's
-    transferred calibration). The step model under them is the card's, as ``predict`` prices it.
-    Only to a card of the fitted card's architecture: the kernels' fixed times are that
-    architecture's. None where no card of its architecture has terms for ``engine``."""
+    (hardware_profiles/measurements/CARD-probe-gemm.json, -chunk.json, -chunk-rows*.json), else
+    none (the prefill then priced by the step model's prefill, the card's transferred calibration).
+    The step model under them is the card's, as ``predict`` prices it. Only to a card of the fitted
+    card's architecture: the kernels' fixed times are that architecture's. None where no card of
+    its architecture has terms for ``engine``."""
     from roofline.hardware import load_card, profiles_dir
 
     target = load_card(card).architecture

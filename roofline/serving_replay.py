@@ -118,8 +118,9 @@ def chunk_rows_table_path(card: str) -> str | None:
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto") -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
-    default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul table that prices graph prefills' linears
-    ("auto": the card's committed one; None: the step model's matmul terms)."""
+    default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul
+    table that prices graph prefills' linears ("auto": the card's committed one; None: the step
+    model's matmul terms)."""
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
