@@ -102,6 +102,10 @@ OTHER_CARDS = (
      "h100-sxm-graph-call3/`, H100 device call 3, the twenty-ninth session: two of call 1's streams again -- the "
      "same stream, the same settings -- and two new ones with the pool from memory, qwen2.5-7b prefill-first and "
      "llama-3.1-8b chunked at a 512-token budget; rates picked on the transferred terms before the call)"),
+    ("h100-sxm", "h100-sxm-graph-call93", "**Leave one card out: an H100, the clock sampled** (`measurements/serving/"
+     "h100-sxm-graph-call93/`, device call 93, the twenty-ninth session, lent an H100: call 91's two llama-3.1-8b "
+     "streams again with nvidia-smi sampling the SM clock and power every 100 ms, "
+     "`docs/data/h100-2026-12-05/call93/clocks-*.csv`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
