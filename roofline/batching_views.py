@@ -102,6 +102,10 @@ def server_line(server: dict) -> str:
         parts.append(f"max_model_len {server['max_model_len']:,}")
     scale = server.get("pass_time_scale")
     parts.append(f"{server['pass_cost']} passes" + (f" at {scale:g}x their GPU time" if scale else ""))
+    moved = (server.get("loop_terms") or {}).get("transferred_from")
+    if moved:  # roofline.pass_costs.transferred_loop_terms: say that no run on this card set them
+        parts.append(f"the loop's terms fitted on {moved}, carried over (with this card's probe tables where "
+                     "committed; docs/serving.md, \"Leave one card out\")")
     return "continuous server: " + ", ".join(parts)
 
 

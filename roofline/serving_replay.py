@@ -478,6 +478,10 @@ def compare_folder(folder, loop_terms=None, names=(), pass_time_spread: float | 
         card = str(run.config.get("card"))
         if card not in terms_of:  # read once per card
             terms_of[card] = load_loop_terms(loop_terms, card=card, engine="graph")
+            if terms_of[card].transferred_from:
+                notes.append(f"runs on {card}: no run on it set the loop's terms; those fitted on "
+                             f"{terms_of[card].transferred_from} carried over, with {card}'s own probe tables where "
+                             "committed (roofline.pass_costs.transferred_loop_terms): a leave-one-card-out replay")
         terms = terms_of[card]
         if bool(run.config.get("prefill_graphs")) != terms.prefill_graphs:
             notes.append(f"{name}: its prefill ran {'as graphs' if run.config.get('prefill_graphs') else 'eagerly'}, "

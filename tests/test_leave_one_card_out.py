@@ -130,3 +130,17 @@ def test_the_overloaded_loop_ran_at_the_power_cap_with_a_lower_clock():
         means[label] = sum(s[1] for s in inside) / len(inside) / BOOST_MHZ
         assert sum(1 for s in inside if s[3] & POWER_CAP_BIT) > len(inside) / 2
     assert means["l8b"] == pytest.approx(0.959, abs=0.005) and means["l8a"] == pytest.approx(0.983, abs=0.005)
+
+
+def test_a_transferred_loop_says_so_in_simulate_and_compare_serving():
+    from roofline.serving_replay import compare_folder
+
+    args = ["simulate", "--model", "qwen2.5-1.5b", "--engine", "graph", "--batch", "16", "--mix", "8x32,8x128",
+            "--count", "100", "--arrival-rate", "20", "--pass-cost", "serving-loop"]
+    moved = CliRunner().invoke(main, args + ["--card", "h100-sxm"])
+    own = CliRunner().invoke(main, args + ["--card", "h200"])
+    assert moved.exit_code == 0 and own.exit_code == 0, moved.output + own.output
+    assert "fitted on h200, carried over" in moved.output and "carried over" not in own.output
+    notes = compare_folder(SERVING / "h100-sxm-graph-call93")["notes"]
+    assert any("leave-one-card-out replay" in n for n in notes)
+    assert not any("leave-one-card-out" in n for n in compare_folder(SERVING / "h200-graph-call91")["notes"])
