@@ -106,6 +106,9 @@ OTHER_CARDS = (
      "h100-sxm-graph-call93/`, device call 93, the twenty-ninth session, lent an H100: call 91's two llama-3.1-8b "
      "streams again with nvidia-smi sampling the SM clock and power every 100 ms, "
      "`docs/data/h100-2026-12-05/call93/clocks-*.csv`)"),
+    ("h100-sxm", "h100-sxm-graph-call94", "**Leave one card out: an H100, the clock sampled again** (`measurements/"
+     "serving/h100-sxm-graph-call94/`, device call 94: call 93's script on another H100 machine, "
+     "`docs/data/h100-2026-12-05/call94/clocks-*.csv`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

@@ -3,9 +3,10 @@ remaining tails miss"): no GPU needed.
 
     .venv/bin/python benchmarks/serving_clock_under_load.py
 
-Call 93 served call 91's two llama-3.1-8b streams (256 slots of 512 rows, short requests at 150
-and 250 req/s) on an H100 with nvidia-smi sampling the SM clock, the power draw and the throttle
-reasons every 100 ms (docs/data/h100-2026-12-05/call93/clocks-*.csv). For each run this prints,
+Calls 93 and 94 (the same script, `calibrate/runs/h200-call93.sh`, on two H100 machines) served
+call 91's two llama-3.1-8b streams (256 slots of 512 rows, short requests at 150 and 250 req/s)
+with nvidia-smi sampling the SM clock, the power draw and the throttle reasons every 100 ms
+(docs/data/h100-2026-12-05/call93/ and call94/, clocks-*.csv). For each run this prints,
 over the samples inside its serving window (the run's ``times.started``, to the second, through
 its ``serve_wall_s`` and one second more): the SM clock's mean, median and least, its mean over
 the card's 1,980 MHz boost clock, the median power and how many samples carried the SW power cap
@@ -26,8 +27,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CLOCKS = ROOT / "docs" / "data" / "h100-2026-12-05" / "call93"
-FOLDER = ROOT / "hardware_profiles" / "measurements" / "serving" / "h100-sxm-graph-call93"
+#: (call, its clock samples' folder, its serving runs' folder)
+CALLS = tuple((call, ROOT / "docs" / "data" / "h100-2026-12-05" / call,
+               ROOT / "hardware_profiles" / "measurements" / "serving" / f"h100-sxm-graph-{call}")
+              for call in ("call93", "call94"))
 RUNS = (("l8a", "llama-3.1-8b-short-r150-n600-s703"), ("l8b", "llama-3.1-8b-short-r250-n600-s703"))
 BOOST_MHZ = 1980.0  # nvidia-smi clocks.max.sm on the lent H100s and H200s (docs/data/*/clocks.txt)
 POWER_CAP_BIT = 0x4  # clocks_event_reasons: SW power cap
@@ -56,24 +59,30 @@ def window(samples, run_json: dict) -> list[tuple]:
     return [s for s in samples if start <= s[0] <= end]
 
 
+def run_window(clocks: Path, folder: Path, label: str, name: str) -> list[tuple]:
+    """The samples of run ``name`` (its sampler's file ``clocks-LABEL.csv``) inside its window."""
+    return window(read_samples(clocks / f"clocks-{label}.csv"),
+                  json.loads((folder / f"run-{name}.json").read_text(encoding="utf-8")))
+
+
 def main() -> None:
     from roofline.pass_costs import load_loop_terms
     from roofline.serving_replay import pass_ratios
     from roofline.serving_runs import read_run
 
     terms = load_loop_terms(card="h100-sxm", engine="graph")
-    print("run                                  samples  SM MHz mean / median / least  mean/boost  power W  "
+    print("call    run                                  samples  SM MHz mean / median / least  mean/boost  power W  "
           "power-capped  GPU / price: decode  prefill")
-    for label, name in RUNS:
-        inside = window(read_samples(CLOCKS / f"clocks-{label}.csv"),
-                        json.loads((FOLDER / f"run-{name}.json").read_text(encoding="utf-8")))
-        sm = np.array([s[1] for s in inside])
-        power = np.array([s[2] for s in inside])
-        capped = sum(1 for s in inside if s[3] & POWER_CAP_BIT)
-        ratios = pass_ratios(read_run(FOLDER, name), terms)
-        print(f"{name:36s} {len(inside):7d}  {sm.mean():6.0f} / {np.median(sm):6.0f} / {sm.min():6.0f}  "
-              f"{sm.mean() / BOOST_MHZ:10.3f}  {np.median(power):7.0f}  {capped:5d} of {len(inside):3d}  "
-              f"{ratios['decode']:19.3f}  {ratios['prefill']:7.3f}")
+    for call, clocks, folder in CALLS:
+        for label, name in RUNS:
+            inside = run_window(clocks, folder, label, name)
+            sm = np.array([s[1] for s in inside])
+            power = np.array([s[2] for s in inside])
+            capped = sum(1 for s in inside if s[3] & POWER_CAP_BIT)
+            ratios = pass_ratios(read_run(folder, name), terms)
+            print(f"{call:7s} {name:36s} {len(inside):7d}  {sm.mean():6.0f} / {np.median(sm):6.0f} / {sm.min():6.0f}  "
+                  f"{sm.mean() / BOOST_MHZ:10.3f}  {np.median(power):7.0f}  {capped:5d} of {len(inside):3d}  "
+                  f"{ratios['decode']:19.3f}  {ratios['prefill']:7.3f}")
 
 
 if __name__ == "__main__":
