@@ -255,16 +255,16 @@ def held_out_cards(engine: str) -> dict:
     (roofline.engines.transferred_calibration, as `predict` answers there), pooled: a true
     leave-one-card-out error, nothing of that card in the terms. {} where there are none."""
     from roofline import engines
+    from roofline.calibration import shipped_calibration
     from roofline.fitting import compare
     from roofline.hardware import load_card
     from roofline.measurements import read_measurements
 
     engines.load_engine.cache_clear()  # the profile just written
-    calibrated = {p.stem.split("-", 1)[0] for p in (ROOT / "hardware_profiles" / "calibrations").glob(f"*-{engine}.json")}
     by_card: dict = {}
     for path in sorted((ROOT / "hardware_profiles" / "measurements").glob(f"*-{engine}-check-*.csv")):
         for row in read_measurements(path):
-            if row.ok and row.card not in calibrated and path.name.startswith(f"{row.card}-"):
+            if row.ok and path.name.startswith(f"{row.card}-") and shipped_calibration(row.card, engine) is None:
                 by_card.setdefault(row.card, {}).setdefault(path.name, []).append(row)
     out = {}
     for card_id, files in by_card.items():
