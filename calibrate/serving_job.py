@@ -290,6 +290,9 @@ class ServingSession:
         reset_peak(self.device)
         started = utc_now()
         result = serve(requests, ex, config, deadline_s=deadline_s, seed=self.seed, progress=self.progress)
+        # the loop's t = 0 as a Unix time (its clock is time.perf_counter), to line a run's iterations up
+        # with samples taken beside it (calibrate/runs/power_sampler.py)
+        clock_zero_unix_s = time.time() - (time.perf_counter() - result.started_at)
         summary = summarize(result.requests, result.iterations)
         summary["deadline_hit"] = result.deadline_hit
         memory = dict(self.memory)
@@ -324,7 +327,8 @@ class ServingSession:
             "summary": summary,
             "stream": stream or {},
             "memory": memory,
-            "times": {**self.times, "serve_wall_s": result.wall_s, "started": started},
+            "times": {**self.times, "serve_wall_s": result.wall_s, "started": started,
+                      "clock_zero_unix_s": clock_zero_unix_s},
             "deadline": {"deadline_s": deadline_s, "hit": result.deadline_hit, "unserved": summary["unserved"]},
             "environment": self.env,
         }

@@ -8,6 +8,7 @@ scheduler on a virtual clock (CostExecutor), so their schedules are exact.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -450,6 +451,7 @@ def test_run_serving_writes_files_that_serving_runs_reads(tmp_path):
     path = tmp_path / "reqs.csv"
     path.write_text("prompt_tokens,gen_tokens,arrival_s\n12,5,0\n30,1,0.01\n8,9,0.02\n20,4,0.02\n")
     out = tmp_path / "out"
+    started_unix_s = time.time()
     run_path = sj.run_serving("cpu-test", "tiny-qwen2", path, out, device="cpu", max_num_seqs=2,
                               kv_capacity_tokens=48, block_size=8, progress=lambda m: None)
     assert run_path == out / "run-tiny-qwen2-reqs.json"
@@ -470,6 +472,9 @@ def test_run_serving_writes_files_that_serving_runs_reads(tmp_path):
     assert sum(it["prefill_seqs"] for it in run.iterations) == 4 + run.summary["preemptions"]
     for key in ("build_s", "warmup_s", "capture_s", "serve_wall_s"):
         assert run.run["times"][key] >= 0
+    # the loop's t = 0 as a Unix time: before the file was written, after the job started
+    zero = run.run["times"]["clock_zero_unix_s"]
+    assert started_unix_s < zero < run_path.stat().st_mtime
     assert run.run["environment"]["torch"] == torch.__version__
     stream = sr.read_request_file(out / "stream-tiny-qwen2-reqs.csv")
     assert stream == sr.read_request_file(path)
