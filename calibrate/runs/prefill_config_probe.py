@@ -9,8 +9,8 @@ passes did not follow (call 95). This times the same graphs outside a run, per c
     python3 calibrate/runs/prefill_config_probe.py OUT.json MODEL:SLOTS:ROWS ...
 
 For each configuration (a fresh ServingSession: weights, cache, graphs captured as a run's) and
-each prefill bucket of 256, 512, 1,024 and 2,048 tokens (one sequence of exactly that many, slot
-0), three timings, as a run times its passes (device_s):
+each prefill bucket of 256, 512, 1,024 and 2,048 tokens (filled exactly by prompts of 256 tokens
+in slots 0, 1, ...: every configuration holds them), three timings, as a run times its passes (device_s):
 
 - ``cool``: 12 passes, each after 60 ms idle;
 - ``hot``: 30 passes back to back, the last 20;
@@ -55,7 +55,7 @@ def main() -> None:
         for bucket in BUCKETS:
             if bucket > session.max_num_batched_tokens:
                 continue
-            items = [(0, [7] * bucket, 0)]
+            items = [(slot, [7] * 256, 0) for slot in range(bucket // 256)]  # prompts of 256 tokens
             t0 = time.time()
             cool = []
             for _ in range(12):
