@@ -109,6 +109,16 @@ OTHER_CARDS = (
     ("h100-sxm", "h100-sxm-graph-call94", "**Leave one card out: an H100, the clock sampled again** (`measurements/"
      "serving/h100-sxm-graph-call94/`, device call 94: call 93's script on another H100 machine, "
      "`docs/data/h100-2026-12-05/call94/clocks-*.csv`)"),
+    ("h100-sxm", "h100-sxm-graph-call95", "**Leave one card out: an H100, the power sampled every 5 ms** (`measurements/"
+     "serving/h100-sxm-graph-call95/`, device call 95, the thirtieth session, lent an H100: call 91's two "
+     "llama-3.1-8b streams again, call 88's llama-3.1-8b stream (64 slots), and a new one, qwen2.5-14b with 128 "
+     "slots at 120 req/s (overloaded), with calibrate/runs/power_sampler.py reading NVML's instantaneous power and "
+     "the SM clock every 5 ms, `docs/data/h100-2026-12-05/call95/power-*.csv.gz`)"),
+    ("h100-sxm", "h100-sxm-graph-call97", "**Leave one card out: an H100, slot counts no run had** (`measurements/"
+     "serving/h100-sxm-graph-call97/`, device call 97, the thirtieth session, lent an H100 again: qwen2.5-7b with "
+     "192 slots of 1,024 rows at 120 and 150 req/s, llama-3.2-3b with 256 slots of 512 rows at 250 and 400 req/s, "
+     "short requests, the pool from memory, rates picked beforehand with the terms that price the empty "
+     "attention tiles)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

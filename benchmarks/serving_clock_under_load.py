@@ -11,8 +11,10 @@ over the samples inside its serving window (the run's ``times.started``, to the 
 its ``serve_wall_s`` and one second more): the SM clock's mean, median and least, its mean over
 the card's 1,980 MHz boost clock, the median power and how many samples carried the SW power cap
 reason (bit 0x4); and beside them the run's passes' median device time over their price
-(roofline.serving_replay.pass_ratios, the "GPU / price" column of `roofline compare-serving`): the
-prefill graphs are compute-bound, and run slower as the clock falls.
+(roofline.serving_replay.pass_ratios, the "GPU / price" column of `roofline compare-serving`).
+These runs were read at first as the clock slowing the compute-bound prefill graphs; device calls
+95-96 showed the graphs' extra time was the 256 slots' empty attention tiles instead (the clock
+read every 5 ms did not follow it): benchmarks/prefill_empty_tiles.py, docs/serving.md.
 """
 
 from __future__ import annotations

@@ -40,7 +40,12 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   prefill efficiency cannot price both)
   + the step model's attention (and collectives)
   + the elementwise kernels' bytes, counted from the loop's code (``loop_elementwise_elements``),
-  over ``prefill_elementwise_bytes_per_s``.
+  over ``prefill_elementwise_bytes_per_s``
+  + with ``prefill_empty_tile_s``, the attention's empty query tiles (``empty_attention_tiles``):
+  the loop hands its varlen attention max_num_seqs + 1 sequences whatever the pass holds, so
+  every layer launches ceil(bucket / 128) query tiles a head for every slot, and those past a
+  sequence's end exit at once; at 256 slots they made llama-3.1-8b's 2,048-token pass 9% slower
+  than at 64 (device call 96, ``empty_tile_s_from_probe``).
   Without the table (a layout the loop does not run, or older terms): ``pnorm(floor x layers,
   StepModel.work_s(the padded work), prefill_floor_exponent)``, the kernels' time without the
   calibration's eager overhead. Terms without ``prefill_graphs`` describe the loop's earlier
@@ -56,7 +61,7 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   other than the table's adds (or takes off) the copy's difference (``loop_chunk_elements``'
   per-pass part, 8 x rows x K/V width elements a layer): priced a row from the same probe at
   other rows (``chunk_rows_table``, roofline.chunk_table.copy_s_per_row; on the H200 these copies
-  ran at 0.8-1.2 TB/s, 50-73% of the elementwise rate of 1.64 TB/s), in proportion to the K/V
+  ran at 0.8-1.2 TB/s, 50-73% of the elementwise rate, 1.64 TB/s in that fit), in proportion to the K/V
   width, or without it at the elementwise rate. Without the table,
   only the extra bytes ``loop_chunk_elements`` counts (a floor: they are a small part);
 * every iteration adds the host's time around the passes (scheduling, packing, the token
@@ -220,11 +225,69 @@ class LoopTerms(BaseModel):
         None, description="with chunk_attention_table: the same probe at other cache rows a slot, whose difference "
         "prices the chunk graph's copy of its slot's rows a row (roofline.chunk_table.copy_s_per_row); without it "
         "the copy's bytes are priced at prefill_elementwise_bytes_per_s")
+    prefill_empty_tile_s: Term | None = Field(
+        None, description="with prefill_gemm_table: the time of one empty query tile of the prefill graphs' varlen "
+        "attention, a layer and a head (empty_attention_tiles counts them; empty_tile_s_from_probe measures it)")
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
     transferred_from: str | None = Field(None, description="the card whose fitted terms these are, on a card with no "
                                          "serving runs of its own (transferred_loop_terms); None: fitted on this card")
+
+
+#: query rows in one tile of the loop's varlen attention (torch.nn.attention.varlen, a
+#: flash-attention 2 forward: its grid is (query tiles of the longest sequence, sequences, heads))
+ATTENTION_QUERY_TILE = 128
+
+
+def empty_attention_tiles(spec, bucket: float, max_num_seqs: int, seqs: float) -> float:
+    """The query tiles a prefill graph's varlen attention launches for no query row, over all its
+    layers and heads: the loop hands it max_num_seqs + 1 sequences whatever the pass holds (the
+    pass's ``seqs`` prompts, the padding as one more, then empty ones; calibrate/serving_loop.py
+    ``_stage_prefill``) with the bucket as the longest, so every layer launches ceil(bucket / 128)
+    tiles a head for every one of them; the pass's tokens fill about one bucket's worth, plus a
+    partial tile at the end of each prompt and of the padding. The rest exit at once, each costing
+    the SMs a block's launch and exit (device call 96)."""
+    tiles = math.ceil(bucket / ATTENTION_QUERY_TILE)
+    empty = max(0.0, (max_num_seqs + 1) * tiles - tiles - seqs - 1)
+    return float(spec.num_hidden_layers * spec.num_attention_heads * empty)
+
+
+def empty_tile_s_from_probe(path) -> tuple[float, list[dict]]:
+    """Seconds per empty query tile (``empty_attention_tiles``) from a prefill-slots probe
+    (calibrate/runs/prefill_config_probe.py: each model's prefill graphs timed at several slot
+    counts, buckets filled with 256-token prompts): for each model, each configuration's time at a
+    bucket less that of its configuration with the fewest slots (the same pass, more empty tiles),
+    against the difference in empty tiles; the least-squares slope through the origin. Returns it
+    and the points ({model, slots, base_slots, bucket, extra_s, extra_tiles})."""
+    from roofline.model_spec import load_model
+
+    probe = json.loads(Path(path).read_text(encoding="utf-8"))
+    points = []
+    by_model: dict[str, list[dict]] = {}
+    for config in probe["configs"]:
+        by_model.setdefault(config["model"], []).append(config)
+    for model, configs in sorted(by_model.items()):
+        spec = load_model(model)
+        base_slots = min(c["slots"] for c in configs)
+        base = [c for c in configs if c["slots"] == base_slots]
+        for config in configs:
+            if config["slots"] == base_slots:
+                continue
+            for bucket, timing in config["buckets"].items():
+                before = [b["buckets"][bucket]["cool_s"] for b in base if bucket in b["buckets"]]
+                if not before:
+                    continue
+                seqs = int(bucket) // 256
+                points.append({"model": model, "slots": config["slots"], "base_slots": base_slots,
+                               "bucket": int(bucket), "extra_s": timing["cool_s"] - float(np.mean(before)),
+                               "extra_tiles": empty_attention_tiles(spec, int(bucket), config["slots"], seqs)
+                               - empty_attention_tiles(spec, int(bucket), base_slots, seqs)})
+    x = np.array([p["extra_tiles"] for p in points])
+    y = np.array([p["extra_s"] for p in points])
+    if not len(x) or not float(x @ x):
+        raise RooflineError(f"{path}: no configuration of a model at more slots than another: nothing to measure")
+    return float(x @ y / (x @ x)), points
 
 
 def loop_layer_gemms(spec) -> list[tuple[int, int]] | None:
@@ -475,6 +538,7 @@ class LoopCost:
         self.prefill_buckets = (prefill_token_buckets(max_num_batched_tokens or max(max_model_len, 2048))
                                 if terms.prefill_graphs else [])
         self.logit_rows = float(max_num_seqs)
+        self.max_num_seqs = max_num_seqs
         layers = step.spec.num_hidden_layers
         self.max_model_len = max_model_len
         self.wake_s = terms.wake_s.value
@@ -573,10 +637,19 @@ class LoopCost:
         if self.gemms is None:
             return pnorm(self.floor_s, self.step.work_s(work), self.exponent) * self.prefill_scale
         seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
-                   + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens)
+                   + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens
+                   + self.empty_tiles_s(work.prefill_tokens, chunks))
         if cont_cached:
             seconds += self.chunk_extra_s(work.prefill_tokens, cont_tokens, cont_cached)
         return seconds * self.prefill_scale
+
+    def empty_tiles_s(self, bucket: float, seqs: float) -> float:
+        """The attention's empty query tiles of a prefill graph of ``bucket`` (padded) tokens holding
+        ``seqs`` prompts (``empty_attention_tiles``), at the terms' ``prefill_empty_tile_s``."""
+        per_tile = self.terms.prefill_empty_tile_s
+        if per_tile is None:
+            return 0.0
+        return per_tile.value * empty_attention_tiles(self.step.spec, bucket, self.max_num_seqs, seqs)
 
     def chunk_extra_s(self, bucket: float, t: float, c: float) -> float:
         """What a chunk graph of ``bucket`` (padded) tokens whose first chunk is ``t`` tokens after

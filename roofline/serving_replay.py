@@ -115,17 +115,26 @@ def chunk_rows_table_path(card: str) -> str | None:
     return rel
 
 
+#: the prefill graphs' empty attention tiles, timed on an H100 (device call 96,
+#: calibrate/runs/prefill_config_probe.py): a block's launch and exit on the SMs of Hopper's GH100
+#: die, the H100 SXM's and the H200's alike (132 SMs at 1,980 MHz)
+EMPTY_TILE_PROBE = "measurements/h100-sxm-probe-prefill-slots-call96.json"
+
+
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
-                   calibration="auto", gemm_table="auto") -> LoopTerms:
+                   calibration="auto", gemm_table="auto", empty_tile_probe="auto") -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
     default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul
     table that prices graph prefills' linears ("auto": the card's committed one; None: the step
-    model's matmul terms)."""
+    model's matmul terms). ``empty_tile_probe``: the prefill-slots probe (relative to
+    hardware_profiles/) whose time per empty attention tile (roofline.pass_costs.
+    empty_tile_s_from_probe) is priced with the matmul table, not fitted ("auto": EMPTY_TILE_PROBE
+    on a Hopper card; None: no such term, as the terms before call 96)."""
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
-    from roofline.pass_costs import (attention_and_collectives_s, loop_elementwise_bytes_per_token, loop_layer_gemms,
-                                     loop_linears_s)
+    from roofline.pass_costs import (attention_and_collectives_s, empty_attention_tiles,
+                                     loop_elementwise_bytes_per_token, loop_layer_gemms, loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
     cards = {run_card(r) for r in runs}
@@ -147,6 +156,16 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                      "prefill_host_s": float(np.mean([p["prefill_host_s"] for p in probes])),
                      "decode_seqs": probes[0]["decode_seqs"]}
     table = load_gemm_table(gemm_table) if gemm_table and graph_runs else None
+    if empty_tile_probe == "auto":
+        from roofline.hardware import load_card
+
+        empty_tile_probe = EMPTY_TILE_PROBE if load_card(card).architecture == "hopper" else None
+    tile_s = None
+    if empty_tile_probe and table is not None:
+        from roofline.hardware import profiles_dir
+        from roofline.pass_costs import empty_tile_s_from_probe
+
+        tile_s, tile_points = empty_tile_s_from_probe(profiles_dir() / empty_tile_probe)
     for run in runs:
         step = _step(run, card, engine, calibration)
         layers = step.spec.num_hidden_layers
@@ -172,7 +191,10 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                 if buckets and table is not None:  # the linears from the matmul table, the rest the step model's
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
                     pre_model.append(loop_linears_s(table, step.spec, shapes, work.prefill_tokens, work.logit_rows)
-                                     + attention_and_collectives_s(step, work))
+                                     + attention_and_collectives_s(step, work)
+                                     + (tile_s or 0.0) * empty_attention_tiles(
+                                         step.spec, work.prefill_tokens, run.config["max_num_seqs"],
+                                         float(it["prefill_seqs"])))
                     pre_el.append(loop_elementwise_bytes_per_token(step) * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
@@ -242,6 +264,11 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         prefill_floor_exponent=term(exponent, "1: the floor adds to the kernels' time (not fitted)"
                                     if table is not None else "the same fit"),
         prefill_gemm_table=gemm_table if table is not None else None,
+        prefill_empty_tile_s=Term(
+            value=tile_s, source=f"{empty_tile_probe} (device call 96, an H100: Hopper's GH100 die, as the H200's), "
+            "roofline.pass_costs.empty_tile_s_from_probe: least squares through the origin over "
+            f"{len(tile_points)} (model, slots, bucket) points of the prefill graphs' extra time at more slots "
+            "against their extra empty attention tiles") if tile_s is not None else None,
         chunk_attention_table=chunk_table_path(card) if table is not None else None,
         chunk_rows_table=chunk_rows_table_path(card) if table is not None else None,
         host_probe=ref_probe,

@@ -1,0 +1,140 @@
+"""Why the loop's prefill graphs ran slower with more slots: the attention's empty query tiles, and
+how little the power cap had to do with it (device calls 95-96; docs/serving.md, "The prefill
+graphs' empty attention tiles"). No GPU needed:
+
+    .venv/bin/python benchmarks/prefill_empty_tiles.py
+
+1. Device call 96's probe (calibrate/runs/prefill_config_probe.py, an H100): llama-3.1-8b's prefill
+   graphs at 64 and 256 slots (of 512 and 1,280 rows) and qwen2.5-1.5b's at 64 and 128, each bucket
+   timed cool, back to back and after a decode step of every slot; then the time per empty
+   attention tile fitted on them (roofline.pass_costs.empty_tile_s_from_probe) and each point's
+   extra time beside the fit; then device call 97's probe (qwen2.5-7b, llama-3.2-3b, other slot
+   counts), held out, beside that price.
+2. Every committed prefill-first run of llama-3.1-8b (64 and 256 slots), and qwen2.5-1.5b's in the
+   calls that served it at 64 and 128 slots (91, 92 and H100 calls 1, 3): the prefill passes' median
+   device time over their price, with the loop's terms fitted without the tile term (as shipped
+   before call 96) and with it (as shipped now; both fitted on the same two runs).
+3. Device call 95's fixed-workload power probe (calibrate/runs/power_probe.py, an H100, with the 5 ms
+   sampler): per phase, NVML's instantaneous power, the SM clock, the share of samples carrying the
+   SW power cap reason, and the units' time late in the phase over their first ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PROBE = ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-prefill-slots-call96.json"
+HELD_OUT = ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-prefill-slots-call97.json"
+SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
+POWER = ROOT / "docs" / "data" / "h100-2026-12-05" / "call95"
+FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
+MODELS = ("llama-3.1-8b", "qwen2.5-1.5b")
+#: the folders whose qwen2.5-1.5b runs are at 64 and at 128 slots side by side
+SLOTS_128 = ("h200-graph-call91", "h200-graph-call92", "h100-sxm-graph-call1", "h100-sxm-graph-call3")
+
+
+def probe_part() -> None:
+    from roofline.pass_costs import empty_tile_s_from_probe
+
+    probe = json.loads(PROBE.read_text(encoding="utf-8"))
+    print(f"1. Device call 96 ({probe['gpu']}): prefill graph device time, ms (prompts of 256 tokens filling the bucket)")
+    print("model          slots x rows  bucket     cool      hot   loaded   (decode step of every slot)")
+    for c in probe["configs"]:
+        for bucket, t in c["buckets"].items():
+            print(f"{c['model']:14s} {c['slots']:5d} x {c['rows']:4d}  {int(bucket):6d}  {t['cool_s'] * 1e3:7.2f}  "
+                  f"{t['hot_s'] * 1e3:7.2f}  {t['loaded_s'] * 1e3:7.2f}   ({t['decode_s'] * 1e3:.2f})")
+    per_tile, points = empty_tile_s_from_probe(PROBE)
+    print(f"\ntime per empty attention tile (least squares through the origin): {per_tile * 1e9:.3f} ns")
+    _points(points, per_tile)
+    held = json.loads(HELD_OUT.read_text(encoding="utf-8"))
+    print(f"\n1b. Held out: device call 97 ({held['gpu']}), qwen2.5-7b at 32 and 192 slots of 1,024 rows, "
+          "llama-3.2-3b at 64 and 256 of 512, priced at call 96's time per tile")
+    _points(empty_tile_s_from_probe(HELD_OUT)[1], per_tile)
+
+
+def _points(points, per_tile: float) -> None:
+    print("model          slots (vs)   bucket  extra ms measured  extra empty tiles  priced ms")
+    for p in points:
+        print(f"{p['model']:14s} {p['slots']:4d} ({p['base_slots']:3d})  {p['bucket']:6d}  {p['extra_s'] * 1e3:17.3f}  "
+              f"{p['extra_tiles']:17,.0f}  {per_tile * p['extra_tiles'] * 1e3:9.3f}")
+
+
+def serving_part() -> None:
+    from roofline.pass_costs import load_loop_terms, transferred_loop_terms
+    from roofline.serving_replay import fit_loop_terms, iteration_ratios, run_card
+    from roofline.serving_runs import read_run, run_names
+
+    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
+    before = fit_loop_terms(fit_runs, empty_tile_probe=None)
+    now = load_loop_terms(card="h200", engine="graph")
+    print("\n2. Prefill passes' median device time / price, the loop's terms fitted without the tile term (before "
+          "call 96) and with it (shipped)")
+    print("card      folder                  run                                   slots  passes  before    now")
+    for folder in sorted(SERVING.iterdir()):
+        if "graph" not in folder.name or "eager" in folder.name or folder.name.endswith("probe"):
+            continue
+        for name in run_names(folder):
+            run = read_run(folder, name)
+            c = run.config
+            if c["model"] not in MODELS or c.get("policy") != "prefill-first":
+                continue
+            if c["model"] == "qwen2.5-1.5b" and folder.name not in SLOTS_128:
+                continue
+            card = run_card(run)
+            ratios = []
+            for terms in (before, now):
+                if card != terms.card:
+                    terms = transferred_loop_terms(card, "graph").model_copy(
+                        update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
+                                                               "prefill_elementwise_bytes_per_s",
+                                                               "prefill_empty_tile_s")})
+                ratios.append(float(np.median(iteration_ratios(run, terms)[1])))
+            print(f"{card:9s} {folder.name[-22:]:22s}  {name[:37]:37s} {c['max_num_seqs']:5d}  "
+                  f"{sum(1 for i in run.iterations if i['kind'] == 'prefill'):6d}  {ratios[0]:6.3f}  {ratios[1]:6.3f}")
+
+
+def power_part() -> None:
+    probe = json.loads((POWER / "power-probe.json").read_text(encoding="utf-8"))
+    with gzip.open(POWER / "power-probe.csv.gz", "rt", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    t = np.array([float(r["t_unix_s"]) for r in rows])
+    sm = np.array([float(r["sm_mhz"]) for r in rows])
+    watts = np.array([float(r["power_instant_w"] or "nan") for r in rows])
+    capped = np.array([int(r["reasons"], 16) & 0x4 > 0 for r in rows])
+    print(f"\n3. Device call 95's power probe ({probe['gpu']}, {len(rows):,} samples, median "
+          f"{np.median(np.diff(t)) * 1e3:.1f} ms apart)")
+    print("phase            units  power W median  SM MHz mean  capped  unit time late / first")
+    for phase in probe["phases"]:
+        t0, units = phase["t_origin_unix_s"], phase["units"]
+        if not units:
+            inside = (t >= t0) & (t <= t0 + 2.0)
+            print(f"{phase['name']:16s} {0:5d}  {np.nanmedian(watts[inside]):14.0f}  {sm[inside].mean():11.0f}  "
+                  f"{capped[inside].mean():6.2f}")
+            continue
+        end = t0 + units[-1][1] + units[-1][2] / 1e3
+        inside = (t >= t0) & (t <= end)
+        late = []
+        for label in sorted({u[0] for u in units}):
+            ms = [u[2] for u in units if u[0] == label]
+            late.append(f"{label} {np.median(ms[len(ms) // 2:]) / np.median(ms[:6]):.3f}")
+        print(f"{phase['name']:16s} {len(units):5d}  {np.nanmedian(watts[inside]):14.0f}  {sm[inside].mean():11.0f}  "
+              f"{capped[inside].mean():6.2f}  {', '.join(late)}")
+
+
+def main() -> None:
+    probe_part()
+    serving_part()
+    power_part()
+
+
+if __name__ == "__main__":
+    main()
