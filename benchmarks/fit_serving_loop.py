@@ -29,6 +29,16 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call100", "**Held out, the power sampled every 5 ms on an H200** (`measurements/serving/"
+     "h200-graph-call100/`, device call 100, the thirtieth session: `calibrate/runs/h200-call95.sh` on an H200 -- "
+     "call 91's two llama-3.1-8b streams (256 slots), call 88's llama-3.1-8b stream (64 slots) and qwen2.5-14b "
+     "with 128 slots at 120 req/s, overloaded, new on this card; `docs/data/h200-2026-12-05/call100/`)"),
+    ("h200-graph-call99", "**Held out, slot counts no run had** (`measurements/serving/h200-graph-call99/`, device "
+     "call 99, the thirtieth session: `calibrate/runs/h200-call97.sh` on an H200 -- qwen2.5-7b with 192 slots of "
+     "1,024 rows at 120 and 150 req/s, llama-3.2-3b with 256 slots of 512 rows at 250 and 400 req/s, short "
+     "requests, the pool from memory, rates picked before call 97)"),
+    ("h200-graph-call98", "**Held out, call 99's llama-3.2-3b stream at 250 req/s on another H200 machine** "
+     "(`measurements/serving/h200-graph-call98/`, device call 98, the thirtieth session)"),
     ("h200-graph-call92", "**Held out, call 91's five streams again on the same machine** (`measurements/serving/"
      "h200-graph-call92/`, device call 92, the twenty-ninth session: `calibrate/runs/h200-call91.sh` run a second "
      "time right after call 91, how far one stream's measurement and its replay move between two runs)"),
@@ -86,7 +96,8 @@ OTHERS = (
 #: The folders whose runs carry the host probe (besides the fit folder), and those whose loop had chunk graphs.
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
           "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-          "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92")
+          "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
+          "h200-graph-call98", "h200-graph-call99", "h200-graph-call100")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
                 "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92")
 #: Folders of runs on other cards, replayed with the terms transferred to the card
@@ -117,8 +128,7 @@ OTHER_CARDS = (
     ("h100-sxm", "h100-sxm-graph-call97", "**Leave one card out: an H100, slot counts no run had** (`measurements/"
      "serving/h100-sxm-graph-call97/`, device call 97, the thirtieth session, lent an H100 again: qwen2.5-7b with "
      "192 slots of 1,024 rows at 120 and 150 req/s, llama-3.2-3b with 256 slots of 512 rows at 250 and 400 req/s, "
-     "short requests, the pool from memory, rates picked beforehand with the terms that price the empty "
-     "attention tiles)"),
+     "short requests, the pool from memory, rates picked beforehand)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
@@ -205,9 +215,9 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-92, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-100, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-92, "
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-100, "
               f"{len(chunked)} runs):",
               "", summary(chunked)]
     for card, sub, what in OTHER_CARDS:

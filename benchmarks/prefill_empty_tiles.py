@@ -10,12 +10,13 @@ graphs' empty attention tiles"). No GPU needed:
    attention tile fitted on them (roofline.pass_costs.empty_tile_s_from_probe) and each point's
    extra time beside the fit; then device call 97's probe (qwen2.5-7b, llama-3.2-3b, other slot
    counts), held out, beside that price.
-2. Every committed prefill-first run of llama-3.1-8b (64 and 256 slots), and qwen2.5-1.5b's in the
-   calls that served it at 64 and 128 slots (91, 92 and H100 calls 1, 3): the prefill passes' median
-   device time over their price, with the loop's terms fitted without the tile term (as shipped
-   before call 96) and with it (as shipped now; both fitted on the same two runs).
-3. Device call 95's fixed-workload power probe (calibrate/runs/power_probe.py, an H100, with the 5 ms
-   sampler): per phase, NVML's instantaneous power, the SM clock, the share of samples carrying the
+2. Every committed prefill-first run of llama-3.1-8b (64 and 256 slots), qwen2.5-1.5b's in the
+   calls that served it at 64 and 128 slots (91, 92 and H100 calls 1, 3) and llama-3.2-3b's at 256
+   slots: the prefill passes' median device time over their price, with the loop's terms as
+   shipped (no tile term) and with the tiles priced (both fitted on the same two runs); then the
+   spread of that ratio over every committed prefill-first run, both ways.
+3. Device calls 95 and 100's fixed-workload power probe (calibrate/runs/power_probe.py, on an H100
+   and an H200, with the 5 ms sampler): per phase, NVML's instantaneous power, the SM clock, the share of samples carrying the
    SW power cap reason, and the units' time late in the phase over their first ones.
 """
 
@@ -35,9 +36,10 @@ sys.path.insert(0, str(ROOT))
 PROBE = ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-prefill-slots-call96.json"
 HELD_OUT = ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-prefill-slots-call97.json"
 SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
-POWER = ROOT / "docs" / "data" / "h100-2026-12-05" / "call95"
+#: the power probe's folders: call 95 on an H100, call 100 (the same script) on an H200
+POWER = (ROOT / "docs" / "data" / "h100-2026-12-05" / "call95", ROOT / "docs" / "data" / "h200-2026-12-05" / "call100")
 FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
-MODELS = ("llama-3.1-8b", "qwen2.5-1.5b")
+MODELS = ("llama-3.1-8b", "qwen2.5-1.5b", "llama-3.2-3b")
 #: the folders whose qwen2.5-1.5b runs are at 64 and at 128 slots side by side
 SLOTS_128 = ("h200-graph-call91", "h200-graph-call92", "h100-sxm-graph-call1", "h100-sxm-graph-call3")
 
@@ -70,15 +72,15 @@ def _points(points, per_tile: float) -> None:
 
 def serving_part() -> None:
     from roofline.pass_costs import load_loop_terms, transferred_loop_terms
-    from roofline.serving_replay import fit_loop_terms, iteration_ratios, run_card
+    from roofline.serving_replay import EMPTY_TILE_PROBE, fit_loop_terms, iteration_ratios, run_card
     from roofline.serving_runs import read_run, run_names
 
     fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
-    before = fit_loop_terms(fit_runs, empty_tile_probe=None)
-    now = load_loop_terms(card="h200", engine="graph")
-    print("\n2. Prefill passes' median device time / price, the loop's terms fitted without the tile term (before "
-          "call 96) and with it (shipped)")
-    print("card      folder                  run                                   slots  passes  before    now")
+    shipped = load_loop_terms(card="h200", engine="graph")
+    tiles = fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)
+    print("\n2. Prefill passes' median device time / price, the loop's terms as shipped (no tile term) and with the "
+          "tiles priced (fit_loop_terms(empty_tile_probe=EMPTY_TILE_PROBE), refitted on the same two runs)")
+    print("card      folder                  run                                   slots  passes shipped  tiles")
     for folder in sorted(SERVING.iterdir()):
         if "graph" not in folder.name or "eager" in folder.name or folder.name.endswith("probe"):
             continue
@@ -89,9 +91,11 @@ def serving_part() -> None:
                 continue
             if c["model"] == "qwen2.5-1.5b" and folder.name not in SLOTS_128:
                 continue
+            if c["model"] == "llama-3.2-3b" and c["max_num_seqs"] <= 64:
+                continue
             card = run_card(run)
             ratios = []
-            for terms in (before, now):
+            for terms in (shipped, tiles):
                 if card != terms.card:
                     terms = transferred_loop_terms(card, "graph").model_copy(
                         update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
@@ -102,15 +106,49 @@ def serving_part() -> None:
                   f"{sum(1 for i in run.iterations if i['kind'] == 'prefill'):6d}  {ratios[0]:6.3f}  {ratios[1]:6.3f}")
 
 
-def power_part() -> None:
-    probe = json.loads((POWER / "power-probe.json").read_text(encoding="utf-8"))
-    with gzip.open(POWER / "power-probe.csv.gz", "rt", encoding="utf-8") as f:
+def spread_part() -> None:
+    """The spread over every committed prefill-first graph run of its prefill passes' median device
+    time / price (the log's standard deviation), as shipped and with the tiles priced."""
+    from roofline.pass_costs import load_loop_terms, transferred_loop_terms
+    from roofline.serving_replay import EMPTY_TILE_PROBE, fit_loop_terms, iteration_ratios, run_card
+    from roofline.serving_runs import read_run, run_names
+
+    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
+    variants = {"shipped": load_loop_terms(card="h200", engine="graph"),
+                "tiles priced": fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)}
+    logs = {k: [] for k in variants}
+    for folder in sorted(SERVING.iterdir()):
+        if "graph" not in folder.name or "eager" in folder.name or folder.name.endswith("probe"):
+            continue
+        for name in run_names(folder):
+            run = read_run(folder, name)
+            if run.config.get("policy") != "prefill-first":
+                continue
+            card = run_card(run)
+            for label, terms in variants.items():
+                if card != terms.card:
+                    terms = transferred_loop_terms(card, "graph").model_copy(
+                        update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
+                                                               "prefill_elementwise_bytes_per_s",
+                                                               "prefill_empty_tile_s")})
+                logs[label].append(float(np.log(np.median(iteration_ratios(run, terms)[1]))))
+    print(f"\n2b. Over every committed prefill-first graph run ({len(logs['shipped'])}, both cards), the prefill "
+          "passes' median device time / price per run:")
+    for label, values in logs.items():
+        v = np.array(values)
+        print(f"  {label:13s} mean {np.exp(v.mean()):.3f}, spread (std of the log) {v.std():.3f}, "
+              f"farthest {np.exp(v[np.argmax(np.abs(v))]):.3f}")
+
+
+def power_part(folder: Path, call: str) -> None:
+    probe = json.loads((folder / "power-probe.json").read_text(encoding="utf-8"))
+    with gzip.open(folder / "power-probe.csv.gz", "rt", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     t = np.array([float(r["t_unix_s"]) for r in rows])
     sm = np.array([float(r["sm_mhz"]) for r in rows])
     watts = np.array([float(r["power_instant_w"] or "nan") for r in rows])
     capped = np.array([int(r["reasons"], 16) & 0x4 > 0 for r in rows])
-    print(f"\n3. Device call 95's power probe ({probe['gpu']}, {len(rows):,} samples, median "
+    print(f"\n3. Device call {call}'s power probe ({probe['gpu']}, {len(rows):,} samples, median "
           f"{np.median(np.diff(t)) * 1e3:.1f} ms apart)")
     print("phase            units  power W median  SM MHz mean  capped  unit time late / first")
     for phase in probe["phases"]:
@@ -133,7 +171,9 @@ def power_part() -> None:
 def main() -> None:
     probe_part()
     serving_part()
-    power_part()
+    spread_part()
+    for folder, call in zip(POWER, ("95", "100")):
+        power_part(folder, call)
 
 
 if __name__ == "__main__":

@@ -122,14 +122,16 @@ EMPTY_TILE_PROBE = "measurements/h100-sxm-probe-prefill-slots-call96.json"
 
 
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
-                   calibration="auto", gemm_table="auto", empty_tile_probe="auto") -> LoopTerms:
+                   calibration="auto", gemm_table="auto", empty_tile_probe=None) -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
     default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul
     table that prices graph prefills' linears ("auto": the card's committed one; None: the step
-    model's matmul terms). ``empty_tile_probe``: the prefill-slots probe (relative to
-    hardware_profiles/) whose time per empty attention tile (roofline.pass_costs.
-    empty_tile_s_from_probe) is priced with the matmul table, not fitted ("auto": EMPTY_TILE_PROBE
-    on a Hopper card; None: no such term, as the terms before call 96)."""
+    model's matmul terms). ``empty_tile_probe``: a prefill-slots probe (relative to
+    hardware_profiles/, e.g. EMPTY_TILE_PROBE) whose time per empty attention tile (roofline.
+    pass_costs.empty_tile_s_from_probe) is then priced with the matmul table, not fitted ("auto":
+    EMPTY_TILE_PROBE on a Hopper card). None, the default and the shipped terms: no such term. The
+    tiles are real (device calls 96-99 timed them), but priced they made the held-out replays worse
+    (docs/serving.md, "The prefill graphs' empty attention tiles")."""
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
