@@ -45,7 +45,8 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   the loop hands its varlen attention max_num_seqs + 1 sequences whatever the pass holds, so
   every layer launches ceil(bucket / 128) query tiles a head for every slot, and those past a
   sequence's end exit at once; at 256 slots they made llama-3.1-8b's 2,048-token pass 9% slower
-  than at 64 (device call 96, ``empty_tile_s_from_probe``).
+  than at 64 (device call 96, ``empty_tile_s_from_probe``). The shipped terms leave this out:
+  priced, it made the held-out replays worse (docs/serving.md).
   Without the table (a layout the loop does not run, or older terms): ``pnorm(floor x layers,
   StepModel.work_s(the padded work), prefill_floor_exponent)``, the kernels' time without the
   calibration's eager overhead. Terms without ``prefill_graphs`` describe the loop's earlier
