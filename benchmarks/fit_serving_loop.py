@@ -37,8 +37,9 @@ OTHERS = (
      "call 99, the thirtieth session: `calibrate/runs/h200-call97.sh` on an H200 -- qwen2.5-7b with 192 slots of "
      "1,024 rows at 120 and 150 req/s, llama-3.2-3b with 256 slots of 512 rows at 250 and 400 req/s, short "
      "requests, the pool from memory, rates picked before call 97)"),
-    ("h200-graph-call98", "**Held out, call 99's llama-3.2-3b stream at 250 req/s on another H200 machine** "
-     "(`measurements/serving/h200-graph-call98/`, device call 98, the thirtieth session)"),
+    ("h200-graph-call98", "**Held out, call 99's llama-3.2-3b stream at 250 req/s, served first** "
+     "(`measurements/serving/h200-graph-call98/`, device call 98, the thirtieth session, on the H200 that calls "
+     "99 and 100 then ran on)"),
     ("h200-graph-call92", "**Held out, call 91's five streams again on the same machine** (`measurements/serving/"
      "h200-graph-call92/`, device call 92, the twenty-ninth session: `calibrate/runs/h200-call91.sh` run a second "
      "time right after call 91, how far one stream's measurement and its replay move between two runs)"),
