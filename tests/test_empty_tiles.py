@@ -115,6 +115,10 @@ def test_priced_tiles_made_the_held_out_replays_worse_so_they_are_not_shipped():
     as_shipped = compare_rows(SERVING / "h200-graph-call99", shipped, names=[name], fitted=())[0]
     assert with_tiles["tpot_p50_s"]["error"] > 0.10
     assert abs(as_shipped["tpot_p50_s"]["error"]) < 0.05 and abs(as_shipped["ttft_p99_s"]["error"]) < 0.10
+    # the tipping point: the run peaked at 237 running of its 256 slots; replayed with the tiles priced
+    # the server fills all 256, as shipped it peaks at 226
+    assert with_tiles["max_running"]["measured"] == 237
+    assert with_tiles["max_running"]["simulated"] == 256 and as_shipped["max_running"]["simulated"] < 237
 
 
 def test_a_wider_server_pays_for_its_tiles_when_they_are_priced():
