@@ -14,7 +14,9 @@ graphs' empty attention tiles"). No GPU needed:
    calls that served it at 64 and 128 slots (91, 92 and H100 calls 1, 3) and llama-3.2-3b's at 256
    slots: the prefill passes' median device time over their price, with the loop's terms as
    shipped (no tile term) and with the tiles priced (both fitted on the same two runs); then the
-   spread of that ratio over every committed prefill-first run, both ways.
+   spread of that ratio over every committed prefill-first run, both ways; then the bounds the
+   replays miss both ways, over the runs served after the term was written (H200 calls 98-100)
+   and every H100 run.
 3. Device calls 95 and 100's fixed-workload power probe (calibrate/runs/power_probe.py, on an H100
    and an H200, with the 5 ms sampler): per phase, NVML's instantaneous power, the SM clock, the share of samples carrying the
    SW power cap reason, and the units' time late in the phase over their first ones.
@@ -140,6 +142,40 @@ def spread_part() -> None:
               f"farthest {np.exp(v[np.argmax(np.abs(v))]):.3f}")
 
 
+#: the runs served after the tile term was written, and every H100 run (leave one card out)
+AFTER = (("h200", ("h200-graph-call98", "h200-graph-call99", "h200-graph-call100")),
+         ("h100-sxm", ("h100-sxm-graph-call1", "h100-sxm-graph-call3", "h100-sxm-graph-call93",
+                       "h100-sxm-graph-call94", "h100-sxm-graph-call95", "h100-sxm-graph-call97")))
+BOUNDS = {"throughput_tok_s": 0.05, "ttft_p50_s": 0.10, "tpot_p50_s": 0.10, "ttft_p99_s": 0.20, "tpot_p99_s": 0.20}
+
+
+def replay_part() -> None:
+    """The replays (compare-serving) of the runs served after the term was written, as shipped and
+    with the tiles priced: how many of issue 14's bounds each misses."""
+    from roofline.pass_costs import load_loop_terms, transferred_loop_terms
+    from roofline.serving_replay import EMPTY_TILE_PROBE, compare_rows, fit_loop_terms
+    from roofline.serving_runs import read_run
+
+    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
+    variants = {"shipped": load_loop_terms(card="h200", engine="graph"),
+                "tiles priced": fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)}
+    print("\n2c. Bounds missed (issue 14's: throughput 5%, TTFT and TPOT p50 10%, p99 20%, the preemption "
+          "behaviour) by the replays of the runs served after the term was written, and of every H100 run")
+    for card, folders in AFTER:
+        for label, terms in variants.items():
+            if card != terms.card:
+                terms = transferred_loop_terms(card, "graph").model_copy(
+                    update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
+                                                           "prefill_elementwise_bytes_per_s", "prefill_empty_tile_s")})
+            runs = missed = 0
+            for folder in folders:
+                for r in compare_rows(SERVING / folder, terms, fitted=()):
+                    runs += 1
+                    missed += sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items())
+                    missed += not r["same_preemption_behaviour"]
+            print(f"  {card:9s} {runs:3d} runs, {label:13s}: {missed} bounds missed")
+
+
 def power_part(folder: Path, call: str) -> None:
     probe = json.loads((folder / "power-probe.json").read_text(encoding="utf-8"))
     with gzip.open(folder / "power-probe.csv.gz", "rt", encoding="utf-8") as f:
@@ -172,6 +208,7 @@ def main() -> None:
     probe_part()
     serving_part()
     spread_part()
+    replay_part()
     for folder, call in zip(POWER, ("95", "100")):
         power_part(folder, call)
 
