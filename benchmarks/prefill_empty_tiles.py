@@ -9,7 +9,8 @@ graphs' empty attention tiles"). No GPU needed:
    timed cool, back to back and after a decode step of every slot; then the time per empty
    attention tile fitted on them (roofline.pass_costs.empty_tile_s_from_probe) and each point's
    extra time beside the fit; then device call 97's probe (qwen2.5-7b, llama-3.2-3b, other slot
-   counts), held out, beside that price.
+   counts), held out, beside that price; then the same probe on an H200 (calls 98 and 99), its
+   own slope and its points beside the H100's price.
 2. Every committed prefill-first run of llama-3.1-8b (64 and 256 slots), qwen2.5-1.5b's in the
    calls that served it at 64 and 128 slots (91, 92 and H100 calls 1, 3) and llama-3.2-3b's at 256
    slots: the prefill passes' median device time over their price, with the loop's terms as
@@ -37,6 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 PROBE = ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-prefill-slots-call96.json"
 HELD_OUT = ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-prefill-slots-call97.json"
+#: the same probe on an H200 (device calls 98 and 99)
+H200_PROBES = tuple(ROOT / "hardware_profiles" / "measurements" / f"h200-probe-prefill-slots-call{n}.json"
+                    for n in (98, 99))
 SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
 #: the power probe's folders: call 95 on an H100, call 100 (the same script) on an H200
 POWER = (ROOT / "docs" / "data" / "h100-2026-12-05" / "call95", ROOT / "docs" / "data" / "h200-2026-12-05" / "call100")
@@ -63,6 +67,11 @@ def probe_part() -> None:
     print(f"\n1b. Held out: device call 97 ({held['gpu']}), qwen2.5-7b at 32 and 192 slots of 1,024 rows, "
           "llama-3.2-3b at 64 and 256 of 512, priced at call 96's time per tile")
     _points(empty_tile_s_from_probe(HELD_OUT)[1], per_tile)
+    for path in H200_PROBES:
+        probe = json.loads(path.read_text(encoding="utf-8"))
+        slope, points = empty_tile_s_from_probe(path)
+        print(f"\n1c. {path.name} ({probe['gpu']}): {slope * 1e9:.3f} ns a tile by its own least squares")
+        _points(points, per_tile)
 
 
 def _points(points, per_tile: float) -> None:

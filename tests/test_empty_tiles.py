@@ -157,3 +157,14 @@ def test_the_tiles_price_holds_on_models_and_slot_counts_it_was_not_fitted_on():
             assert 1.0 < ratio < 1.35, p
         else:
             assert 2.0 < ratio < 3.5, p
+
+
+def test_the_h200_times_an_empty_tile_as_the_h100_does():
+    # device calls 98 and 99, the same probe on an H200 (llama-3.1-8b, qwen2.5-7b; llama-3.2-3b,
+    # qwen2.5-7b): 1.24 and 1.22 ns a tile against the H100's 1.32 -- the same GH100 SMs
+    h100, _ = empty_tile_s_from_probe(PROBE)
+    for n in (98, 99):
+        path = profiles_dir() / "measurements" / f"h200-probe-prefill-slots-call{n}.json"
+        assert json.loads(path.read_text(encoding="utf-8"))["gpu"] == "NVIDIA H200"
+        slope, _ = empty_tile_s_from_probe(path)
+        assert slope == pytest.approx(h100, rel=0.12), n
