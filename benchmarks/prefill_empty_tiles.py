@@ -26,6 +26,7 @@ graphs' empty attention tiles"). No GPU needed:
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
 import sys
@@ -81,68 +82,73 @@ def _points(points, per_tile: float) -> None:
               f"{p['extra_tiles']:17,.0f}  {per_tile * p['extra_tiles'] * 1e3:9.3f}")
 
 
-def serving_part() -> None:
-    from roofline.pass_costs import load_loop_terms, transferred_loop_terms
-    from roofline.serving_replay import EMPTY_TILE_PROBE, fit_loop_terms, iteration_ratios, run_card
+def graph_runs():
+    """(folder, name, run) of every committed graph-loop serving run (not the eager ones, not the
+    probe folder of the fit runs)."""
     from roofline.serving_runs import read_run, run_names
 
-    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
-    shipped = load_loop_terms(card="h200", engine="graph")
-    tiles = fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)
-    print("\n2. Prefill passes' median device time / price, the loop's terms as shipped (no tile term) and with the "
-          "tiles priced (fit_loop_terms(empty_tile_probe=EMPTY_TILE_PROBE), refitted on the same two runs)")
-    print("card      folder                  run                                   slots  passes shipped  tiles")
     for folder in sorted(SERVING.iterdir()):
         if "graph" not in folder.name or "eager" in folder.name or folder.name.endswith("probe"):
             continue
         for name in run_names(folder):
-            run = read_run(folder, name)
-            c = run.config
-            if c["model"] not in MODELS or c.get("policy") != "prefill-first":
-                continue
-            if c["model"] == "qwen2.5-1.5b" and folder.name not in SLOTS_128:
-                continue
-            if c["model"] == "llama-3.2-3b" and c["max_num_seqs"] <= 64:
-                continue
-            card = run_card(run)
-            ratios = []
-            for terms in (shipped, tiles):
-                if card != terms.card:
-                    terms = transferred_loop_terms(card, "graph").model_copy(
-                        update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
-                                                               "prefill_elementwise_bytes_per_s",
-                                                               "prefill_empty_tile_s")})
-                ratios.append(float(np.median(iteration_ratios(run, terms)[1])))
-            print(f"{card:9s} {folder.name[-22:]:22s}  {name[:37]:37s} {c['max_num_seqs']:5d}  "
-                  f"{sum(1 for i in run.iterations if i['kind'] == 'prefill'):6d}  {ratios[0]:6.3f}  {ratios[1]:6.3f}")
+            yield folder, name, read_run(folder, name)
+
+
+@functools.cache
+def variants() -> dict:
+    """{label: LoopTerms}: the shipped terms (no tile term) and the terms with the tiles priced
+    (fit_loop_terms(empty_tile_probe=EMPTY_TILE_PROBE), refitted on the same two runs)."""
+    from roofline.pass_costs import load_loop_terms
+    from roofline.serving_replay import EMPTY_TILE_PROBE, fit_loop_terms
+    from roofline.serving_runs import read_run
+
+    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
+    return {"shipped": load_loop_terms(card="h200", engine="graph"),
+            "tiles priced": fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)}
+
+
+def on_card(terms, card: str):
+    """``terms`` as a run on ``card`` is replayed with them (carried over to another card)."""
+    from roofline.pass_costs import carried_to
+
+    return terms if card == terms.card else carried_to(terms, card)
+
+
+def prefill_ratio(run, terms) -> float:
+    """The run's prefill passes' median device time / price under ``terms`` on its own card."""
+    from roofline.serving_replay import iteration_ratios, run_card
+
+    return float(np.median(iteration_ratios(run, on_card(terms, run_card(run)))[1]))
+
+
+def serving_part() -> None:
+    from roofline.serving_replay import run_card
+
+    print("\n2. Prefill passes' median device time / price, the loop's terms as shipped (no tile term) and with the "
+          "tiles priced (fit_loop_terms(empty_tile_probe=EMPTY_TILE_PROBE), refitted on the same two runs)")
+    print("card      folder                  run                                   slots  passes shipped  tiles")
+    for folder, name, run in graph_runs():
+        c = run.config
+        if c["model"] not in MODELS or c.get("policy") != "prefill-first":
+            continue
+        if c["model"] == "qwen2.5-1.5b" and folder.name not in SLOTS_128:
+            continue
+        if c["model"] == "llama-3.2-3b" and c["max_num_seqs"] <= 64:
+            continue
+        ratios = [prefill_ratio(run, terms) for terms in variants().values()]
+        print(f"{run_card(run):9s} {folder.name[-22:]:22s}  {name[:37]:37s} {c['max_num_seqs']:5d}  "
+              f"{sum(1 for i in run.iterations if i['kind'] == 'prefill'):6d}  {ratios[0]:6.3f}  {ratios[1]:6.3f}")
 
 
 def spread_part() -> None:
     """The spread over every committed prefill-first graph run of its prefill passes' median device
     time / price (the log's standard deviation), as shipped and with the tiles priced."""
-    from roofline.pass_costs import load_loop_terms, transferred_loop_terms
-    from roofline.serving_replay import EMPTY_TILE_PROBE, fit_loop_terms, iteration_ratios, run_card
-    from roofline.serving_runs import read_run, run_names
-
-    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
-    variants = {"shipped": load_loop_terms(card="h200", engine="graph"),
-                "tiles priced": fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)}
-    logs = {k: [] for k in variants}
-    for folder in sorted(SERVING.iterdir()):
-        if "graph" not in folder.name or "eager" in folder.name or folder.name.endswith("probe"):
+    logs = {label: [] for label in variants()}
+    for _, _, run in graph_runs():
+        if run.config.get("policy") != "prefill-first":
             continue
-        for name in run_names(folder):
-            run = read_run(folder, name)
-            if run.config.get("policy") != "prefill-first":
-                continue
-            card = run_card(run)
-            for label, terms in variants.items():
-                if card != terms.card:
-                    terms = transferred_loop_terms(card, "graph").model_copy(
-                        update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
-                                                               "prefill_elementwise_bytes_per_s",
-                                                               "prefill_empty_tile_s")})
-                logs[label].append(float(np.log(np.median(iteration_ratios(run, terms)[1]))))
+        for label, terms in variants().items():
+            logs[label].append(float(np.log(prefill_ratio(run, terms))))
     print(f"\n2b. Over every committed prefill-first graph run ({len(logs['shipped'])}, both cards), the prefill "
           "passes' median device time / price per run:")
     for label, values in logs.items():
@@ -161,24 +167,15 @@ BOUNDS = {"throughput_tok_s": 0.05, "ttft_p50_s": 0.10, "tpot_p50_s": 0.10, "ttf
 def replay_part() -> None:
     """The replays (compare-serving) of the runs served after the term was written, as shipped and
     with the tiles priced: how many of issue 14's bounds each misses."""
-    from roofline.pass_costs import load_loop_terms, transferred_loop_terms
-    from roofline.serving_replay import EMPTY_TILE_PROBE, compare_rows, fit_loop_terms
-    from roofline.serving_runs import read_run
+    from roofline.serving_replay import compare_rows
 
-    fit_runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
-    variants = {"shipped": load_loop_terms(card="h200", engine="graph"),
-                "tiles priced": fit_loop_terms(fit_runs, empty_tile_probe=EMPTY_TILE_PROBE)}
     print("\n2c. Bounds missed (issue 14's: throughput 5%, TTFT and TPOT p50 10%, p99 20%, the preemption "
           "behaviour) by the replays of the runs served after the term was written, and of every H100 run")
     for card, folders in AFTER:
-        for label, terms in variants.items():
-            if card != terms.card:
-                terms = transferred_loop_terms(card, "graph").model_copy(
-                    update={f: getattr(terms, f) for f in ("prefill_floor_s_per_layer",
-                                                           "prefill_elementwise_bytes_per_s", "prefill_empty_tile_s")})
+        for label, terms in variants().items():
             runs = missed = 0
             for folder in folders:
-                for r in compare_rows(SERVING / folder, terms, fitted=()):
+                for r in compare_rows(SERVING / folder, on_card(terms, card), fitted=()):
                     runs += 1
                     missed += sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items())
                     missed += not r["same_preemption_behaviour"]

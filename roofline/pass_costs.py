@@ -470,9 +470,14 @@ def transferred_loop_terms(card: str, engine: str) -> LoopTerms | None:
     for path in sorted((profiles_dir() / "serving").glob(f"*-{engine}-loop.json")):
         base = load_loop_terms(path)
         if load_card(base.card).architecture == target:
-            break
-    else:
-        return None
+            return carried_to(base, card)
+    return None
+
+
+def carried_to(base: LoopTerms, card: str) -> LoopTerms:
+    """``base``'s fitted terms carried to ``card`` unchanged, with ``card``'s own measured tables
+    where its probes are committed (the rule ``transferred_loop_terms`` applies to the shipped
+    terms; also for terms fitted another way, benchmarks/prefill_empty_tiles.py)."""
     from roofline.serving_replay import chunk_rows_table_path, chunk_table_path, gemm_table_path
 
     tables = {"prefill_gemm_table": gemm_table_path(card), "chunk_attention_table": chunk_table_path(card),

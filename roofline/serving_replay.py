@@ -128,8 +128,8 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
     table that prices graph prefills' linears ("auto": the card's committed one; None: the step
     model's matmul terms). ``empty_tile_probe``: a prefill-slots probe (relative to
     hardware_profiles/, e.g. EMPTY_TILE_PROBE) whose time per empty attention tile (roofline.
-    pass_costs.empty_tile_s_from_probe) is then priced with the matmul table, not fitted ("auto":
-    EMPTY_TILE_PROBE on a Hopper card). None, the default and the shipped terms: no such term. The
+    pass_costs.empty_tile_s_from_probe) is then priced with the matmul table, not fitted. None, the
+    default and the shipped terms: no such term. The
     tiles are real (device calls 96-99 timed them), but priced they made the held-out replays worse
     (docs/serving.md, "The prefill graphs' empty attention tiles")."""
     from scipy.optimize import least_squares
@@ -158,10 +158,6 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                      "prefill_host_s": float(np.mean([p["prefill_host_s"] for p in probes])),
                      "decode_seqs": probes[0]["decode_seqs"]}
     table = load_gemm_table(gemm_table) if gemm_table and graph_runs else None
-    if empty_tile_probe == "auto":
-        from roofline.hardware import load_card
-
-        empty_tile_probe = EMPTY_TILE_PROBE if load_card(card).architecture == "hopper" else None
     tile_s = None
     if empty_tile_probe and table is not None:
         from roofline.hardware import profiles_dir

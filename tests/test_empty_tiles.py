@@ -12,8 +12,8 @@ import pytest
 from roofline.errors import RooflineError
 from roofline.hardware import profiles_dir
 from roofline.model_spec import load_model
-from roofline.pass_costs import (LoopCost, empty_attention_tiles, empty_tile_s_from_probe, load_loop_terms,
-                                 transferred_loop_terms)
+from roofline.pass_costs import (LoopCost, carried_to, empty_attention_tiles, empty_tile_s_from_probe,
+                                 load_loop_terms, transferred_loop_terms)
 
 PROBE = profiles_dir() / "measurements" / "h100-sxm-probe-prefill-slots-call96.json"
 SERVING = profiles_dir() / "measurements" / "serving"
@@ -93,9 +93,9 @@ def test_priced_tiles_take_the_slot_count_out_of_the_prefill_error():
     assert _median_prefill_ratio(*wide, tiles) == pytest.approx(1.0, abs=0.015)  # 1.006
     assert _median_prefill_ratio(*narrow, shipped) == pytest.approx(_median_prefill_ratio(*narrow, tiles), abs=0.01)
     # the H100 (leave one card out): the same
-    h100 = transferred_loop_terms("h100-sxm", "graph").model_copy(update={
-        f: getattr(tiles, f) for f in ("prefill_floor_s_per_layer", "prefill_elementwise_bytes_per_s",
-                                       "prefill_empty_tile_s")})
+    h100 = carried_to(tiles, "h100-sxm")
+    assert h100.prefill_empty_tile_s == tiles.prefill_empty_tile_s and h100.transferred_from == "h200"
+    assert h100.prefill_gemm_table == transferred_loop_terms("h100-sxm", "graph").prefill_gemm_table
     assert _median_prefill_ratio("h100-sxm-graph-call93", wide[1], h100) == pytest.approx(0.98, abs=0.015)
 
 
