@@ -65,6 +65,8 @@ class ChunkTable:
         self.rows = rows
         # shape -> bucket -> fraction -> [(c, extra seconds)]
         self._by: dict = {}
+        # shape -> (bucket, t) -> [prefill seconds]: the prefill graph's attention (prefill_attention_s)
+        self._prefill: dict = {}
         for p in points:
             shape = (int(p["q_heads"]), int(p["kv_heads"]), int(p["head_dim"]))
             bucket, t, c = int(p["bucket"]), int(p["chunk_tokens"]), int(p["cached"])
@@ -73,6 +75,7 @@ class ChunkTable:
                 raise RooflineError(f"{source}: a point needs bucket >= chunk_tokens >= 1 and cached >= 0 (got {p})",
                                     "chunk_table")
             self._by.setdefault(shape, {}).setdefault(bucket, {}).setdefault(t / bucket, []).append((c, extra))
+            self._prefill.setdefault(shape, {}).setdefault((bucket, t), []).append(float(p["prefill_s"]))
         for buckets in self._by.values():
             for fractions in buckets.values():
                 for f, cs in fractions.items():
@@ -85,6 +88,7 @@ class ChunkTable:
         self._buckets = {shape: sorted(by) for shape, by in self._by.items()}
         self._fractions = {(shape, b): sorted(fr) for shape, by in self._by.items() for b, fr in by.items()}
         self._near: dict = {}
+        self._lines: dict = {}
 
     def nearest_shape(self, q_heads: int, kv_heads: int, head_dim: int) -> tuple[int, int, int]:
         """The measured head shape that stands for (q_heads, kv_heads, head_dim)."""
@@ -124,6 +128,59 @@ class ChunkTable:
                 if v:
                     total += w * v * self._along_c(fractions[f], c)
         return max(total, 0.0)
+
+
+    def prefill_points(self, shape: tuple[int, int, int]) -> dict:
+        """{(bucket, t): the prefill graph's attention of one layer, seconds}: the probe's prefill_s
+        at ``shape`` (a prompt of t tokens and one of bucket - t), the median over its cached sizes."""
+        from statistics import median
+
+        return {k: median(v) for k, v in sorted(self._prefill[shape].items())}
+
+    def prefill_line(self, shape: tuple[int, int, int]) -> tuple[float, float, float, float]:
+        """(seconds, per token, per causal pair, per token of the longest sequence): the prefill
+        graph's attention of one layer at ``shape``, a line through the probe's prefill_s points
+        (the median over its cached sizes, which the prefill graph does not read), least squares on
+        the relative error. Why these four: the varlen call and the K/V repeats launch at a fixed
+        cost; the repeats and the attention's reads and writes grow with the tokens; the score
+        tiles with the causal pairs once the call fills the SMs; and a call of few tiles lasts as
+        long as its longest sequence's walk (the last query tile's, one block of keys after
+        another). No part is negative (non-negative least squares): at few heads the call never
+        fills the SMs, and the longest sequence carries what the pairs would."""
+        line = self._lines.get(shape)
+        if line is None:
+            import numpy as np
+
+            rows, times = [], []
+            for (b, t), seconds in self.prefill_points(shape).items():
+                rest = b - t
+                rows.append([1.0, b, (t * (t + 1) + rest * (rest + 1)) / 2.0, max(t, rest)])
+                times.append(seconds)
+            if len({tuple(r) for r in rows}) < 4:
+                raise RooflineError(f"{self.source}: the prefill attention at head shape {shape} needs four "
+                                    "(bucket, chunk) points or more", "chunk_table")
+            from scipy.optimize import nnls
+
+            x, y = np.array(rows), np.array(times)
+            coef = nnls(x / y[:, None], np.ones(len(y)))[0]
+            line = self._lines[shape] = tuple(float(c) for c in coef)
+        return line
+
+    def prefill_attention_s(self, q_heads: int, kv_heads: int, head_dim: int, bucket: float, tokens: float,
+                            pairs: float) -> float:
+        """One layer of a prefill graph's attention (its K/V repeats and one varlen call), seconds:
+        ``tokens`` prompt tokens with ``pairs`` causal pairs padded to ``bucket`` tokens, the
+        padding one more causal sequence (roofline.pass_costs.padded_prefill). From the nearest
+        measured head shape's ``prefill_line``, its per-token and per-pair parts scaled by the query
+        heads' ratio; the longest sequence is the padding or the prompts' token-weighted mean
+        length (2 pairs / tokens - 1: a lone prompt's own), whichever is longer."""
+        shape = self.nearest_shape(q_heads, kv_heads, head_dim)
+        fixed, per_token, per_pair, per_longest = self.prefill_line(shape)
+        pad = max(bucket - tokens, 0.0)
+        longest = max(2.0 * pairs / tokens - 1.0 if tokens > 0 else 0.0, pad)
+        heads = q_heads / shape[0]
+        return max(fixed + heads * (per_token * bucket + per_pair * (pairs + pad * (pad + 1) / 2.0))
+                   + per_longest * longest, 0.0)
 
 
 def copy_s_per_row(table: ChunkTable, other: ChunkTable, shape: tuple[int, int, int]) -> float:

@@ -38,7 +38,13 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   max_num_seqs rows, each from the card's measured matmul table (roofline.gemm: a 1,024-token
   matmul of a 1.5B model's widths runs at ~525 TFLOP/s on the H200, a 7B model's at ~700: one
   prefill efficiency cannot price both)
-  + the step model's attention (and collectives)
+  + the step model's attention (and collectives); with ``prefill_attention_measured``, the
+  attention the loop's own kernel takes instead, from the card's chunk table
+  (``loop_attention_s``, roofline.chunk_table.ChunkTable.prefill_attention_s: the varlen call
+  ran prompts of 256-1,024 tokens at 40-140 TFLOP/s on the H200 where the step model prices
+  cuDNN's 588), its bytes then out of the elementwise count. The shipped terms leave this out:
+  priced, it made the held-out replays' tails worse though the passes' prices better
+  (docs/serving.md, "The prefill graphs' attention")
   + the elementwise kernels' bytes, counted from the loop's code (``loop_elementwise_elements``),
   over ``prefill_elementwise_bytes_per_s``
   + with ``prefill_empty_tile_s``, the attention's empty query tiles (``empty_attention_tiles``):
@@ -229,6 +235,11 @@ class LoopTerms(BaseModel):
     prefill_empty_tile_s: Term | None = Field(
         None, description="with prefill_gemm_table: the time of one empty query tile of the prefill graphs' varlen "
         "attention, a layer and a head (empty_attention_tiles counts them; empty_tile_s_from_probe measures it)")
+    prefill_attention_measured: bool = Field(
+        False, description="with chunk_attention_table: the prefill graphs' attention (K/V repeats and the varlen "
+        "call) priced from the chunk table's prefill_s points (roofline.chunk_table.ChunkTable.prefill_attention_s) "
+        "instead of the step model's attention, and its bytes left out of the elementwise count "
+        "(loop_attention_elements)")
     fitted_on: list[str]
     held_out: list[str] = []
     note: str = ""
@@ -321,6 +332,18 @@ def loop_elementwise_elements(spec) -> float:
         + mlp + qk_norm
 
 
+def loop_attention_elements(spec) -> float:
+    """The part of ``loop_elementwise_elements`` the chunk probe's prefill_s times with the
+    attention (calibrate.probes.chunk_probe: K/V repeated per query head, then the varlen call):
+    the repeats (2 x (kv + q) with grouped queries) and the call's reads of q, K and V and write
+    of its output (2 q + 2 x the repeated K/V width)."""
+    hd = spec.head_dim
+    q, kv = spec.num_attention_heads * hd, spec.num_key_value_heads * hd
+    grouped = spec.num_attention_heads > spec.num_key_value_heads
+    kv_seen = q if grouped else kv
+    return (2.0 * (kv + q) if grouped else 0.0) + 2.0 * q + 2.0 * kv_seen
+
+
 def loop_chunk_elements(spec, max_model_len: int) -> tuple[float, float]:
     """(per token, per pass) elements one layer of the loop's chunk graph (``_chunk_graph_body``)
     reads and writes beyond ``loop_elementwise_elements`` x tokens: K and V not repeated for
@@ -344,9 +367,24 @@ def loop_linears_s(table, spec, shapes, tokens: float, rows: float) -> float:
             + table.seconds(rows, spec.vocab_size, spec.hidden_size))
 
 
-def loop_elementwise_bytes_per_token(step: StepModel) -> float:
-    """Bytes a prompt token's elementwise kernels move in the loop's prefill, every layer."""
-    return step.spec.num_hidden_layers * loop_elementwise_elements(step.spec) * dtype_bytes(step.act_dtype)
+def loop_elementwise_bytes_per_token(step: StepModel, attention_measured: bool = False) -> float:
+    """Bytes a prompt token's elementwise kernels move in the loop's prefill, every layer;
+    ``attention_measured``: without the attention's own (``loop_attention_elements``), which the
+    chunk table's prefill attention times."""
+    elements = loop_elementwise_elements(step.spec)
+    if attention_measured:
+        elements -= loop_attention_elements(step.spec)
+    return step.spec.num_hidden_layers * elements * dtype_bytes(step.act_dtype)
+
+
+def loop_attention_s(table, step: StepModel, work, tokens: float, pairs: float) -> float:
+    """A prefill graph's attention, every layer, from the card's chunk table (``ChunkTable.
+    prefill_attention_s``: ``tokens`` prompt tokens with ``pairs`` causal pairs in the padded
+    ``work``), plus the step model's collectives."""
+    spec = step.spec
+    per_layer = table.prefill_attention_s(spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim,
+                                          work.prefill_tokens, tokens, pairs)
+    return spec.num_hidden_layers * per_layer + step.pass_parts(work).collectives_s
 
 
 def attention_and_collectives_s(step: StepModel, work) -> float:
@@ -553,6 +591,8 @@ class LoopCost:
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
         self.chunk_table, self.chunk_copy_s = None, 0.0
+        #: the chunk table pricing the prefill graphs' attention (terms.prefill_attention_measured), or None
+        self.attention_table = None
         if terms.prefill_graphs and terms.prefill_gemm_table and terms.prefill_elementwise_bytes_per_s:
             from roofline.gemm import load_gemm_table
 
@@ -560,7 +600,8 @@ class LoopCost:
             if shapes is not None:  # the loop's dense decoder; other layouts: the step model's matmuls
                 self.gemms = (load_gemm_table(terms.prefill_gemm_table), shapes)
                 rate = terms.prefill_elementwise_bytes_per_s.value
-                self.elementwise_s_per_token = loop_elementwise_bytes_per_token(step) / rate
+                measured = bool(terms.prefill_attention_measured and terms.chunk_attention_table)
+                self.elementwise_s_per_token = loop_elementwise_bytes_per_token(step, measured) / rate
                 per_token, per_pass = loop_chunk_elements(step.spec, max_model_len)
                 scale = layers * dtype_bytes(step.act_dtype) / rate
                 self.chunk_s_per_token, self.chunk_s = per_token * scale, per_pass * scale
@@ -568,6 +609,7 @@ class LoopCost:
                     from roofline.chunk_table import load_chunk_table
 
                     self.chunk_table = load_chunk_table(terms.chunk_attention_table)
+                    self.attention_table = self.chunk_table if measured else None
                     # the table was measured at its grid's cache rows and its nearest head shape's
                     # K/V width; a chunk graph copies all max_model_len rows of its slot at the
                     # model's own K/V width out, so the copy's difference is priced apart
@@ -642,8 +684,10 @@ class LoopCost:
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
         if self.gemms is None:
             return pnorm(self.floor_s, self.step.work_s(work), self.exponent) * self.prefill_scale
+        attention = (attention_and_collectives_s(self.step, work) if self.attention_table is None
+                     else loop_attention_s(self.attention_table, self.step, work, tokens, pairs))
         seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
-                   + attention_and_collectives_s(self.step, work) + self.elementwise_s_per_token * work.prefill_tokens
+                   + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))
         if cont_cached:
             seconds += self.chunk_extra_s(work.prefill_tokens, cont_tokens, cont_cached)

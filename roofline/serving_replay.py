@@ -35,6 +35,7 @@ simulated summary beside the measured one.
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -122,7 +123,8 @@ EMPTY_TILE_PROBE = "measurements/h100-sxm-probe-prefill-slots-call96.json"
 
 
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
-                   calibration="auto", gemm_table="auto", empty_tile_probe=None) -> LoopTerms:
+                   calibration="auto", gemm_table="auto", empty_tile_probe=None,
+                   measured_attention: bool = False) -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
     default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul
     table that prices graph prefills' linears ("auto": the card's committed one; None: the step
@@ -131,11 +133,14 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
     pass_costs.empty_tile_s_from_probe) is then priced with the matmul table, not fitted. None, the
     default and the shipped terms: no such term. The
     tiles are real (device calls 96-99 timed them), but priced they made the held-out replays worse
-    (docs/serving.md, "The prefill graphs' empty attention tiles")."""
+    (docs/serving.md, "The prefill graphs' empty attention tiles"). ``measured_attention``: the
+    prefill graphs' attention priced from the card's chunk table (``prefill_attention_measured``,
+    roofline.pass_costs.loop_attention_s) while the floor and the elementwise rate are fitted; off
+    in the shipped terms for the same reason (docs/serving.md, "The prefill graphs' attention")."""
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
-    from roofline.pass_costs import (attention_and_collectives_s, empty_attention_tiles,
+    from roofline.pass_costs import (attention_and_collectives_s, empty_attention_tiles, loop_attention_s,
                                      loop_elementwise_bytes_per_token, loop_layer_gemms, loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
@@ -164,6 +169,14 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         from roofline.pass_costs import empty_tile_s_from_probe
 
         tile_s, tile_points = empty_tile_s_from_probe(profiles_dir() / empty_tile_probe)
+        tile_gpu = json.loads((profiles_dir() / empty_tile_probe).read_text(encoding="utf-8")).get("gpu", "a GPU")
+    attention_table = None
+    if measured_attention:
+        if table is None or chunk_table_path(card) is None:
+            raise ValueError(f"measured attention needs the {card} matmul and chunk tables (the graph loop's prefill)")
+        from roofline.chunk_table import load_chunk_table
+
+        attention_table = load_chunk_table(chunk_table_path(card))
     for run in runs:
         step = _step(run, card, engine, calibration)
         layers = step.spec.num_hidden_layers
@@ -188,12 +201,16 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                 work = prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"]))
                 if buckets and table is not None:  # the linears from the matmul table, the rest the step model's
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
+                    attention = (attention_and_collectives_s(step, work) if attention_table is None else
+                                 loop_attention_s(attention_table, step, work, float(it["prefill_tokens"]),
+                                                  float(it["prefill_pairs"])))
                     pre_model.append(loop_linears_s(table, step.spec, shapes, work.prefill_tokens, work.logit_rows)
-                                     + attention_and_collectives_s(step, work)
+                                     + attention
                                      + (tile_s or 0.0) * empty_attention_tiles(
                                          step.spec, work.prefill_tokens, run.config["max_num_seqs"],
                                          float(it["prefill_seqs"])))
-                    pre_el.append(loop_elementwise_bytes_per_token(step) * work.prefill_tokens)  # bytes
+                    pre_el.append(loop_elementwise_bytes_per_token(step, attention_table is not None)
+                                  * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
                     pre_model.append(step.work_s(work))
@@ -253,8 +270,11 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                                       "max_model_len tokens) / layers"),
         prefill_floor_s_per_layer=term(floor, f"least squares on log device_s of {len(device)} prefill passes, "
                                        + ("floor x layers + the linears at the padded token bucket from the matmul "
-                                          "table + the step model's attention and collectives + the loop's "
-                                          "elementwise bytes / their rate (no eager overhead)" if table is not None else
+                                          "table + " + ("the chunk table's prefill attention (measured) and the step "
+                                                        "model's collectives" if attention_table is not None else
+                                                        "the step model's attention and collectives")
+                                          + " + the loop's elementwise bytes / their rate (no eager overhead)"
+                                          if table is not None else
                                           "pnorm(floor x layers, the step model's prefill work at the padded token "
                                           "bucket without its eager overhead, exponent)" if buckets_used else
                                           "pnorm(floor x layers, step model's prefill, exponent)")
@@ -262,8 +282,9 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         prefill_floor_exponent=term(exponent, "1: the floor adds to the kernels' time (not fitted)"
                                     if table is not None else "the same fit"),
         prefill_gemm_table=gemm_table if table is not None else None,
+        prefill_attention_measured=attention_table is not None,
         prefill_empty_tile_s=Term(
-            value=tile_s, source=f"{empty_tile_probe} (device call 96, an H100: Hopper's GH100 die, as the H200's), "
+            value=tile_s, source=f"{empty_tile_probe} ({tile_gpu}), "
             "roofline.pass_costs.empty_tile_s_from_probe: least squares through the origin over "
             f"{len(tile_points)} (model, slots, bucket) points of the prefill graphs' extra time at more slots "
             "against their extra empty attention tiles") if tile_s is not None else None,
