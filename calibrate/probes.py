@@ -1,7 +1,7 @@
 """Probes: evidence for the attention and memory terms of the step model (issue 9) and the
 matmul table the serving loop's prefill price reads (issue 14).
 
-    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,layers,prefill-attention,moe,kernels,masked-attention,prefill-kernels,attention-groups [--device cuda] [--budget-s 90]
+    python3 -m calibrate.probes --out DIR --what attention,memory,gemm,chunk,loop-attention,layers,prefill-attention,moe,kernels,masked-attention,prefill-kernels,attention-groups [--device cuda] [--budget-s 90]
 
 Each probe writes one JSON file in DIR (rewritten atomically as it goes, so a time limit keeps
 what was measured) and never stops the job: an error in one point, case or probe is recorded
@@ -53,6 +53,15 @@ chunk -> ``probe-chunk.json``
     1,280 rows, as the committed serving runs). Why: a chunk's queries sit in a few thread blocks
     that walk all c + t keys one block after another, so its time grows with c far beyond its
     FLOPs; the serving loop's price of a chunk graph reads this table.
+
+loop-attention -> ``probe-loop-attention.json``
+    The serving loop's prefill-graph attention exactly as its graphs call it: K/V repeated, one
+    varlen call over max_num_seqs + 1 sequences (the pass's prompts, the padding, empty ones) at
+    slot counts 1, 64 and 256, buckets 256-2,048, four prompt layouts (a lone prompt of 7/8 or 9/16
+    of the bucket, prompts of 256, eight of an eighth), the served models' head shapes. Why: the
+    chunk probe's prefill_s, which prices the loop's attention where its terms say so
+    (``prefill_attention_measured``), has one or two sequences and buckets up to 1,024; this
+    measures the rest (docs/serving.md, "The prefill graphs' attention").
 
 layers -> ``probe-layers.json``
     Where a decode step's time goes, per layer and per step: the graph engine's own decode step
@@ -151,7 +160,7 @@ from roofline.units import GiB, MiB
 PROBES = ("memory", "attention", "gemm", "chunk", "layers", "prefill-attention", "moe", "kernels",
           "masked-attention", "prefill-kernels", "attention-groups", "layer-features", "attention-contexts",
           "attention-widths", "attention-batches", "attention-lengths", "attention-table", "sustained-matmul",
-          "grouped-mm", "index")
+          "grouped-mm", "index", "loop-attention")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -251,31 +260,38 @@ TINY_CHUNK = ChunkGrid(shapes=(("tiny-qwen2", 4, 2, 16),), slots=2, rows=48, buc
                        cached=(0, 8, 24), copies=2, reps=2)
 
 
+def _varlen_calls(dev) -> tuple:
+    """(varlen_kv(q, k, v, cu_q, cu_k, max_q, max_k), varlen(q, k, v, cu, max_len), the kernel or
+    None) as the serving loop calls its varlen attention on ``dev``: torch's flash call on CUDA
+    (K/V heads native for varlen_kv, repeated by the caller for varlen), else the SDPA loop
+    (calibrate.serving_loop.sdpa_varlen_kv)."""
+    from calibrate.serving_loop import sdpa_varlen_kv, varlen_kernel
+
+    kernel = varlen_kernel() if dev.type == "cuda" else None
+    if kernel is None:
+        return sdpa_varlen_kv, lambda q, k, v, cu, max_len: sdpa_varlen_kv(q, k, v, cu, cu), None
+    fn, causal, gqa = kernel
+
+    def varlen_kv(q, k, v, cu_q, cu_k, max_q, max_k):
+        return fn(q, k, v, cu_q, cu_k, max_q, max_k, **causal, **gqa)
+
+    def varlen(q, k, v, cu, max_len):
+        return fn(q, k, v, cu, cu, max_len, max_len, **causal)
+    return varlen_kv, varlen, kernel
+
+
 def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | None,
                 progress: Callable[[str], None]) -> dict:
     """Time one layer's chunk-graph and prefill-graph attention over ``grid``; writes ``out_path``
     after each head shape. On a CPU the varlen call is calibrate.serving_loop.sdpa_varlen_kv."""
     import torch
 
-    from calibrate.serving_loop import chunk_attention, sdpa_varlen_kv, varlen_kernel
+    from calibrate.serving_loop import chunk_attention
     from calibrate.timing import free_memory, torch_device
 
     dev = torch_device(device)
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    kernel = varlen_kernel() if dev.type == "cuda" else None
-    if kernel is not None:
-        fn, causal, gqa = kernel
-
-        def varlen_kv(q, k, v, cu_q, cu_k, max_q, max_k):
-            return fn(q, k, v, cu_q, cu_k, max_q, max_k, **causal, **gqa)
-
-        def varlen(q, k, v, cu, max_len):
-            return fn(q, k, v, cu, cu, max_len, max_len, **causal)
-    else:
-        varlen_kv = sdpa_varlen_kv
-
-        def varlen(q, k, v, cu, max_len):
-            return sdpa_varlen_kv(q, k, v, cu, cu)
+    varlen_kv, varlen, kernel = _varlen_calls(dev)
     result = _new_result("chunk", dev, grid, ("one layer's attention of a pass of `bucket` tokens: a chunk of t tokens after c "
                                "cached ones (in slot 0 of a (slots + 1, kv_heads, rows, head_dim) cache), then one "
                                "whole prompt of bucket - t tokens. chunk_s: chunk_attention (the chunk graph's); "
@@ -334,6 +350,107 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
             free_memory()
             _write(out_path, result)
             progress(f"chunk: {model} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
+    return _finished(result, out_path, t0)
+
+
+# ---- the loop's prefill attention as its graphs call it ---------------------------------------
+
+@dataclass(frozen=True)
+class LoopAttentionGrid:
+    shapes: tuple[tuple[str, int, int, int], ...]  # (model, q_heads, kv_heads, head_dim)
+    slots: tuple[int, ...]  # the loop's max_num_seqs: its call holds max_num_seqs + 1 sequences
+    buckets: tuple[int, ...]  # the pass's padded tokens (the call's max length)
+    layouts: tuple[str, ...]  # LOOP_ATTENTION_LAYOUTS' keys
+    copies: int  # distinct q/k/v sets the calls cycle through (a pass's other work flushes L2)
+    reps: int
+
+
+#: a pass's prompts in a bucket: a lone prompt of 7/8 of it (the padding an eighth), a lone prompt
+#: just over half of it (9/16: the least a bucket of the loop's doubling buckets holds), prompts of
+#: 256 tokens filling it (device calls 96-99's graphs), eight prompts of an eighth filling it
+LOOP_ATTENTION_LAYOUTS = {
+    "one": lambda b: [b * 7 // 8],
+    "most": lambda b: [b * 9 // 16],
+    "256": lambda b: [256] * (b // 256) if b >= 256 else [],
+    "eighths": lambda b: [b // 8] * 8 if b >= 8 else [],
+}
+FULL_LOOP_ATTENTION = LoopAttentionGrid(
+    shapes=FULL_CHUNK.shapes + (("qwen2.5-14b", 40, 8, 128),), slots=(1, 64, 256), buckets=(256, 512, 1024, 2048),
+    layouts=("one", "most", "256", "eighths"), copies=4, reps=5)
+TINY_LOOP_ATTENTION = LoopAttentionGrid(shapes=(("tiny-qwen2", 4, 2, 16),), slots=(1, 4), buckets=(16, 32),
+                                        layouts=("one", "eighths"), copies=2, reps=2)
+
+
+def loop_attention_offsets(lens: list[int], bucket: int, slots: int) -> list[int]:
+    """The int32 offsets the loop's prefill graph hands its varlen call (calibrate.serving_loop.
+    ModelExecutor._stage_prefill): the prompts, the padding to ``bucket`` as one more sequence,
+    then empty ones up to ``slots`` + 1 sequences."""
+    out = [0]
+    for n in lens:
+        out.append(out[-1] + n)
+    return out + [bucket] * (slots + 1 - len(lens))
+
+
+def loop_attention_probe(device: str, grid: LoopAttentionGrid, out_path: Path, deadline: float | None,
+                         progress: Callable[[str], None]) -> dict:
+    """Time one layer's prefill-graph attention exactly as the serving loop's graphs run it: K and
+    V repeated to every query head, then one varlen call over the loop's ``slots`` + 1 sequences
+    (the pass's prompts as ``grid.layouts`` lay them out, the padding, empty ones) with the bucket
+    as the longest. The chunk probe's prefill_s has one or two sequences and buckets up to 1,024;
+    the loop's call has max_num_seqs + 1 and buckets up to its token budget, and its empty
+    sequences' query tiles cost time of their own (docs/serving.md, "The prefill graphs' empty
+    attention tiles"). On a CPU the varlen call is calibrate.serving_loop.sdpa_varlen_kv."""
+    import torch
+
+    from calibrate.timing import free_memory, torch_device
+
+    dev = torch_device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    _, varlen, kernel = _varlen_calls(dev)
+    result = _new_result("loop-attention", dev, grid, (
+        "one layer's prefill-graph attention as the serving loop runs it: K/V repeated to every query head, then one "
+        "varlen call over slots + 1 sequences (`lens`: the prompts; then the padding to `bucket`, then empty ones) "
+        "with max length `bucket`; `pairs`: the causal pairs of the prompts and the padding. Calls over `copies` "
+        "q/k/v sets captured in one CUDA graph (a plain loop on the CPU), median of reps replays / copies"),
+        dtype=str(dtype).removeprefix("torch."),
+        kernel="torch.nn.attention.varlen.varlen_attn" if kernel else "sdpa_varlen_kv (SDPA loop)")
+    t0 = time.monotonic()
+    gen = torch.Generator(device=dev).manual_seed(0)
+    with torch.inference_mode():
+        for model, heads, kv_heads, hd in grid.shapes:
+            group = heads // kv_heads
+            for bucket in grid.buckets:
+                sets = [(torch.randn(bucket, heads, hd, device=dev, dtype=dtype, generator=gen),
+                         torch.randn(bucket, kv_heads, hd, device=dev, dtype=dtype, generator=gen),
+                         torch.randn(bucket, kv_heads, hd, device=dev, dtype=dtype, generator=gen))
+                        for _ in range(grid.copies)]
+                for slots in grid.slots:
+                    for layout in grid.layouts:
+                        lens = LOOP_ATTENTION_LAYOUTS[layout](bucket)
+                        if not lens or len(lens) > slots or sum(lens) > bucket:
+                            continue
+                        if _out_of_budget(deadline, result, out_path, progress, "loop-attention",
+                                          f"{model} bucket {bucket} slots {slots} {layout}"):
+                            return result
+                        cu = torch.tensor(loop_attention_offsets(lens, bucket, slots), device=dev, dtype=torch.int32)
+                        pad = bucket - sum(lens)
+                        try:
+                            seconds, info = _time_calls(
+                                [lambda q=q, k=k, v=v: varlen(q, k.repeat_interleave(group, dim=1),
+                                                              v.repeat_interleave(group, dim=1), cu, bucket)
+                                 for q, k, v in sets], dev, grid.reps)
+                            result["points"].append({
+                                "model": model, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
+                                "slots": slots, "bucket": bucket, "layout": layout, "lens": lens,
+                                "pairs": sum(n * (n + 1) // 2 for n in lens) + pad * (pad + 1) // 2,
+                                "seconds": seconds, "graph": info["graph"]})
+                        except Exception as exc:  # noqa: BLE001 - record and go on
+                            result["errors"].append({"model": model, "bucket": bucket, "slots": slots,
+                                                     "layout": layout, "error": _short(exc)})
+                del sets
+            free_memory()
+            _write(out_path, result)
+            progress(f"loop-attention: {model} done ({time.monotonic() - t0:.1f} s, {len(result['points'])} points)")
     return _finished(result, out_path, t0)
 
 
@@ -2085,6 +2202,9 @@ def run_probes(out_dir: Path, what: list[str], device: str = "cuda", budget_s: f
             elif name == "chunk":
                 grid = TINY_CHUNK if tiny else FULL_CHUNK
                 chunk_probe(device, replace(grid, rows=chunk_rows) if chunk_rows else grid, path, deadline, progress)
+            elif name == "loop-attention":
+                loop_attention_probe(device, TINY_LOOP_ATTENTION if tiny else FULL_LOOP_ATTENTION, path, deadline,
+                                     progress)
             elif name == "layers":
                 layers_probe(device, TINY_LAYERS if tiny else FULL_LAYERS, path, deadline, progress)
             elif name == "layer-features":

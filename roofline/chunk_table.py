@@ -129,7 +129,6 @@ class ChunkTable:
                     total += w * v * self._along_c(fractions[f], c)
         return max(total, 0.0)
 
-
     def prefill_points(self, shape: tuple[int, int, int]) -> dict:
         """{(bucket, t): the prefill graph's attention of one layer, seconds}: the probe's prefill_s
         at ``shape`` (a prompt of t tokens and one of bucket - t), the median over its cached sizes."""
@@ -171,16 +170,18 @@ class ChunkTable:
         """One layer of a prefill graph's attention (its K/V repeats and one varlen call), seconds:
         ``tokens`` prompt tokens with ``pairs`` causal pairs padded to ``bucket`` tokens, the
         padding one more causal sequence (roofline.pass_costs.padded_prefill). From the nearest
-        measured head shape's ``prefill_line``, its per-token and per-pair parts scaled by the query
-        heads' ratio; the longest sequence is the padding or the prompts' token-weighted mean
-        length (2 pairs / tokens - 1: a lone prompt's own), whichever is longer."""
+        measured head shape's ``prefill_line``: its per-token and per-pair parts scaled by the
+        query width's ratio (heads x head width: the bytes and the FLOPs), its per-longest part by
+        the head width's (one tile's walk); the longest sequence is the padding or the prompts'
+        token-weighted mean length (2 pairs / tokens - 1: a lone prompt's own), whichever is
+        longer."""
         shape = self.nearest_shape(q_heads, kv_heads, head_dim)
         fixed, per_token, per_pair, per_longest = self.prefill_line(shape)
         pad = max(bucket - tokens, 0.0)
         longest = max(2.0 * pairs / tokens - 1.0 if tokens > 0 else 0.0, pad)
-        heads = q_heads / shape[0]
-        return max(fixed + heads * (per_token * bucket + per_pair * (pairs + pad * (pad + 1) / 2.0))
-                   + per_longest * longest, 0.0)
+        width = q_heads * head_dim / (shape[0] * shape[2])
+        return max(fixed + width * (per_token * bucket + per_pair * (pairs + pad * (pad + 1) / 2.0))
+                   + per_longest * longest * head_dim / shape[2], 0.0)
 
 
 def copy_s_per_row(table: ChunkTable, other: ChunkTable, shape: tuple[int, int, int]) -> float:

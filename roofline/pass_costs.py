@@ -41,7 +41,7 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   + the step model's attention (and collectives); with ``prefill_attention_measured``, the
   attention the loop's own kernel takes instead, from the card's chunk table
   (``loop_attention_s``, roofline.chunk_table.ChunkTable.prefill_attention_s: the varlen call
-  ran prompts of 256-1,024 tokens at 40-140 TFLOP/s on the H200 where the step model prices
+  ran lone prompts of 256-1,024 tokens at 8-98 TFLOP/s on the H200 where the step model prices
   cuDNN's 588), its bytes then out of the elementwise count. The shipped terms leave this out:
   priced, it made the held-out replays' tails worse though the passes' prices better
   (docs/serving.md, "The prefill graphs' attention")
@@ -95,7 +95,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from roofline.buckets import capture_sizes, prefill_token_buckets  # noqa: F401 - re-exported
 from roofline.errors import RooflineError
@@ -246,6 +246,13 @@ class LoopTerms(BaseModel):
     transferred_from: str | None = Field(None, description="the card whose fitted terms these are, on a card with no "
                                          "serving runs of its own (transferred_loop_terms); None: fitted on this card")
 
+    @model_validator(mode="after")
+    def _measured_attention_needs_its_table(self):
+        if self.prefill_attention_measured and not self.chunk_attention_table:
+            raise ValueError("prefill_attention_measured needs chunk_attention_table (the chunk probe that measured "
+                             "the attention)")
+        return self
+
 
 #: query rows in one tile of the loop's varlen attention (torch.nn.attention.varlen, a
 #: flash-attention 2 forward: its grid is (query tiles of the longest sequence, sequences, heads))
@@ -268,18 +275,20 @@ def empty_attention_tiles(spec, bucket: float, max_num_seqs: int, seqs: float) -
 def empty_tile_s_from_probe(path) -> tuple[float, list[dict]]:
     """Seconds per empty query tile (``empty_attention_tiles``) from a prefill-slots probe
     (calibrate/runs/prefill_config_probe.py: each model's prefill graphs timed at several slot
-    counts, buckets filled with 256-token prompts): for each model, each configuration's time at a
-    bucket less that of its configuration with the fewest slots (the same pass, more empty tiles),
-    against the difference in empty tiles; the least-squares slope through the origin. Returns it
-    and the points ({model, slots, base_slots, bucket, extra_s, extra_tiles})."""
+    counts, buckets filled with 256-token prompts unless a configuration records other ``prompts``):
+    for each model (and prompt layout and tokens), each configuration's time at a bucket less that
+    of its configuration with the fewest slots (the same pass, more empty tiles), against the
+    difference in empty tiles; the least-squares slope through the origin. Returns it and the
+    points ({model, slots, base_slots, bucket, extra_s, extra_tiles})."""
     from roofline.model_spec import load_model
 
     probe = json.loads(Path(path).read_text(encoding="utf-8"))
     points = []
-    by_model: dict[str, list[dict]] = {}
+    by_model: dict[tuple, list[dict]] = {}
     for config in probe["configs"]:
-        by_model.setdefault(config["model"], []).append(config)
-    for model, configs in sorted(by_model.items()):
+        key = (config["model"], config.get("layout", "256"), config.get("tokens", "const"))
+        by_model.setdefault(key, []).append(config)
+    for (model, _, _), configs in sorted(by_model.items()):
         spec = load_model(model)
         base_slots = min(c["slots"] for c in configs)
         base = [c for c in configs if c["slots"] == base_slots]
@@ -290,7 +299,7 @@ def empty_tile_s_from_probe(path) -> tuple[float, list[dict]]:
                 before = [b["buckets"][bucket]["cool_s"] for b in base if bucket in b["buckets"]]
                 if not before:
                     continue
-                seqs = int(bucket) // 256
+                seqs = len(config["prompts"][bucket]) if "prompts" in config else int(bucket) // 256
                 points.append({"model": model, "slots": config["slots"], "base_slots": base_slots,
                                "bucket": int(bucket), "extra_s": timing["cool_s"] - float(np.mean(before)),
                                "extra_tiles": empty_attention_tiles(spec, int(bucket), config["slots"], seqs)
@@ -558,7 +567,9 @@ def load_loop_terms(source=None, *, card: str | None = None, engine: str | None 
         return LoopTerms(**data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise RooflineError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}", "loop_terms") from None
+        where = ".".join(map(str, err["loc"]))
+        msg = err["msg"].removeprefix("Value error, ")
+        raise RooflineError(f"{path}: {where + ': ' if where else ''}{msg}", "loop_terms") from None
     except TypeError:
         raise RooflineError(f"{path}: a loop-terms file holds a JSON object", "loop_terms") from None
 

@@ -168,3 +168,25 @@ def test_the_h200_times_an_empty_tile_as_the_h100_does():
         assert json.loads(path.read_text(encoding="utf-8"))["gpu"] == "NVIDIA H200"
         slope, _ = empty_tile_s_from_probe(path)
         assert slope == pytest.approx(h100, rel=0.12), n
+
+
+def test_a_probe_with_other_prompt_layouts_compares_like_with_like(tmp_path):
+    # calibrate/runs/prefill_config_probe.py's LAYOUT and TOKENS: each layout's slots compared among
+    # themselves, its tiles counted from the prompts it records (one prompt of 896 here, not four of 256)
+    spec = load_model("llama-3.1-8b")
+    per_tile = 1.3e-9
+
+    def config(slots, layout, seqs, base_s):
+        extra = per_tile * empty_attention_tiles(spec, 1024, slots, seqs)
+        out = {"model": "llama-3.1-8b", "slots": slots, "rows": 1280, "buckets": {"1024": {"cool_s": base_s + extra}}}
+        if layout:
+            out.update(layout=layout, tokens="random", prompts={"1024": [896] if seqs == 1 else [256] * 4})
+        return out
+
+    probe = {"gpu": "test", "configs": [config(64, None, 4, 0.026), config(256, None, 4, 0.026),
+                                        config(64, "one", 1, 0.030), config(256, "one", 1, 0.030)]}
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(probe), encoding="utf-8")
+    slope, points = empty_tile_s_from_probe(path)
+    assert slope == pytest.approx(per_tile, rel=1e-9)
+    assert len(points) == 2 and all(p["base_slots"] == 64 for p in points)

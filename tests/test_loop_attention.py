@@ -45,6 +45,10 @@ def test_the_line_through_the_probe_points_recovers_their_parts():
     # twice the query heads: the per-token and per-pair parts twice, the fixed and longest parts not
     twice = LINE[0] + 2 * (LINE[1] * 1024 + LINE[2] * (pairs + 324 * 325 / 2)) + LINE[3] * 700
     assert table.prefill_attention_s(64, 8, 128, 1024, 700, pairs) == pytest.approx(twice, rel=1e-9)
+    # heads twice as wide (no such shape measured: the nearest, 128-wide, stands in): the per-token and
+    # per-pair parts twice, and the longest sequence's walk too
+    wide = LINE[0] + 2 * (LINE[1] * 1024 + LINE[2] * (pairs + 324 * 325 / 2)) + 2 * LINE[3] * 700
+    assert table.prefill_attention_s(32, 8, 256, 1024, 700, pairs) == pytest.approx(wide, rel=1e-9)
     # four prompts of 128 in a 1,024-token bucket: the padding (512) is the longest sequence
     four = 4 * 128 * 129 / 2
     assert table.prefill_attention_s(32, 8, 128, 1024, 512, four) == pytest.approx(
@@ -142,3 +146,14 @@ def test_the_alternative_terms_file_is_what_the_benchmark_fits():
         refit.prefill_elementwise_bytes_per_s.value, rel=1e-9)
     # the H200's own empty tile, device call 98: 1.24 ns (benchmarks/prefill_empty_tiles.py part 1c)
     assert alt.prefill_empty_tile_s.value == pytest.approx(1.243e-9, rel=0.01)
+
+
+def test_a_terms_file_with_the_attention_measured_but_no_table_is_refused(tmp_path):
+    import json
+
+    data = load_loop_terms(card="h200", engine="graph").model_dump(mode="json")
+    data.update(prefill_attention_measured=True, chunk_attention_table=None, chunk_rows_table=None)
+    path = tmp_path / "terms.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(RooflineError, match="chunk_attention_table"):
+        load_loop_terms(path)

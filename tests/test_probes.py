@@ -497,3 +497,19 @@ def test_attention_table_probe_on_cpu_times_views_of_the_engines_layout(tmp_path
 def test_attention_table_probe_stops_at_the_budget(tmp_path):
     data = probes.attention_table_probe("cpu", probes.TINY_ATTENTION_TABLE, tmp_path / "t.json", 0.0, lambda m: None)
     assert data["stopped"] and not data["points"]
+
+
+def test_loop_attention_probe_on_cpu_times_the_loops_own_call(tmp_path):
+    # the tiny grid: each bucket x slot count x layout whose prompts fit the slots; the offsets are
+    # the loop's (calibrate.serving_loop.ModelExecutor._stage_prefill): prompts, padding, empty ones
+    path = tmp_path / "probe-loop-attention.json"
+    grid = probes.TINY_LOOP_ATTENTION
+    data = probes.loop_attention_probe("cpu", grid, path, None, lambda m: None)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(data, default=str)) and not data["errors"]
+    # eight prompts need eight slots: the tiny grid's 1 and 4 slots hold only the lone prompt
+    assert [(p["bucket"], p["slots"], p["layout"]) for p in data["points"]] == [
+        (b, s, "one") for b in grid.buckets for s in grid.slots]
+    first = data["points"][0]  # bucket 16, one slot: a prompt of 14, the padding of 2
+    assert first["lens"] == [14] and first["pairs"] == 14 * 15 // 2 + 2 * 3 // 2 and first["seconds"] > 0
+    assert probes.loop_attention_offsets([14], 16, 1) == [0, 14, 16]
+    assert probes.loop_attention_offsets([3, 5], 16, 4) == [0, 3, 8, 16, 16, 16]  # 5 sequences: 2 + padding + 2 empty

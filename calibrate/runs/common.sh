@@ -25,3 +25,16 @@ serve_into() {
   timeout 150 python3 -m calibrate.serving_job --out "$dir/serve" --card "${CARD:-h200}" "$@" --budget-s 130 > "$dir/$log.log" 2>&1
   echo "== $log done at $(elapsed) s"; snap
 }
+# a command with the 5 ms power sampler running through it: sampled DIR NAME COMMAND... (the samples
+# into DIR/power-NAME.csv.gz; calls 95 and 97 carried their own copy of this)
+sampled() {
+  local dir=$1 name=$2; shift 2
+  python3 calibrate/runs/power_sampler.py --out "$dir/power-$name.csv" --max-s "${SAMPLER_MAX_S:-400}" \
+    > "$dir/sampler-$name.log" 2>&1 &
+  local smp=$!
+  sleep 1
+  "$@"
+  sleep 1; kill -TERM $smp 2>/dev/null; wait $smp 2>/dev/null
+  gzip -f "$dir/power-$name.csv"
+  echo "== $name sampled at $(elapsed) s"; snap
+}
