@@ -260,6 +260,13 @@ TINY_CHUNK = ChunkGrid(shapes=(("tiny-qwen2", 4, 2, 16),), slots=2, rows=48, buc
                        cached=(0, 8, 24), copies=2, reps=2)
 
 
+def _repeated(t, group: int):
+    """K or V (tokens, kv_heads, hd) repeated to every query head, as the loop's prefill graph does
+    with grouped queries (calibrate.serving_loop ``_forward``); with one query head a K/V head (MHA)
+    the loop copies nothing."""
+    return t if group == 1 else t.repeat_interleave(group, dim=1)
+
+
 def _varlen_calls(dev) -> tuple:
     """(varlen_kv(q, k, v, cu_q, cu_k, max_q, max_k), varlen(q, k, v, cu, max_len), the kernel or
     None) as the serving loop calls its varlen attention on ``dev``: torch's flash call on CUDA
@@ -319,7 +326,7 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
                     t = max(1, int(round(bucket * fraction)))
                     rest = bucket - t
                     cu = torch.tensor([0, t, bucket], device=dev, dtype=torch.int32)
-                    krep, vrep = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+                    krep, vrep = _repeated(k, group), _repeated(v, group)
                     for c in grid.cached:
                         if c + t > grid.rows:
                             continue
@@ -337,7 +344,7 @@ def chunk_probe(device: str, grid: ChunkGrid, out_path: Path, deadline: float | 
                                 [lambda ck=ck, cv=cv: chunk_attention(varlen_kv, ck, cv, slot, q, k, v, cu_q, cu_k,
                                                                       bucket, span) for ck, cv in caches], dev, grid.reps)
                             prefill_s, _ = _time_calls(
-                                [lambda: (k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1),
+                                [lambda: (_repeated(k, group), _repeated(v, group),
                                           varlen(q, krep, vrep, cu, bucket))] * grid.copies, dev, grid.reps)
                             result["points"].append({
                                 "model": model, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
@@ -366,16 +373,18 @@ class LoopAttentionGrid:
 
 
 #: a pass's prompts in a bucket: a lone prompt of 7/8 of it (the padding an eighth), a lone prompt
-#: just over half of it (9/16: the least a bucket of the loop's doubling buckets holds), prompts of
+#: of 13/16 (the loop's buckets 1,024 and 2,048 hold prompts over 3/4 of them, 768 and 1,536 between
+#: them: a lone prompt fills 3/4 of its bucket or more there, half or more below 512), prompts of
 #: 256 tokens filling it (device calls 96-99's graphs), eight prompts of an eighth filling it
 LOOP_ATTENTION_LAYOUTS = {
     "one": lambda b: [b * 7 // 8],
-    "most": lambda b: [b * 9 // 16],
+    "most": lambda b: [b * 13 // 16],
     "256": lambda b: [256] * (b // 256) if b >= 256 else [],
     "eighths": lambda b: [b // 8] * 8 if b >= 8 else [],
 }
 FULL_LOOP_ATTENTION = LoopAttentionGrid(
-    shapes=FULL_CHUNK.shapes + (("qwen2.5-14b", 40, 8, 128),), slots=(1, 64, 256), buckets=(256, 512, 1024, 2048),
+    shapes=FULL_CHUNK.shapes + (("qwen2.5-14b", 40, 8, 128), ("pythia-6.9b", 32, 32, 128)), slots=(1, 64, 256),
+    buckets=(256, 512, 1024, 2048),
     layouts=("one", "most", "256", "eighths"), copies=4, reps=5)
 TINY_LOOP_ATTENTION = LoopAttentionGrid(shapes=(("tiny-qwen2", 4, 2, 16),), slots=(1, 4), buckets=(16, 32),
                                         layouts=("one", "eighths"), copies=2, reps=2)
@@ -436,8 +445,7 @@ def loop_attention_probe(device: str, grid: LoopAttentionGrid, out_path: Path, d
                         pad = bucket - sum(lens)
                         try:
                             seconds, info = _time_calls(
-                                [lambda q=q, k=k, v=v: varlen(q, k.repeat_interleave(group, dim=1),
-                                                              v.repeat_interleave(group, dim=1), cu, bucket)
+                                [lambda q=q, k=k, v=v: varlen(q, _repeated(k, group), _repeated(v, group), cu, bucket)
                                  for q, k, v in sets], dev, grid.reps)
                             result["points"].append({
                                 "model": model, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,

@@ -174,7 +174,12 @@ class ChunkTable:
         query width's ratio (heads x head width: the bytes and the FLOPs), its per-longest part by
         the head width's (one tile's walk); the longest sequence is the padding or the prompts'
         token-weighted mean length (2 pairs / tokens - 1: a lone prompt's own), whichever is
-        longer."""
+        longer. The line was fitted on the true longest (max(t, bucket - t)); a pass of prompts of
+        unequal lengths records only their count, tokens and pairs, so its longest is taken at
+        that mean, which is shorter (a 400-token prompt beside a 100-token one: 340), and adding a
+        short prompt can lower the price a little. The probe's shapes are all grouped-query: a
+        model with as many K/V heads as query heads (pythia-6.9b) is priced with the K/V repeats
+        its loop does not run."""
         shape = self.nearest_shape(q_heads, kv_heads, head_dim)
         fixed, per_token, per_pair, per_longest = self.prefill_line(shape)
         pad = max(bucket - tokens, 0.0)

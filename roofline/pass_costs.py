@@ -524,7 +524,9 @@ def transferred_loop_terms(card: str, engine: str) -> LoopTerms | None:
 def carried_to(base: LoopTerms, card: str) -> LoopTerms:
     """``base``'s fitted terms carried to ``card`` unchanged, with ``card``'s own measured tables
     where its probes are committed (the rule ``transferred_loop_terms`` applies to the shipped
-    terms; also for terms fitted another way, benchmarks/prefill_empty_tiles.py)."""
+    terms; also for terms fitted another way, benchmarks/prefill_empty_tiles.py). Terms that price the
+    prefill attention from a chunk probe (``prefill_attention_measured``) go only to a card that has
+    one: refused in one line elsewhere."""
     from roofline.serving_replay import chunk_rows_table_path, chunk_table_path, gemm_table_path
 
     tables = {"prefill_gemm_table": gemm_table_path(card), "chunk_attention_table": chunk_table_path(card),
@@ -533,6 +535,10 @@ def carried_to(base: LoopTerms, card: str) -> LoopTerms:
         tables = dict.fromkeys(tables)
     elif tables["chunk_attention_table"] is None:
         tables["chunk_rows_table"] = None
+    if base.prefill_attention_measured and tables["chunk_attention_table"] is None:
+        raise RooflineError(f"{base.card}'s loop terms price the prefill attention from a chunk probe, and {card} has "
+                            f"none committed (hardware_profiles/measurements/{card}-probe-chunk.json): use terms "
+                            "without prefill_attention_measured there", "loop_terms")
     own = [f"{field} {path}" for field, path in tables.items() if path]
     note = (f"transferred to {card} from {base.card}: {base.card}'s fitted terms unchanged (no serving run on {card} "
             f"set any term), with {card}'s own measured tables ({'; '.join(own) if own else 'none committed'}); "
@@ -695,8 +701,11 @@ class LoopCost:
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
         if self.gemms is None:
             return pnorm(self.floor_s, self.step.work_s(work), self.exponent) * self.prefill_scale
-        attention = (attention_and_collectives_s(self.step, work) if self.attention_table is None
-                     else loop_attention_s(self.attention_table, self.step, work, tokens, pairs))
+        if self.attention_table is None:
+            attention = attention_and_collectives_s(self.step, work)
+        else:  # a chunk graph's cached keys are the chunk table's (chunk_extra_s), not the prefill graph's
+            own = pairs - cont_tokens * cont_cached if cont_cached else pairs
+            attention = loop_attention_s(self.attention_table, self.step, work, tokens, own)
         seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))

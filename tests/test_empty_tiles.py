@@ -172,7 +172,9 @@ def test_the_h200_times_an_empty_tile_as_the_h100_does():
 
 def test_a_probe_with_other_prompt_layouts_compares_like_with_like(tmp_path):
     # calibrate/runs/prefill_config_probe.py's LAYOUT and TOKENS: each layout's slots compared among
-    # themselves, its tiles counted from the prompts it records (one prompt of 896 here, not four of 256)
+    # themselves (the two layouts' graphs take different times at 64 slots: mixed, the slope is off).
+    # The prompts a configuration records set its tiles' count, though the count's difference
+    # between two slot counts does not depend on them
     spec = load_model("llama-3.1-8b")
     per_tile = 1.3e-9
 

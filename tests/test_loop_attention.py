@@ -49,6 +49,11 @@ def test_the_line_through_the_probe_points_recovers_their_parts():
     # per-pair parts twice, and the longest sequence's walk too
     wide = LINE[0] + 2 * (LINE[1] * 1024 + LINE[2] * (pairs + 324 * 325 / 2)) + 2 * LINE[3] * 700
     assert table.prefill_attention_s(32, 8, 256, 1024, 700, pairs) == pytest.approx(wide, rel=1e-9)
+    # prompts of 100 and 400 in a 512-token bucket: the longest is taken at their token-weighted mean
+    # length (100^2 + 400^2) / 500 = 340, not 400 (the pass records only tokens, pairs and count)
+    uneven = 100 * 101 / 2 + 400 * 401 / 2
+    assert table.prefill_attention_s(32, 8, 128, 512, 500, uneven) == pytest.approx(
+        LINE[0] + LINE[1] * 512 + LINE[2] * (uneven + 12 * 13 / 2) + LINE[3] * 340, rel=1e-9)
     # four prompts of 128 in a 1,024-token bucket: the padding (512) is the longest sequence
     four = 4 * 128 * 129 / 2
     assert table.prefill_attention_s(32, 8, 128, 1024, 512, four) == pytest.approx(
@@ -66,7 +71,7 @@ def test_the_committed_h200_line_fits_its_probe_and_the_call_is_far_slower_than_
     shape = (28, 4, 128)  # qwen2.5-7b's
     worst = max(abs(table.prefill_attention_s(*shape, b, t, t * (t + 1) / 2) / s - 1)
                 for (b, t), s in table.prefill_points(shape).items())
-    # benchmarks/prefill_loop_attention.py part 1: worst 9.4% at this shape (14.3% over all seven)
+    # benchmarks/prefill_loop_attention.py part 1: worst 9.0% at this shape (14.5% over all seven)
     assert worst < 0.12
     # part 1b: a lone 1,024-token prompt, one layer, 83.2 us measured against the step model's
     # 12.8 us (cuDNN's 588 TFLOP/s): the loop's varlen call ran at ~90
@@ -98,13 +103,24 @@ def test_the_loop_prices_a_long_prompt_with_the_measured_attention_when_the_term
     tokens, pairs = 900.0, 900 * 901 / 2
     work = prefill_work(1024.0, pairs + 124 * 125 / 2, 64.0)
     attention = 28 * b.attention_table.prefill_attention_s(28, 4, 128, 1024.0, tokens, pairs)
-    el_gap = (a.elementwise_s_per_token - b.elementwise_s_per_token) * 1024
+    # the attention's own bytes out of the elementwise count: qwen2.5-7b's q 3,584 and K/V 512 wide,
+    # 2 x (512 + 3,584) repeated + 2 x 3,584 read and written + 2 x 3,584 repeated K/V read, bf16,
+    # 28 layers, at the shipped rate
+    el_gap = 1024 * 28 * (2 * (512 + 3584) + 4 * 3584) * 2 / shipped.prefill_elementwise_bytes_per_s.value
+    assert (a.elementwise_s_per_token - b.elementwise_s_per_token) * 1024 == pytest.approx(el_gap, rel=1e-9)
     # the same floor and rate: the price moves by the measured attention less the step model's and
     # less the attention's bytes at the elementwise rate
     expect = attention - attention_and_collectives_s(step, work) - el_gap
     assert b.prefill_device_s(tokens, pairs, 1.0) - a.prefill_device_s(tokens, pairs, 1.0) == pytest.approx(
         expect, rel=1e-6)
     assert 1.5e-3 < attention < 3e-3  # ~2.1 ms over 28 layers where the step model says ~0.3
+    # a chunk graph: its first chunk's cached keys are the chunk table's (chunk_extra_s), so the
+    # prefill graph's attention takes the pass's pairs without them (the scheduler's pairs hold t x c)
+    t, c = 256.0, 1024.0
+    with_cache = t * c + t * (t + 1) / 2
+    chunk = b.prefill_device_s(t, with_cache, 1.0, t, c)
+    fresh = b.prefill_device_s(t, t * (t + 1) / 2, 1.0)
+    assert chunk - fresh == pytest.approx(b.chunk_extra_s(256.0, t, c), rel=1e-9)
 
 
 def test_the_fit_with_the_measured_attention_prices_the_fit_runs_closer():

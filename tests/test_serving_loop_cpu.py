@@ -923,3 +923,16 @@ def test_spin_wait_reaches_the_executor_and_the_runs_config(tmp_path):
         for key in ("device_probe", "device_probe_after"):
             times = run.config[key]["decode_device_s"]
             assert list(times) == ["1", "2"] and all(0 < v < 1.0 for v in times.values())
+
+
+def test_the_loop_attention_probe_hands_the_varlen_call_the_loops_own_offsets():
+    # calibrate.probes.loop_attention_offsets stands for what a prefill graph's varlen call gets:
+    # the offsets _stage_prefill writes for the same prompts (then the padding, then empty slots)
+    from calibrate.probes import loop_attention_offsets
+
+    ex = _executor("tiny-qwen2", max_num_seqs=4)
+    ex._prefill_buffers()  # what the executor builds where it captures prefill graphs (CUDA)
+    for lens in ([14], [3, 5], [4, 4, 4, 4]):
+        bucket = ex._stage_prefill([(slot, [1] * n, 0) for slot, n in enumerate(lens)])
+        staged = ex._pf_host.numpy()[ex._pf_fields()["cu"]].tolist()
+        assert staged == loop_attention_offsets(lens, bucket, 4), lens

@@ -78,7 +78,7 @@ def main() -> None:
         session = ServingSession(model, device, max_num_seqs=slots, max_model_len=rows, progress=lambda m: None)
         ex = session.executor
         vocab = int(session.model_config["vocab_size"])
-        gen = random.Random(f"{model}:{slots}:{rows}:{layout}")
+        gen = random.Random(f"{model}:{layout}")  # the same prompts at every slot count
         decode_tokens, decode_positions = [1] * slots, probe_positions(slots, rows)
         entry = {"model": model, "slots": slots, "rows": rows, "layout": layout, "tokens": tokens,
                  "times": session.times, "prompts": {}, "buckets": {}}
