@@ -133,7 +133,8 @@ def graph_probe_part() -> None:
             costs = [LoopCost(step, on_card(t, card), c["rows"], c["slots"]) for t in variants().values()]
             for b, v in c["buckets"].items():
                 n = int(b) // 256
-                ratios = [v["cool_s"] / cost.prefill_device_s(float(b), n * 256 * 257 / 2.0, float(n)) for cost in costs]
+                pairs = n * 256 * 257 / 2.0
+                ratios = [v["cool_s"] / cost.prefill_device_s(float(b), pairs, float(n)) for cost in costs]
                 print(f"{name[:42]:42s} {c['model']:14s} {c['slots']:5d}  {int(b):6d}  "
                       + "  ".join(f"{r:10.3f}" for r in ratios))
 
@@ -181,8 +182,8 @@ def replay_part() -> None:
                         continue
                     rows += [r for r in compare_rows(folder, on_card(terms, card), fitted=FIT, at_probed_speed=probed)
                              if r["run"] not in FIT and (r.get("at_probed_speed") or not probed)]
-                missed = sum(sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items()) + (not r["same_preemption_behaviour"])
-                             for r in rows)
+                missed = sum(sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items())
+                             + (not r["same_preemption_behaviour"]) for r in rows)
                 cells = "  ".join(f"{k.removesuffix('_s')} {np.median([abs(r[k]['error']) for r in rows]) * 100:4.1f}%"
                                   f" ({sum(abs(r[k]['error']) > b for r in rows)})" for k, b in BOUNDS.items())
                 speed = "probed" if probed else "priced"

@@ -445,8 +445,8 @@ def loop_attention_probe(device: str, grid: LoopAttentionGrid, out_path: Path, d
                         pad = bucket - sum(lens)
                         try:
                             seconds, info = _time_calls(
-                                [lambda q=q, k=k, v=v: varlen(q, _repeated(k, group), _repeated(v, group), cu, bucket)
-                                 for q, k, v in sets], dev, grid.reps)
+                                [lambda q=q, k=k, v=v: varlen(q, _repeated(k, group), _repeated(v, group), cu,
+                                                              bucket) for q, k, v in sets], dev, grid.reps)
                             result["points"].append({
                                 "model": model, "q_heads": heads, "kv_heads": kv_heads, "head_dim": hd,
                                 "slots": slots, "bucket": bucket, "layout": layout, "lens": lens,

@@ -166,24 +166,26 @@ class ChunkTable:
         return line
 
     def prefill_attention_s(self, q_heads: int, kv_heads: int, head_dim: int, bucket: float, tokens: float,
-                            pairs: float) -> float:
+                            pairs: float, longest: float = 0) -> float:
         """One layer of a prefill graph's attention (its K/V repeats and one varlen call), seconds:
         ``tokens`` prompt tokens with ``pairs`` causal pairs padded to ``bucket`` tokens, the
         padding one more causal sequence (roofline.pass_costs.padded_prefill). From the nearest
         measured head shape's ``prefill_line``: its per-token and per-pair parts scaled by the
         query width's ratio (heads x head width: the bytes and the FLOPs), its per-longest part by
-        the head width's (one tile's walk); the longest sequence is the padding or the prompts'
-        token-weighted mean length (2 pairs / tokens - 1: a lone prompt's own), whichever is
-        longer. The line was fitted on the true longest (max(t, bucket - t)); a pass of prompts of
-        unequal lengths records only their count, tokens and pairs, so its longest is taken at
-        that mean, which is shorter (a 400-token prompt beside a 100-token one: 340), and adding a
-        short prompt can lower the price a little. The probe's shapes are all grouped-query: a
-        model with as many K/V heads as query heads (pythia-6.9b) is priced with the K/V repeats
-        its loop does not run."""
+        the head width's (one tile's walk); the longest sequence is the padding or the longest
+        prompt, whichever is longer: ``longest`` where the caller knows it (the simulator's passes),
+        else the prompts' token-weighted mean length (2 pairs / tokens - 1: a lone prompt's own).
+        The line was fitted on the true longest (max(t, bucket - t)); a served run's pass of
+        prompts of unequal lengths records only their count, tokens and pairs, so there the mean
+        stands in, which is shorter (a 400-token prompt beside a 100-token one: 340). The probe's
+        shapes are all grouped-query: a model with as many K/V heads as query heads (pythia-6.9b)
+        is priced with the K/V repeats its loop does not run."""
         shape = self.nearest_shape(q_heads, kv_heads, head_dim)
         fixed, per_token, per_pair, per_longest = self.prefill_line(shape)
         pad = max(bucket - tokens, 0.0)
-        longest = max(2.0 * pairs / tokens - 1.0 if tokens > 0 else 0.0, pad)
+        if not longest:
+            longest = 2.0 * pairs / tokens - 1.0 if tokens > 0 else 0.0
+        longest = max(longest, pad)
         width = q_heads * head_dim / (shape[0] * shape[2])
         return max(fixed + width * (per_token * bucket + per_pair * (pairs + pad * (pad + 1) / 2.0))
                    + per_longest * longest * head_dim / shape[2], 0.0)

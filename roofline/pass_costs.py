@@ -7,9 +7,11 @@ tokens), and prefill work of ``prefill_tokens`` tokens in ``chunks`` chunks with
 
 * ``decode_s(slots, decoding, kv_read)``: an iteration that only decodes;
 * ``pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0,
-  cont_cached=0)``: one with a prefill (and decodes when ``decoding`` > 0); when its first chunk
-  continues a prompt after cached tokens (policy chunked), ``cont_tokens`` t and ``cont_cached``
-  c are that chunk's tokens and the tokens cached before it;
+  cont_cached=0, longest=0)``: one with a prefill (and decodes when ``decoding`` > 0); when its
+  first chunk continues a prompt after cached tokens (policy chunked), ``cont_tokens`` t and
+  ``cont_cached`` c are that chunk's tokens and the tokens cached before it; ``longest``: the
+  pass's longest prompt or chunk (0: not known), which only the loop's measured prefill attention
+  reads;
 * ``wake_s``: what an idle server takes to start after the next arrival.
 
 ``FusedCost`` (``pass_cost="fused"``, the default): each iteration is ONE forward pass of the
@@ -164,7 +166,8 @@ class FusedCost:
                     memo[key] = seconds
             return seconds
 
-        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0):
+        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0,
+                   longest=0):
             # a fused pass reads a continued chunk's cached keys from the paged cache: no copy
             return ps((float(decoding), kv_read, prefill_tokens, prefill_pairs, chunks, None, None))
 
@@ -386,13 +389,13 @@ def loop_elementwise_bytes_per_token(step: StepModel, attention_measured: bool =
     return step.spec.num_hidden_layers * elements * dtype_bytes(step.act_dtype)
 
 
-def loop_attention_s(table, step: StepModel, work, tokens: float, pairs: float) -> float:
+def loop_attention_s(table, step: StepModel, work, tokens: float, pairs: float, longest: float = 0) -> float:
     """A prefill graph's attention, every layer, from the card's chunk table (``ChunkTable.
     prefill_attention_s``: ``tokens`` prompt tokens with ``pairs`` causal pairs in the padded
-    ``work``), plus the step model's collectives."""
+    ``work``, the longest ``longest`` where known), plus the step model's collectives."""
     spec = step.spec
     per_layer = table.prefill_attention_s(spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim,
-                                          work.prefill_tokens, tokens, pairs)
+                                          work.prefill_tokens, tokens, pairs, longest)
     return spec.num_hidden_layers * per_layer + step.pass_parts(work).collectives_s
 
 
@@ -676,8 +679,15 @@ class LoopCost:
         def decode_s(slots, decoding, kv_read):
             return dec[slots] + host_d + per_d * decoding
 
-        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0):
-            device = prefill_device(prefill_tokens, prefill_pairs, chunks, cont_tokens, cont_cached)
+        # the measured attention reads a pass's longest prompt too (a price, and a memo key, more)
+        reads_longest = self.attention_table is not None
+
+        def pass_s(slots, decoding, kv_read, prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0,
+                   longest=0):
+            if reads_longest:
+                device = prefill_device(prefill_tokens, prefill_pairs, chunks, cont_tokens, cont_cached, longest)
+            else:
+                device = prefill_device(prefill_tokens, prefill_pairs, chunks, cont_tokens, cont_cached)
             if decoding:
                 device += dec[slots] + per_d * decoding
             return device + host_p + per_p * chunks
@@ -691,10 +701,11 @@ class LoopCost:
         return np.full(len(kv_read), self.decode_s(slots, decoding, 0.0))
 
     def prefill_device_s(self, tokens: float, pairs: float, chunks: float, cont_tokens: float = 0,
-                         cont_cached: float = 0) -> float:
+                         cont_cached: float = 0, longest: float = 0) -> float:
         """One prefill pass: the GPU's work (padded to the token bucket under prefill graphs) and
         the host's launches, blended; ``cont_cached`` > 0: a chunk graph (its first chunk of
-        ``cont_tokens`` tokens after ``cont_cached`` cached ones)."""
+        ``cont_tokens`` tokens after ``cont_cached`` cached ones); ``longest``: its longest prompt
+        or chunk where known (the measured attention's; else taken from the counts)."""
         if not self.prefill_buckets:
             return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)),
                          self.exponent) * self.prefill_scale
@@ -705,7 +716,7 @@ class LoopCost:
             attention = attention_and_collectives_s(self.step, work)
         else:  # a chunk graph's cached keys are the chunk table's (chunk_extra_s), not the prefill graph's
             own = pairs - cont_tokens * cont_cached if cont_cached else pairs
-            attention = loop_attention_s(self.attention_table, self.step, work, tokens, own)
+            attention = loop_attention_s(self.attention_table, self.step, work, tokens, own, longest)
         seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))

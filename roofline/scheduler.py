@@ -153,7 +153,7 @@ def rejected_mask(prompt, gen, config: ServerConfig) -> np.ndarray:
 def serve_stream(prompt, gen, arrival, config: ServerConfig, cost) -> ServerRun:
     """Serve a stream sorted by arrival (ties in input order) under ``config``; pass times from
     ``cost`` (``decode_s(slots, decoding, kv_read)``, ``pass_s(slots, decoding, kv_read,
-    prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0)``, ``wake_s``;
+    prefill_tokens, prefill_pairs, chunks, cont_tokens=0, cont_cached=0, longest=0)``, ``wake_s``;
     roofline.pass_costs)."""
     prompt = np.asarray(prompt, dtype=np.int64)
     gen = np.asarray(gen, dtype=np.int64)
@@ -214,7 +214,7 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
         # 1. admit, FIFO without skipping
         adm = []
         if len(running) < S:
-            tokens = taken = 0
+            tokens = taken = longest = 0
             pairs = 0.0
             while len(running) + len(adm) < S:
                 if requeue:
@@ -235,10 +235,12 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
                 tokens += nn
                 taken += need
                 pairs += nn * (nn + 1) / 2.0
+                if nn > longest:
+                    longest = nn
         iterations += 1
         if adm:  # 2. one prefill pass
             prefills += 1
-            t += pass_s(len(adm), 0, 0.0, float(tokens), pairs, float(len(adm)))
+            t += pass_s(len(adm), 0, 0.0, float(tokens), pairs, float(len(adm)), 0, 0, longest)
             free -= taken
             for h in adm:
                 running[h] = None
@@ -402,15 +404,17 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
             max_running = m
         if chunks:
             prefills += 1
-            tokens = 0
+            tokens = longest = 0
             pairs = 0.0
             for _, tt, c in chunks:
                 tokens += tt
                 pairs += tt * c + tt * (tt + 1) / 2.0
+                if tt > longest:
+                    longest = tt
             kv_read = float(sum_base + n_dec * (D + 1)) if n_dec else 0.0
             _, cont_t, cont_c = chunks[0]  # a chunk after cached tokens comes first (c > 0), if any
             t += pass_s(slots, n_dec, kv_read, float(tokens), pairs, float(len(chunks)),
-                        cont_t if cont_c else 0, cont_c)
+                        cont_t if cont_c else 0, cont_c, longest)
         else:
             t += decode_s(slots, n_dec, float(sum_base + n_dec * (D + 1)))
         left = 0

@@ -27,7 +27,8 @@ def _points(shape, line=LINE, buckets=(256, 512, 1024), fractions=(0.25, 0.5, 1.
         for f in fractions:
             t = int(b * f)
             rest = b - t
-            seconds = fixed + per_token * b + per_pair * (t * (t + 1) + rest * (rest + 1)) / 2 + per_longest * max(t, rest)
+            pairs = (t * (t + 1) + rest * (rest + 1)) / 2
+            seconds = fixed + per_token * b + per_pair * pairs + per_longest * max(t, rest)
             for c in (0, 64):  # the prefill graph reads no cache: the same time at every cached size
                 out.append({"q_heads": shape[0], "kv_heads": shape[1], "head_dim": shape[2], "bucket": b,
                             "chunk_tokens": t, "cached": c, "chunk_s": seconds * 2, "prefill_s": seconds})
@@ -121,6 +122,24 @@ def test_the_loop_prices_a_long_prompt_with_the_measured_attention_when_the_term
     chunk = b.prefill_device_s(t, with_cache, 1.0, t, c)
     fresh = b.prefill_device_s(t, t * (t + 1) / 2, 1.0)
     assert chunk - fresh == pytest.approx(b.chunk_extra_s(256.0, t, c), rel=1e-9)
+
+
+def test_the_simulators_passes_give_the_measured_attention_their_longest_prompt():
+    # the scheduler knows each pass's longest prompt (a served run's record does not): prompts of 100
+    # and 400 in a 512-token bucket, priced at the true longest (400) rather than the mean (340)
+    measured = load_loop_terms(card="h200", engine="graph").model_copy(update={"prefill_attention_measured": True})
+    step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step
+    cost = LoopCost(step, measured, 1024, 64)
+    pairs = 100 * 101 / 2 + 400 * 401 / 2
+    table = cost.attention_table
+    gap = 28 * (table.prefill_attention_s(28, 4, 128, 512, 500, pairs, 400)
+                - table.prefill_attention_s(28, 4, 128, 512, 500, pairs))
+    assert gap > 0
+    assert cost.pass_s(2, 0, 0.0, 500.0, pairs, 2.0, 0, 0, 400) - cost.pass_s(2, 0, 0.0, 500.0, pairs, 2.0) \
+        == pytest.approx(gap, rel=1e-9)
+    # the shipped terms' price does not read it
+    shipped = LoopCost(step, load_loop_terms(card="h200", engine="graph"), 1024, 64)
+    assert shipped.pass_s(2, 0, 0.0, 500.0, pairs, 2.0, 0, 0, 400) == shipped.pass_s(2, 0, 0.0, 500.0, pairs, 2.0)
 
 
 def test_the_fit_with_the_measured_attention_prices_the_fit_runs_closer():

@@ -28,7 +28,7 @@ class Flat:
     def decode_s(self, slots, decoding, kv_read):
         return 0.1
 
-    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks, cont_tokens=0, cont_cached=0):
+    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks, cont_tokens=0, cont_cached=0, longest=0):
         return 1.0 + (0.1 if decoding else 0.0)
 
 
@@ -397,3 +397,25 @@ def test_the_shipped_calibration_read_once_is_left_as_it_was():
                  pass_cost="serving-loop", schedule="prefill-first")
     api.choose("h200", "qwen2.5-7b", tpot_max_s=0.05)
     assert shared.model_dump() == load_calibration(calibrations_dir() / "h200-graph.json").model_dump()
+
+
+def test_the_scheduler_hands_each_prefill_its_longest_prompt_or_chunk():
+    # the measured prefill attention (roofline.pass_costs LoopCost with prefill_attention_measured)
+    # reads a pass's longest prompt; the scheduler knows it where a served run's record does not
+    seen = []
+
+    class Recording(Flat):
+        def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks, cont_tokens=0, cont_cached=0, longest=0):
+            seen.append((tokens, chunks, longest))
+            return super().pass_s(slots, decoding, kv_read, tokens, pairs, chunks)
+
+    # prefill-first: prompts of 100, 400 and 50 arriving together, one pass
+    serve([100, 400, 50], [2, 2, 2], ServerConfig(max_num_seqs=4, num_blocks=100, schedule="prefill-first"),
+          cost=Recording())
+    assert seen[0] == (550.0, 3.0, 400)
+    # decode-first, chunked at 256 tokens an iteration: 256 of the 400 first (longest 256), then its last 144 with
+    # the 100 (longest 144)
+    seen.clear()
+    serve([400, 100], [2, 2], ServerConfig(max_num_seqs=4, num_blocks=100, max_num_batched_tokens=256,
+                                           schedule="decode-first"), cost=Recording())
+    assert seen[:2] == [(256.0, 1.0, 256), (244.0, 2.0, 144)]

@@ -40,7 +40,7 @@ class Linear:
     def decode_costs(self, slots, decoding, kv_read):
         return np.array([self.decode_s(slots, decoding, x) for x in kv_read])
 
-    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks, cont_tokens=0, cont_cached=0):
+    def pass_s(self, slots, decoding, kv_read, tokens, pairs, chunks, cont_tokens=0, cont_cached=0, longest=0):
         return (self.decode_s(slots, decoding, kv_read) if decoding else 0.0) + self.prefill(tokens, pairs, chunks,
                                                                                              cont_tokens, cont_cached)
 
