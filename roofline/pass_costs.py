@@ -392,7 +392,11 @@ def loop_elementwise_bytes_per_token(step: StepModel, attention_measured: bool =
 def loop_attention_s(table, step: StepModel, work, tokens: float, pairs: float, longest: float = 0) -> float:
     """A prefill graph's attention, every layer, from the card's chunk table (``ChunkTable.
     prefill_attention_s``: ``tokens`` prompt tokens with ``pairs`` causal pairs in the padded
-    ``work``, the longest ``longest`` where known), plus the step model's collectives."""
+    ``work``, the longest ``longest`` where known), plus the step model's collectives; without a
+    table (``table`` None: terms without ``prefill_attention_measured``) the step model's attention
+    and collectives (``attention_and_collectives_s``)."""
+    if table is None:
+        return attention_and_collectives_s(step, work)
     spec = step.spec
     per_layer = table.prefill_attention_s(spec.num_attention_heads, spec.num_key_value_heads, spec.head_dim,
                                           work.prefill_tokens, tokens, pairs, longest)
@@ -712,11 +716,10 @@ class LoopCost:
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
         if self.gemms is None:
             return pnorm(self.floor_s, self.step.work_s(work), self.exponent) * self.prefill_scale
-        if self.attention_table is None:
-            attention = attention_and_collectives_s(self.step, work)
-        else:  # a chunk graph's cached keys are the chunk table's (chunk_extra_s), not the prefill graph's
-            own = pairs - cont_tokens * cont_cached if cont_cached else pairs
-            attention = loop_attention_s(self.attention_table, self.step, work, tokens, own, longest)
+        # with the attention measured, a chunk graph's cached keys are the chunk table's (chunk_extra_s),
+        # not the prefill graph's (the step model's price keeps them, as shipped: docs/serving.md)
+        own = pairs - cont_tokens * cont_cached if cont_cached and self.attention_table is not None else pairs
+        attention = loop_attention_s(self.attention_table, self.step, work, tokens, own, longest)
         seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))

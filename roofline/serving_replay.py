@@ -140,8 +140,8 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
-    from roofline.pass_costs import (attention_and_collectives_s, empty_attention_tiles, loop_attention_s,
-                                     loop_elementwise_bytes_per_token, loop_layer_gemms, loop_linears_s)
+    from roofline.pass_costs import (empty_attention_tiles, loop_attention_s, loop_elementwise_bytes_per_token,
+                                     loop_layer_gemms, loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
     cards = {run_card(r) for r in runs}
@@ -201,9 +201,8 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                 work = prefill_work(float(it["prefill_tokens"]), float(it["prefill_pairs"]), float(it["prefill_seqs"]))
                 if buckets and table is not None:  # the linears from the matmul table, the rest the step model's
                     work = prefill_work(*padded_prefill(*work[2:5], buckets, run.config["max_num_seqs"]))
-                    attention = (attention_and_collectives_s(step, work) if attention_table is None else
-                                 loop_attention_s(attention_table, step, work, float(it["prefill_tokens"]),
-                                                  float(it["prefill_pairs"])))
+                    attention = loop_attention_s(attention_table, step, work, float(it["prefill_tokens"]),
+                                                 float(it["prefill_pairs"]))
                     pre_model.append(loop_linears_s(table, step.spec, shapes, work.prefill_tokens, work.logit_rows)
                                      + attention
                                      + (tile_s or 0.0) * empty_attention_tiles(

@@ -25,9 +25,9 @@ serve_into() {
   timeout 150 python3 -m calibrate.serving_job --out "$dir/serve" --card "${CARD:-h200}" "$@" --budget-s 130 > "$dir/$log.log" 2>&1
   echo "== $log done at $(elapsed) s"; snap
 }
-# a command with the 5 ms power sampler running through it: sampled DIR NAME COMMAND... (the samples
-# into DIR/power-NAME.csv.gz; calls 95 and 97 carried their own copy of this)
-sampled() {
+# a command with the 5 ms power sampler running through it: sample_through DIR NAME COMMAND... (the
+# samples into DIR/power-NAME.csv.gz, at most SAMPLER_MAX_S seconds of them, 400 unless set)
+sample_through() {
   local dir=$1 name=$2; shift 2
   python3 calibrate/runs/power_sampler.py --out "$dir/power-$name.csv" --max-s "${SAMPLER_MAX_S:-400}" \
     > "$dir/sampler-$name.log" 2>&1 &

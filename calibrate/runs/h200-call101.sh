@@ -31,6 +31,6 @@ probe() { timeout 340 python3 calibrate/runs/prefill_config_probe.py "$W101/pref
   qwen2.5-7b:64:2304:256:const qwen2.5-7b:64:2304:256:random qwen2.5-7b:64:2304:one:const \
   qwen2.5-7b:64:2304:one:random llama-3.2-1b:64:2304:one:random \
   > "$W101/probe.log" 2>&1; }
-sampled "$W101" probe probe
+sample_through "$W101" probe probe
 echo "== total $(elapsed) s"
 grep -v Warning "$W101/probe.log" | tail -30

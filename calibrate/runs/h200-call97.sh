@@ -17,16 +17,9 @@ source calibrate/runs/common.sh
 W97="$W/call97"; mkdir -p "$W97"
 env_info > "$W97/env.txt" 2>&1
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then export CARD=h200; else export CARD=h100-sxm; fi
-sampled() {  # sampled NAME COMMAND...: the command with the 5 ms sampler running through it
-  local name=$1; shift
-  python3 calibrate/runs/power_sampler.py --out "$W97/power-$name.csv" --max-s 300 > "$W97/sampler-$name.log" 2>&1 &
-  local smp=$!
-  sleep 1
-  "$@"
-  sleep 1; kill -TERM $smp 2>/dev/null; wait $smp 2>/dev/null
-  gzip -f "$W97/power-$name.csv"
-  echo "== $name sampled at $(elapsed) s"; snap
-}
+# sampled NAME COMMAND...: the command with the 5 ms sampler running through it, 300 s at most
+# (common.sh's sample_through: calls 97 and 99 ran this script with the same steps written out here)
+sampled() { SAMPLER_MAX_S=300 sample_through "$W97" "$@"; }
 probe() { timeout 300 python3 calibrate/runs/prefill_config_probe.py "$W97/prefill-config.json" \
   qwen2.5-7b:32:1024 qwen2.5-7b:192:1024 llama-3.2-3b:64:512 llama-3.2-3b:256:512 > "$W97/probe.log" 2>&1; }
 sampled probe probe
