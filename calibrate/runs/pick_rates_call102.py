@@ -6,7 +6,9 @@ alternative with the prefill attention measured -- by ``roofline simulate --pass
 with the run's own knobs (the pool from memory unless --kv-capacity-tokens is given). The output is
 committed as docs/data/h200-2026-12-05/call102/picks.txt; calibrate/runs/h200-call102.sh serves the
 picked rates. Run from the repository root: ``.venv/bin/python calibrate/runs/pick_rates_call102.py``
-(~30 s, writes request files into a temporary folder).
+(~30 s, writes request files into a temporary folder); ``--card h100-sxm`` simulates the same
+streams on an H100 with the terms carried there (docs/data/h200-2026-12-05/call102/picks-h100-sxm.txt,
+written before a call an H100 served).
 """
 import csv
 import json
@@ -34,7 +36,7 @@ CANDIDATES = [
 ]
 
 
-def simulate(model, slots, mml, stream, rate, count, seed, extra, terms):
+def simulate(card, model, slots, mml, stream, rate, count, seed, extra, terms):
     path = TMP / f"{model}-{stream}-{rate}-{count}-{seed}.csv"
     if not path.exists():
         with open(path, "w", newline="") as f:
@@ -42,7 +44,7 @@ def simulate(model, slots, mml, stream, rate, count, seed, extra, terms):
             w.writerow(["prompt_tokens", "gen_tokens", "arrival_s"])
             for r in stream_requests(stream, count, rate, seed):
                 w.writerow([r.prompt_tokens, r.gen_tokens, r.arrival_s])
-    cmd = [str(Path(sys.executable).with_name("roofline")), "simulate", "--requests", str(path), "--card", "h200",
+    cmd = [str(Path(sys.executable).with_name("roofline")), "simulate", "--requests", str(path), "--card", card,
            "--model", model, "--engine", "graph", "--batch", str(slots), "--max-model-len", str(mml),
            "--pass-cost", "serving-loop", "--format", "json", *extra]
     if terms:
@@ -60,9 +62,10 @@ def simulate(model, slots, mml, stream, rate, count, seed, extra, terms):
 
 
 def main():
+    card = sys.argv[sys.argv.index("--card") + 1] if "--card" in sys.argv else "h200"
     jobs = [(c, r, t) for c in CANDIDATES for r in c[8] for t in (None, ALT)]
     with ThreadPoolExecutor(2) as ex:
-        results = ex.map(lambda j: simulate(*j[0][1:5], j[1], *j[0][5:8], j[2]), jobs)
+        results = ex.map(lambda j: simulate(card, *j[0][1:5], j[1], *j[0][5:8], j[2]), jobs)
         for (c, rate, terms), line in zip(jobs, results):
             print(f"{c[0]:4s} {c[1]:16s} {c[2]:3d} slots x {c[3]:4d} {c[4]:11s} @ {rate:4} req/s "
                   f"{'alternative' if terms else 'shipped    '}  {line}", flush=True)
