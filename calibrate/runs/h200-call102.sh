@@ -18,14 +18,15 @@ W102="$W/call102"; mkdir -p "$W102"
 env_info > "$W102/env.txt" 2>&1
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then export CARD=h200; else export CARD=h100-sxm; fi
 sampled() { SAMPLER_MAX_S=150 sample_through "$W102" "$@"; }
+# in order of what a cut-short call should still bring back (the snapshot after each run keeps it)
 sampled q3a serve_into "$W102" q3a --max-num-seqs 128 --max-model-len 1024 --model qwen3-8b --runs short@80:500:771
-sampled q3b serve_into "$W102" q3b --max-num-seqs 128 --max-model-len 1024 --model qwen3-8b --runs short@140:500:771
-sampled m7 serve_into "$W102" m7 --max-num-seqs 96 --max-model-len 1024 --model mistral-7b-v0.3 --runs long-gen@22:300:772
-sampled l1 serve_into "$W102" l1 --max-num-seqs 128 --max-model-len 1280 --model llama-3.2-1b --runs mixed@120:500:773
-sampled q3c serve_into "$W102" q3c --max-num-seqs 64 --max-model-len 1792 --policy chunked --max-num-batched-tokens 1024 \
-  --model qwen2.5-3b --runs long-prompt@30:300:774
 sampled q7p serve_into "$W102" q7p --max-num-seqs 64 --max-model-len 1280 --kv-capacity-tokens 10000 --model qwen2.5-7b \
   --runs mixed@25:300:775
+sampled q3c serve_into "$W102" q3c --max-num-seqs 64 --max-model-len 1792 --policy chunked --max-num-batched-tokens 1024 \
+  --model qwen2.5-3b --runs long-prompt@30:300:774
+sampled m7 serve_into "$W102" m7 --max-num-seqs 96 --max-model-len 1024 --model mistral-7b-v0.3 --runs long-gen@22:300:772
+sampled q3b serve_into "$W102" q3b --max-num-seqs 128 --max-model-len 1024 --model qwen3-8b --runs short@140:500:771
+sampled l1 serve_into "$W102" l1 --max-num-seqs 128 --max-model-len 1280 --model llama-3.2-1b --runs mixed@120:500:773
 sampled l8f serve_into "$W102" l8f --max-num-seqs 128 --max-model-len 512 --model llama-3.1-8b --runs fixed@40:400:776
 sampled q14 serve_into "$W102" q14 --max-num-seqs 64 --max-model-len 1792 --model qwen2.5-14b --runs long-prompt@9:200:777
 echo "== total $(elapsed) s"
