@@ -130,6 +130,13 @@ OTHER_CARDS = (
      "serving/h100-sxm-graph-call97/`, device call 97, the thirtieth session, lent an H100 again: qwen2.5-7b with "
      "192 slots of 1,024 rows at 120 and 150 req/s, llama-3.2-3b with 256 slots of 512 rows at 250 and 400 req/s, "
      "short requests, the pool from memory, rates picked beforehand)"),
+    ("h100-sxm", "h100-sxm-graph-call102", "**Leave one card out: an H100, streams no run had** (`measurements/"
+     "serving/h100-sxm-graph-call102/`, device call 102, the thirty-second session, asked for an H200 and lent an "
+     "H100: eight streams, seeds and settings no run had -- qwen3-8b short at 80 and 140 req/s on 128 slots, "
+     "mistral-7b-v0.3 long-gen on 96, llama-3.2-1b mixed on 128, qwen2.5-3b long prompts chunked at 1,024 tokens, "
+     "qwen2.5-7b on a 10,000-token pool that preempts, llama-3.1-8b's fixed 256 + 128 on 128 slots, qwen2.5-14b "
+     "long prompts -- rates picked before the call, calibrate/runs/pick_rates_call102.py, "
+     "`docs/data/h100-2026-12-06/call102/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

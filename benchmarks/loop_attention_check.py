@@ -7,7 +7,8 @@ probe's line (``ChunkTable.prefill_attention_s``, fitted on one or two sequences
 
     .venv/bin/python benchmarks/loop_attention_check.py [PROBE_JSON]
 
-(default: the H200's, hardware_profiles/measurements/h200-probe-loop-attention-call101.json).
+(default: the H100's, hardware_profiles/measurements/h100-sxm-probe-loop-attention-call103.json, device
+call 103; the H200's is calibrate/runs/h200-call101.sh's, not yet run).
 Prints, per slot count and prompt layout, measured / the line, measured / (line + tiles), and the
 time per empty tile measured at the attention itself: the probe's time at 64 and 256 slots less
 its time at 1 slot, over the empty tiles' difference (least squares through the origin, per head
@@ -31,7 +32,7 @@ from roofline.chunk_table import load_chunk_table  # noqa: E402
 from roofline.pass_costs import ATTENTION_QUERY_TILE  # noqa: E402
 
 PROFILES = ROOT / "hardware_profiles"
-DEFAULT = PROFILES / "measurements" / "h200-probe-loop-attention-call101.json"
+DEFAULT = PROFILES / "measurements" / "h100-sxm-probe-loop-attention-call103.json"
 ALTERNATIVE = PROFILES / "serving" / "alternatives" / "h200-graph-loop-measured-attention.json"
 CHUNK = {"h200": "h200-probe-chunk.json", "h100-sxm": "h100-sxm-probe-chunk.json"}
 

@@ -577,7 +577,7 @@ def load_loop_terms(source=None, *, card: str | None = None, engine: str | None 
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})", "loop_terms") from None
     try:
-        return LoopTerms(**data)
+        terms = LoopTerms(**data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(map(str, err["loc"]))
@@ -585,6 +585,29 @@ def load_loop_terms(source=None, *, card: str | None = None, engine: str | None 
         raise RooflineError(f"{path}: {where + ': ' if where else ''}{msg}", "loop_terms") from None
     except TypeError:
         raise RooflineError(f"{path}: a loop-terms file holds a JSON object", "loop_terms") from None
+    return terms if source is None or card is None else file_terms_on(terms, card, path)
+
+
+def file_terms_on(terms: LoopTerms, card: str, path) -> LoopTerms:
+    """A terms file used on ``card``: as it is on its own card; on another card of its card's
+    architecture, carried there as the shipped terms are (``carried_to``: ``card``'s own measured
+    tables, not the file's card's, which would price that card's matmuls on this one); refused in
+    one line on another architecture. A card that is not in the catalog (a profile file) takes the
+    file as it is."""
+    from roofline.hardware import load_card
+
+    if card == terms.card:
+        return terms
+    try:
+        here, there = load_card(card), load_card(terms.card)
+    except RooflineError:
+        return terms
+    if here.id == there.id:
+        return terms
+    if here.architecture != there.architecture:
+        raise RooflineError(f"{path}: these terms were fitted on {terms.card} ({there.architecture}); they do not carry "
+                            f"over to {card} ({here.architecture}), whose kernels' fixed times differ", "loop_terms")
+    return carried_to(terms, here.id)
 
 
 class LoopCost:

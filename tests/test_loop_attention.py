@@ -192,3 +192,55 @@ def test_a_terms_file_with_the_attention_measured_but_no_table_is_refused(tmp_pa
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(RooflineError, match="chunk_attention_table"):
         load_loop_terms(path)
+
+
+def test_the_runs_served_after_the_choice_hold_with_either_term_set():
+    """Device call 102 (the thirty-second session): eight streams, seeds and rates picked before the
+    call (calibrate/runs/pick_rates_call102.py), served on an H100 (asked for an H200): replayed with
+    the terms carried there, the shipped terms and the alternative each miss 1 of the 48 figure
+    bounds -- qwen2.5-14b's long prompts' TTFT p50 (-10.5%) and qwen3-8b overloaded (-14.7%)
+    (roofline compare-serving hardware_profiles/measurements/serving/h100-sxm-graph-call102
+    [--loop-terms the alternative]; docs/serving.md)."""
+    from roofline.serving_replay import COMPARED, compare_rows
+
+    folder = SERVING / "h100-sxm-graph-call102"
+    alt = profiles_dir() / "serving" / "alternatives" / "h200-graph-loop-measured-attention.json"
+
+    def misses(terms) -> list:
+        rows = compare_rows(folder, terms, fitted=())
+        assert len(rows) == 8
+        return [(r["run"], key) for r in rows for key, bound in COMPARED.items()
+                if bound is not None and abs(r[key]["error"]) > bound] + [
+            (r["run"], "preemptions") for r in rows if not r["same_preemption_behaviour"]]
+
+    assert misses(load_loop_terms(card="h100-sxm", engine="graph")) == [
+        ("qwen2.5-14b-long-prompt-r9-n200-s777", "ttft_p50_s")]
+    assert misses(load_loop_terms(alt, card="h100-sxm")) == [("qwen3-8b-short-r140-n500-s771", "ttft_p50_s")]
+
+
+def test_the_empty_tiles_measured_at_the_loops_attention_itself():
+    """Device call 103 (an H100): the loop's prefill attention exactly as its graphs call it, at 64
+    and 256 slots less at 1 slot, over the empty query tiles' difference (empty_attention_tiles):
+    1.12 ns a tile over 162 points (benchmarks/loop_attention_check.py), near whole graphs' 1.32 ns
+    on an H100 (call 96) and the H200's 1.24 (call 98): the slots' extra time is the attention's grid."""
+    import json
+    from types import SimpleNamespace
+
+    from roofline.pass_costs import empty_attention_tiles
+
+    probe = json.loads((profiles_dir() / "measurements" / "h100-sxm-probe-loop-attention-call103.json")
+                       .read_text(encoding="utf-8"))
+    assert "H100" in probe["gpu"] and not probe["errors"]
+    one = {(p["model"], p["bucket"], p["layout"]): p["seconds"] for p in probe["points"] if p["slots"] == 1}
+    x, y = [], []
+    for p in probe["points"]:
+        if p["slots"] > 1 and (p["model"], p["bucket"], p["layout"]) in one:
+            spec = SimpleNamespace(num_hidden_layers=1, num_attention_heads=p["q_heads"])
+            x.append(empty_attention_tiles(spec, p["bucket"], p["slots"], len(p["lens"]))
+                     - empty_attention_tiles(spec, p["bucket"], 1, len(p["lens"])))
+            y.append(p["seconds"] - one[(p["model"], p["bucket"], p["layout"])])
+    x, y = np.array(x, float), np.array(y, float)
+    assert len(x) == 162
+    slope = float(x @ y / (x @ x))
+    assert slope == pytest.approx(1.12e-9, rel=0.03)
+    assert float(np.corrcoef(x, y)[0, 1]) > 0.95  # the extra time follows the tiles

@@ -2,7 +2,7 @@
 # Device call 102 (the thirty-second session; nvidia-h200 asked for, an H100 runs it the same way and
 # is recorded as h100-sxm): eight held-out serving runs, streams and seeds no run had, at rates
 # picked before the call with both term sets (calibrate/runs/pick_rates_call102.py, its output in
-# docs/data/h200-2026-12-05/call102/picks.txt):
+# docs/data/h100-2026-12-06/call102/picks.txt (the call was lent an H100)):
 #   q3a/q3b  qwen3-8b, 128 slots of 1,024 rows, short requests at 80 req/s (under load: ~72 running)
 #            and 140 (the slots full: TTFT p50 ~40 ms);
 #   m7       mistral-7b-v0.3, 96 slots, long-gen at 22 req/s (~93 running);

@@ -4,10 +4,10 @@ Each candidate stream (calibrate/serving_job.py's canned streams, seeds no run h
 four rates with both term sets -- the shipped hardware_profiles/serving/h200-graph-loop.json and the
 alternative with the prefill attention measured -- by ``roofline simulate --pass-cost serving-loop``
 with the run's own knobs (the pool from memory unless --kv-capacity-tokens is given). The output is
-committed as docs/data/h200-2026-12-05/call102/picks.txt; calibrate/runs/h200-call102.sh serves the
+committed as docs/data/h100-2026-12-06/call102/picks.txt; calibrate/runs/h200-call102.sh serves the
 picked rates. Run from the repository root: ``.venv/bin/python calibrate/runs/pick_rates_call102.py``
 (~30 s, writes request files into a temporary folder); ``--card h100-sxm`` simulates the same
-streams on an H100 with the terms carried there (docs/data/h200-2026-12-05/call102/picks-h100-sxm.txt,
+streams on an H100 with the terms carried there (docs/data/h100-2026-12-06/call102/picks-h100-sxm.txt,
 written before a call an H100 served).
 """
 import csv
