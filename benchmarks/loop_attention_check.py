@@ -18,10 +18,10 @@ shape and over all).
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from roofline.chunk_table import load_chunk_table  # noqa: E402
-from roofline.pass_costs import ATTENTION_QUERY_TILE  # noqa: E402
+from roofline.pass_costs import empty_attention_tiles  # noqa: E402
 
 PROFILES = ROOT / "hardware_profiles"
 DEFAULT = PROFILES / "measurements" / "h100-sxm-probe-loop-attention-call103.json"
@@ -37,10 +37,9 @@ ALTERNATIVE = PROFILES / "serving" / "alternatives" / "h200-graph-loop-measured-
 CHUNK = {"h200": "h200-probe-chunk.json", "h100-sxm": "h100-sxm-probe-chunk.json"}
 
 
-def empty_tiles_per_head(bucket: int, slots: int, seqs: int) -> int:
+def empty_tiles_per_head(bucket: int, slots: int, seqs: int) -> float:
     """roofline.pass_costs.empty_attention_tiles for one layer and one head."""
-    tiles = math.ceil(bucket / ATTENTION_QUERY_TILE)
-    return max(0, (slots + 1) * tiles - tiles - seqs - 1)
+    return empty_attention_tiles(SimpleNamespace(num_hidden_layers=1, num_attention_heads=1), bucket, slots, seqs)
 
 
 def line_s(table, p: dict) -> float:
