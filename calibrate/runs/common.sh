@@ -38,3 +38,13 @@ sample_through() {
   gzip -f "$dir/power-$name.csv"
   echo "== $name sampled at $(elapsed) s"; snap
 }
+# the card this machine has, as the profiles name it (a call that asks for an H200 may be lent an
+# H100): detect_card prints h200 or h100-sxm (and refuses anything else)
+detect_card() {
+  local name; name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  case "$name" in
+    *H200*) echo h200 ;;
+    *H100*) echo h100-sxm ;;
+    *) echo "unknown card: $name" >&2; return 1 ;;
+  esac
+}
