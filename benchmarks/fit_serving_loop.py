@@ -137,6 +137,13 @@ OTHER_CARDS = (
      "qwen2.5-7b on a 10,000-token pool that preempts, llama-3.1-8b's fixed 256 + 128 on 128 slots, qwen2.5-14b "
      "long prompts -- rates picked before the call, calibrate/runs/pick_rates_call102.py, "
      "`docs/data/h100-2026-12-06/call102/`)"),
+    ("h100-sxm", "h100-sxm-graph-call105", "**Leave one card out: an H100, three models no serving run had** (`measurements/"
+     "serving/h100-sxm-graph-call105/`, device call 105, the thirty-third session, asked for an H200 and lent an "
+     "H100: llama-2-7b (full multi-head attention) mixed on 64 slots, phi-3-mini-4k (96-wide heads) short on 128, "
+     "llama-2-13b long prompts on 32, llama-3.2-3b long-gen on a 20,000-token pool that preempts, qwen2.5-1.5b "
+     "long prompts chunked at 512 tokens, qwen2.5-7b mixed chunked at 2,048, qwen3-8b long-gen on 96 slots, "
+     "llama-3.1-8b mixed overloaded -- seeds no run had, rates picked before the call, "
+     "calibrate/runs/pick_rates_call105.py, `docs/data/h100-2026-12-06/call105/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

@@ -2,7 +2,7 @@
 # Device call 105 (the thirty-third session): eight held-out serving runs, streams and seeds no run
 # had and three models no serving run had (llama-2-7b, llama-2-13b: full multi-head attention;
 # phi-3-mini-4k: 96-wide heads), at rates picked before the call with both term sets
-# (calibrate/runs/pick_rates_call105.py; docs/data/call105/picks.txt names each rate, per card: a call
+# (calibrate/runs/pick_rates_call105.py; docs/data/h100-2026-12-06/call105/picks.txt names each rate, per card: a call
 # asking for an H200 may be lent an H100). The 5 ms power sampler runs through each.
 set -u
 source calibrate/runs/common.sh
@@ -10,7 +10,7 @@ W105="$W/call105"; mkdir -p "$W105"
 env_info > "$W105/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W105/env.txt"
-# rate on the H200, rate on the H100 (docs/data/call105/picks.txt)
+# rate on the H200, rate on the H100 (docs/data/h100-2026-12-06/call105/picks.txt)
 rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 sampled() { SAMPLER_MAX_S=150 sample_through "$W105" "$@"; }
 # in order of what a cut-short call should still bring back

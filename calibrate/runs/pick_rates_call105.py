@@ -4,7 +4,7 @@ Like calibrate/runs/pick_rates_call102.py (whose ``simulate`` it calls): each ca
 seeds no run had, and three models no serving run had (llama-2-7b and llama-2-13b, full multi-head
 attention with 32 and 40 K/V heads; phi-3-mini-4k, 96-wide heads) -- is simulated at four rates with
 both term sets by ``roofline simulate --pass-cost serving-loop`` with the run's own knobs. The output
-is committed as docs/data/call105/picks-CARD.txt before the call; calibrate/runs/h200-call105.sh
+is committed as docs/data/h100-2026-12-06/call105/picks-CARD.txt before the call; calibrate/runs/h200-call105.sh
 serves the picked rates. Run from the repository root:
 ``.venv/bin/python calibrate/runs/pick_rates_call105.py [--card h100-sxm]`` (~60 s).
 """
