@@ -29,6 +29,13 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call106", "**Held out, three models no serving run had, on an H200** (`measurements/serving/"
+     "h200-graph-call106/`, device call 106, the thirty-third session: `calibrate/runs/h200-call105.sh` on an "
+     "H200 with the H200's rates picked before call 105 (calibrate/runs/pick_rates_call105.py), cut at 240 s by "
+     "the device time left, so six of its eight streams -- llama-2-7b (full multi-head attention) mixed on 64 "
+     "slots, llama-2-13b long prompts on 32, phi-3-mini-4k (96-wide heads) short on 128 slots full, llama-3.2-3b "
+     "long-gen on a 20,000-token pool that preempts, qwen2.5-1.5b long prompts chunked at 512 tokens, qwen2.5-7b "
+     "mixed chunked at 2,048; `docs/data/h200-2026-12-06/call106/`)"),
     ("h200-graph-call100", "**Held out, the power sampled every 5 ms on an H200** (`measurements/serving/"
      "h200-graph-call100/`, device call 100, the thirtieth session: `calibrate/runs/h200-call95.sh` on an H200 -- "
      "call 91's two llama-3.1-8b streams (256 slots), call 88's llama-3.1-8b stream (64 slots) and qwen2.5-14b "
@@ -98,9 +105,10 @@ OTHERS = (
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
           "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
           "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
-          "h200-graph-call98", "h200-graph-call99", "h200-graph-call100")
+          "h200-graph-call98", "h200-graph-call99", "h200-graph-call100", "h200-graph-call106")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
-                "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92")
+                "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
+                "h200-graph-call106")
 #: Folders of runs on other cards, replayed with the terms transferred to the card
 #: (roofline.pass_costs.transferred_loop_terms: the fitted terms, the card's own probe tables) on
 #: the card's transferred step model: leave-one-card-out, nothing fitted on that card.
@@ -230,9 +238,9 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-100, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-106, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-100, "
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-106, "
               f"{len(chunked)} runs):",
               "", summary(chunked)]
     for card, sub, what in OTHER_CARDS:

@@ -439,8 +439,9 @@ def compare_rows(folder, terms: LoopTerms, names=None, fitted=None, pass_time_sp
         row["same_preemption_behaviour"] = (meas["preemptions"] > 0) == (sim["preemptions"] > 0)
         if "pass_time_spread" in sim:
             spread = sim["pass_time_spread"]
-            lo, hi = spread["ttft_p99_s"]
-            row["pass_time_spread"] = {**spread, "ttft_p99_s_measured_inside": lo <= meas["ttft_p99_s"] <= hi}
+            inside = {key: spread[key][0] <= meas[key] <= spread[key][1] for key in COMPARED if key in spread}
+            row["pass_time_spread"] = {**spread, "measured_inside": inside,
+                                       "ttft_p99_s_measured_inside": inside["ttft_p99_s"]}
         row["decode_device_ratio"], row["prefill_device_ratio"] = ratios["decode"], ratios["prefill"]
         row["decode_probe_ratio"] = ratios["probe"]
         row["at_probed_speed"] = bool(scales)

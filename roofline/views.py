@@ -266,8 +266,8 @@ def compare_serving_view(result: dict, fmt: str) -> str:
                  "prefill_device_ratio": r.get("prefill_device_ratio"),
                  "decode_probe_ratio": r.get("decode_probe_ratio"),
                  "at_probed_speed": r.get("at_probed_speed", False),
-                 **({"ttft_p99_s_spread_low": r["pass_time_spread"]["ttft_p99_s"][0],
-                     "ttft_p99_s_spread_high": r["pass_time_spread"]["ttft_p99_s"][1]}
+                 **({f"{k}_spread_{end}": r["pass_time_spread"][k][i] for k, *_ in keys
+                     for i, end in enumerate(("low", "high")) if k in r["pass_time_spread"]}
                     if "pass_time_spread" in r else {})} for r in result["runs"]]
         return report.to_csv(flat).rstrip("\n")
 
@@ -304,6 +304,11 @@ def compare_serving_view(result: dict, fmt: str) -> str:
             inside = "inside" if r["pass_time_spread"]["ttft_p99_s_measured_inside"] else "outside"
             lines.append(f"  {r['run']}: {a * 1e3:,.1f}-{b * 1e3:,.1f} ms, measured "
                          f"{r['ttft_p99_s']['measured'] * 1e3:,.1f} ({inside})")
+        missed = [(r, k) for r in spread for k, *_ in keys if r[k].get("within") is False]
+        explained = [(r, k) for r, k in missed if r["pass_time_spread"]["measured_inside"].get(k)]
+        lines.append(f"bounds missed at the price: {len(missed)}, of which {len(explained)} with the measured value "
+                     f"inside the range of the GPU time {lo - 1:+.0%} .. {hi - 1:+.0%}"
+                     + "".join(f"; {r['run']} {k.removesuffix('_s')}" for r, k in explained))
     lines.append("GPU / price: the run's passes' median device time over their price (prefill: prefill-first runs); "
                  "near saturation a few percent of it moves a TTFT p99 by tens of percent (docs/serving.md)")
     if probed:

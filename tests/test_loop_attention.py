@@ -194,35 +194,39 @@ def test_a_terms_file_with_the_attention_measured_but_no_table_is_refused(tmp_pa
         load_loop_terms(path)
 
 
-@pytest.mark.parametrize("sub,shipped,alternative", [
-    ("h100-sxm-graph-call102", [("qwen2.5-14b-long-prompt-r9-n200-s777", "ttft_p50_s")],
+@pytest.mark.parametrize("sub,count,shipped,alternative", [
+    ("h100-sxm-graph-call102", 8, [("qwen2.5-14b-long-prompt-r9-n200-s777", "ttft_p50_s")],
      [("qwen3-8b-short-r140-n500-s771", "ttft_p50_s")]),
-    ("h100-sxm-graph-call105", [("phi-3-mini-4k-short-r100-n500-s782", "tpot_p50_s")],
+    ("h100-sxm-graph-call105", 8, [("phi-3-mini-4k-short-r100-n500-s782", "tpot_p50_s")],
      [("phi-3-mini-4k-short-r100-n500-s782", "tpot_p50_s")]),
+    ("h200-graph-call106", 6, [("phi-3-mini-4k-short-r140-n500-s782", "ttft_p99_s")],
+     [("phi-3-mini-4k-short-r140-n500-s782", "ttft_p50_s")]),
 ])
-def test_the_runs_served_after_the_choice_hold_with_either_term_set(sub, shipped, alternative):
+def test_the_runs_served_after_the_choice_hold_with_either_term_set(sub, count, shipped, alternative):
     """Device calls 102 and 105 (the thirty-second and thirty-third sessions): eight streams each,
     seeds and rates picked before the call (calibrate/runs/pick_rates_call102.py, _call105.py),
     served on an H100 (asked for an H200): replayed with the terms carried there, the shipped terms
     and the alternative each miss 1 of the 48 figure bounds -- call 102: qwen2.5-14b's long prompts'
     TTFT p50 (-10.5%) and qwen3-8b overloaded (-14.7%); call 105: both phi-3-mini-4k's TPOT p50
-    (+18.3%, +13.8%), its decode steps 0.977x their price with 89 of 128 slots running
-    (roofline compare-serving hardware_profiles/measurements/serving/SUB [--loop-terms the
-    alternative]; docs/serving.md)."""
+    (+18.3%, +13.8%), its decode steps 0.977x their price with 89 of 128 slots running. Call 106
+    (call 105's script on an H200, six runs): phi-3-mini-4k with its slots full, TTFT p99 +58.5% and
+    TTFT p50 +10.7%, its prefill graphs 0.945x their price (roofline compare-serving
+    hardware_profiles/measurements/serving/SUB [--loop-terms the alternative]; docs/serving.md)."""
     from roofline.serving_replay import COMPARED, compare_rows
 
     folder = SERVING / sub
+    card = "h200" if sub.startswith("h200") else "h100-sxm"
     alt = profiles_dir() / "serving" / "alternatives" / "h200-graph-loop-measured-attention.json"
 
     def misses(terms) -> list:
         rows = compare_rows(folder, terms, fitted=())
-        assert len(rows) == 8
+        assert len(rows) == count
         return [(r["run"], key) for r in rows for key, bound in COMPARED.items()
                 if bound is not None and abs(r[key]["error"]) > bound] + [
             (r["run"], "preemptions") for r in rows if not r["same_preemption_behaviour"]]
 
-    assert misses(load_loop_terms(card="h100-sxm", engine="graph")) == shipped
-    assert misses(load_loop_terms(alt, card="h100-sxm")) == alternative
+    assert misses(load_loop_terms(card=card, engine="graph")) == shipped
+    assert misses(load_loop_terms(alt, card=card)) == alternative
 
 
 def test_the_empty_tiles_measured_at_the_loops_attention_itself():

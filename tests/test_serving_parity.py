@@ -366,6 +366,11 @@ EARLIER_MISSES = {
     # with 128 slots at 120 req/s, overloaded, TTFT p50 -12.2% (its prefill graphs 1.053x)
     ("h200-graph-call99", "qwen2.5-7b-short-r120-n500-s761", "tpot_p50_s"): 0.14,
     ("h200-graph-call100", "qwen2.5-14b-short-r120-n500-s751", "ttft_p50_s"): 0.14,
+    # call 106 (the thirty-third session, an H200; rates picked before call 105): phi-3-mini-4k's short
+    # requests with its 128 slots full, TTFT p99 +58.5%: its prefill graphs ran 0.945x their price (0.966
+    # on an H100, call 105: priced a few percent slow on both cards), and at +-5% of GPU time the replay
+    # ranges 29.3-52.8 ms against 29.5 measured (compare-serving --pass-time-spread 0.05)
+    ("h200-graph-call106", "phi-3-mini-4k-short-r140-n500-s782", "ttft_p99_s"): 0.62,
     ("h200-graph", "qwen2.5-1.5b-mixed-r0-n400-s1", "throughput_tok_s"): 0.10,
     ("h200-graph", "qwen2.5-1.5b-mixed-r40-n400-s1", "ttft_p50_s"): 0.12,
     ("h200-graph", "qwen2.5-1.5b-mixed-r50-n300-s13", "ttft_p50_s"): 0.11,
@@ -380,7 +385,8 @@ EARLIER_MISSES = {
                                  "h200-graph-call15", "h200-graph-call17", "h200-graph-call85",
                                  "h200-graph-call88", "h200-graph-call89",
                                  "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
-                                 "h200-graph-call98", "h200-graph-call99", "h200-graph-call100"])
+                                 "h200-graph-call98", "h200-graph-call99", "h200-graph-call100",
+                                 "h200-graph-call106"])
 def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
     folder = FOLDER.parent / sub
     terms = load_loop_terms(card="h200", engine="graph")
@@ -390,12 +396,13 @@ def test_other_held_out_runs_within_the_bounds_but_the_documented_misses(sub):
                          "h200-graph-call15": 6, "h200-graph-call17": 7, "h200-graph-call85": 9,
                          "h200-graph-call88": 7, "h200-graph-call89": 7,
                          "h200-graph-call90": 5, "h200-graph-call91": 5, "h200-graph-call92": 5,
-                         "h200-graph-call98": 1, "h200-graph-call99": 4, "h200-graph-call100": 4}[sub]
+                         "h200-graph-call98": 1, "h200-graph-call99": 4, "h200-graph-call100": 4,
+                         "h200-graph-call106": 6}[sub]
     chunked = [r for r in rows if r["policy"] == "chunked"]
     assert len(chunked) == {"h200-graph-call11": 2, "h200-graph-call14": 9, "h200-graph-call15": 6,
                             "h200-graph-call17": 2, "h200-graph-call85": 3,
                             "h200-graph-call88": 1, "h200-graph-call90": 3, "h200-graph-call91": 1,
-                            "h200-graph-call92": 1}.get(sub, 0)
+                            "h200-graph-call92": 1, "h200-graph-call106": 2}.get(sub, 0)
     eager_chunks = sub == "h200-graph-call11"
     # call 11's chunked runs: the loop (before its chunk graphs) ran chunks after cached tokens
     # eagerly, the terms price graphs: far too fast, not modelled (docs/serving.md)
