@@ -61,9 +61,11 @@ def simulate(card, model, slots, mml, stream, rate, count, seed, extra, terms):
                 c["tpot_p99_s"] * 1e3, c["throughput_tok_s"], c["preemptions"], c["makespan_s"]))
 
 
-def main():
+def main(candidates=CANDIDATES):
+    """Each candidate at each of its rates with both term sets, one line each (``--card CARD``: on
+    that card, the terms carried there)."""
     card = sys.argv[sys.argv.index("--card") + 1] if "--card" in sys.argv else "h200"
-    jobs = [(c, r, t) for c in CANDIDATES for r in c[8] for t in (None, ALT)]
+    jobs = [(c, r, t) for c in candidates for r in c[8] for t in (None, ALT)]
     with ThreadPoolExecutor(2) as ex:
         results = ex.map(lambda j: simulate(card, *j[0][1:5], j[1], *j[0][5:8], j[2]), jobs)
         for (c, rate, terms), line in zip(jobs, results):

@@ -1,19 +1,18 @@
 """Device call 105's streams and rates, picked before the call (the thirty-third session).
 
-Like calibrate/runs/pick_rates_call102.py (whose ``simulate`` it calls): each candidate stream --
+Like calibrate/runs/pick_rates_call102.py (whose ``main`` it runs on these candidates): each stream --
 seeds no run had, and three models no serving run had (llama-2-7b and llama-2-13b, full multi-head
 attention with 32 and 40 K/V heads; phi-3-mini-4k, 96-wide heads) -- is simulated at four rates with
 both term sets by ``roofline simulate --pass-cost serving-loop`` with the run's own knobs. The output
-is committed as docs/data/h100-2026-12-06/call105/picks-CARD.txt before the call; calibrate/runs/h200-call105.sh
-serves the picked rates. Run from the repository root:
+is committed as docs/data/h100-2026-12-06/call105/picks-CARD.txt before the call;
+calibrate/runs/h200-call105.sh serves the picked rates. Run from the repository root:
 ``.venv/bin/python calibrate/runs/pick_rates_call105.py [--card h100-sxm]`` (~60 s).
 """
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from calibrate.runs.pick_rates_call102 import ALT, simulate  # noqa: E402
+from calibrate.runs.pick_rates_call102 import main as pick  # noqa: E402
 
 CHUNK512 = ("--max-num-batched-tokens", "512", "--schedule", "decode-first")
 CHUNK2048 = ("--max-num-batched-tokens", "2048", "--schedule", "decode-first")
@@ -30,15 +29,5 @@ CANDIDATES = [
 ]
 
 
-def main():
-    card = sys.argv[sys.argv.index("--card") + 1] if "--card" in sys.argv else "h200"
-    jobs = [(c, r, t) for c in CANDIDATES for r in c[8] for t in (None, ALT)]
-    with ThreadPoolExecutor(2) as ex:
-        results = ex.map(lambda j: simulate(card, *j[0][1:5], j[1], *j[0][5:8], j[2]), jobs)
-        for (c, rate, terms), line in zip(jobs, results):
-            print(f"{c[0]:4s} {c[1]:16s} {c[2]:3d} slots x {c[3]:4d} {c[4]:11s} @ {rate:4} req/s "
-                  f"{'alternative' if terms else 'shipped    '}  {line}", flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    pick(CANDIDATES)
