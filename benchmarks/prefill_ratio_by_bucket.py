@@ -11,7 +11,7 @@ bucket of its prompt tokens; printed per model (median, passes) and then per lay
 median of its models' medians. The loop runs two K/V repeats a layer with grouped queries and
 none with full attention (calibrate/serving_loop.py, ``_forward``); the price's bytes know it
 (``loop_elementwise_elements``), its fixed time a layer was fitted on two grouped-query models. No
-GPU needed (~20 s).
+GPU needed (~3 s).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
 def main() -> None:
     from benchmarks.fit_serving_loop import FIT, PROBED
     from roofline.pass_costs import load_loop_terms
-    from roofline.serving_replay import _step, iteration_ratios
+    from roofline.serving_replay import iteration_ratios
     from roofline.serving_runs import read_run, run_names
 
     terms = load_loop_terms(card="h200", engine="graph")
@@ -42,10 +42,9 @@ def main() -> None:
             run = read_run(SERVING / sub, name)
             if name in FIT or run.config.get("policy", "prefill-first") != "prefill-first":
                 continue
-            spec = _step(run, "h200", "graph").spec
-            model = run.config["model"]
+            cost, prefill, _ = iteration_ratios(run, terms)
+            spec, model = cost.step.spec, run.config["model"]
             layout[model] = "full" if spec.num_key_value_heads == spec.num_attention_heads else "grouped"
-            _, prefill, _ = iteration_ratios(run, terms)
             passes = [it for it in run.iterations if it["kind"] == "prefill"]
             for it, ratio in zip(passes, prefill):
                 bucket = 1 << int(np.ceil(np.log2(max(float(it["prefill_tokens"]), 1.0))))
