@@ -1,0 +1,62 @@
+"""calibrate/runs/kv_repeat_probe.py on the CPU: each variant of the loop's prefill graph body (K/V
+repeated, the kernel's own grouped queries, extra copies on a full multi-head model) computes the
+pass the shipped body computes; the extra kernels' elements are counted as documented."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "calibrate" / "runs"))
+import kv_repeat_probe as kp  # noqa: E402
+
+
+@pytest.fixture()
+def mha_config(tmp_path):
+    """tiny-llama (4 query heads, 1 K/V head) made full multi-head: 4 K/V heads."""
+    config = json.loads((ROOT / "roofline" / "catalog" / "tiny-llama" / "config.json").read_text())
+    config["num_key_value_heads"] = config["num_attention_heads"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+@pytest.mark.parametrize("model,names", [("tiny-llama", ["repeated", "native"]),
+                                         ("tiny-qwen2", ["repeated", "native"]), (None, ["plain", "copies"])])
+def test_every_variant_computes_the_pass_the_run_replays(model, names, mha_config):
+    entry = kp.probe_model(f"{model or mha_config}:4:160", "cpu")
+    assert entry["variants"] == names
+    assert set(entry["buckets"]) == {"64", "128"}  # 7/8 of 256 does not fit 160 rows
+    for bucket, by in entry["buckets"].items():
+        assert by["prompt"] == int(bucket) * 7 // 8
+        assert by["same_tokens"], bucket
+        assert by[f"{names[0]}_s"] > 0 and by[f"{names[1]}_s"] > 0
+
+
+def test_extra_elements_count_the_repeats_and_the_wider_attention_reads(mha_config):
+    """tiny-llama: 4 query heads of 16 (q = 64), 1 K/V head (kv = 16): repeats 2 x (16 + 64) = 160,
+    the attention reading K and V at 64 instead of 16: 2 x 48 = 96; the copies on the full
+    multi-head model: 4 x 64 = 256."""
+    from calibrate.serving_job import ServingSession
+
+    for model, want in (("tiny-llama", 256.0), (mha_config, 256.0)):
+        ex = ServingSession(model, "cpu", max_num_seqs=2, max_model_len=64, progress=lambda m: None).executor
+        assert kp.extra_elements(ex) == want
+    ex = ServingSession("tiny-qwen2", "cpu", max_num_seqs=2, max_model_len=64, progress=lambda m: None).executor
+    q, kv = ex.shapes.heads * ex.shapes.head_dim, ex.shapes.kv_heads * ex.shapes.head_dim
+    assert (q, kv) == (64, 32)
+    assert kp.extra_elements(ex) == 2 * (32 + 64) + 2 * (64 - 32)
+
+
+def test_the_cpu_smoke_run_writes_its_file(tmp_path, monkeypatch):
+    out = tmp_path / "k.json"
+    monkeypatch.setenv("PROBE_DEVICE", "cpu")
+    monkeypatch.setattr(sys, "argv", ["kv_repeat_probe.py", str(out), "tiny-qwen2:4:96"])
+    kp.main()
+    data = json.loads(out.read_text())
+    assert data["gpu"] == "cpu"
+    [entry] = data["models"]
+    assert entry["model"] == "tiny-qwen2" and entry["layers"] == 2 and list(entry["buckets"]) == ["64"]
