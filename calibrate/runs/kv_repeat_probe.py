@@ -172,8 +172,6 @@ def probe_model(spec: str, device: str) -> dict:
     ex.prefill_graph_of = {}
     graphs.clear()
     session.executor = None
-    del ex, session
-    gc.collect()
     return entry
 
 
@@ -185,6 +183,7 @@ def main() -> None:
     results = {"gpu": torch.cuda.get_device_name(0) if device == "cuda" else device, "models": []}
     for spec in sys.argv[2:]:
         results["models"].append(probe_model(spec, device))
+        gc.collect()
         tmp = str(out) + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=1)
