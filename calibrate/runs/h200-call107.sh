@@ -16,9 +16,16 @@ W107="$W/call107"; mkdir -p "$W107"
 env_info > "$W107/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W107/env.txt"
+if [ "${PART:-}" = repeats-rest ]; then
+  W107="$W/call108"; mkdir -p "$W107"; env_info > "$W107/env.txt" 2>&1; echo "card $CARD" >> "$W107/env.txt"
+  timeout 300 python3 calibrate/runs/kv_repeat_probe.py "$W107/kv-repeat.json" \
+    qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 llama-2-13b:16:2304 \
+    > "$W107/kv-repeat.log" 2>&1
+  grep -v Warning "$W107/kv-repeat.log" | tail -32; snap; exit 0
+fi
 rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 repeats() { timeout 230 python3 calibrate/runs/kv_repeat_probe.py "$W107/kv-repeat.json" \
-  llama-2-7b:32:2304 qwen2.5-7b:32:2304 phi-3-mini-4k:32:2304 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 \
+  llama-2-7b:32:2304 qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 \
   > "$W107/kv-repeat.log" 2>&1; }
 SAMPLER_MAX_S=240 sample_through "$W107" repeats repeats
 grep -v Warning "$W107/kv-repeat.log" | tail -32
@@ -32,3 +39,6 @@ if [ "$(elapsed)" -lt 390 ]; then
 fi
 echo "== total $(elapsed) s"
 for f in "$W107"/*.log; do echo "----- $f"; grep -E "^==|Error|error|Traceback" "$f" | tail -3; done
+# Call 108 (the same session, the probe's models after llama-2-7b: phi-3-mini-4k's 2,047-token
+# window refused 2,304 rows in call 107):
+#   PART=repeats-rest bash calibrate/runs/h200-call107.sh
