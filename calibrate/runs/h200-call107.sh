@@ -17,9 +17,9 @@ env_info > "$W107/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W107/env.txt"
 if [ "${PART:-}" = repeats-rest ]; then
-  W107="$W/call108"; mkdir -p "$W107"; env_info > "$W107/env.txt" 2>&1; echo "card $CARD" >> "$W107/env.txt"
+  W107="$W/${CALL:-call108}"; mkdir -p "$W107"; env_info > "$W107/env.txt" 2>&1; echo "card $CARD" >> "$W107/env.txt"
   timeout 300 python3 calibrate/runs/kv_repeat_probe.py "$W107/kv-repeat.json" \
-    qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 llama-2-13b:16:2304 \
+    ${MODELS:-qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 llama-2-13b:16:2304} \
     > "$W107/kv-repeat.log" 2>&1
   grep -v Warning "$W107/kv-repeat.log" | tail -32; snap; exit 0
 fi
@@ -42,3 +42,6 @@ for f in "$W107"/*.log; do echo "----- $f"; grep -E "^==|Error|error|Traceback" 
 # Call 108 (the same session, the probe's models after llama-2-7b: phi-3-mini-4k's 2,047-token
 # window refused 2,304 rows in call 107):
 #   PART=repeats-rest bash calibrate/runs/h200-call107.sh
+# Call 109 (the grouped-query models again: call 108's probe skipped them on a wrong test for the
+# kernel's GQA support):
+#   PART=repeats-rest CALL=call109 MODELS="qwen2.5-7b:32:2304 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 llama-3.2-1b:32:2304" bash calibrate/runs/h200-call107.sh
