@@ -60,3 +60,26 @@ def test_the_cpu_smoke_run_writes_its_file(tmp_path, monkeypatch):
     assert data["gpu"] == "cpu"
     [entry] = data["models"]
     assert entry["model"] == "tiny-qwen2" and entry["layers"] == 2 and list(entry["buckets"]) == ["64"]
+
+
+def test_the_kernel_walk_times_every_part_of_the_pass_on_the_cpu(tmp_path, monkeypatch, mha_config):
+    """calibrate/runs/prefill_kernel_walk.py's CPU smoke run: each bucket's ops profiled, the
+    linears' shapes read from the loop's weights (tiny-llama made full multi-head: q + 2 kv =
+    3 x 64 rows of 64; SwiGLU's gate and up fused: 2 x intermediate)."""
+    import prefill_kernel_walk as kw
+
+    out = tmp_path / "w.json"
+    monkeypatch.setenv("PROBE_DEVICE", "cpu")
+    monkeypatch.setattr(sys, "argv", ["prefill_kernel_walk.py", str(out), f"{mha_config}:4:160", "no-such-model:4:160"])
+    kw.main()
+    data = json.loads(out.read_text())
+    entry, bad = data["models"]
+    config = json.loads(Path(mha_config).read_text())
+    h, inter = config["hidden_size"], config["intermediate_size"]
+    assert entry["linears"] == {"qkv": [3 * h, h], "o": [h, h], "up": [2 * inter, h], "down": [h, inter],
+                                "lm_head": [config["vocab_size"], h]}
+    assert list(entry["buckets"]) == ["64", "128"]
+    for by in entry["buckets"].values():
+        assert by["graph_s"] > 0 and by["linears_alone_s"] == {}
+        assert any("linear" in name or "addmm" in name or "mm" in name for name in by["kernels"])
+    assert "unknown model" in bad["skipped"]

@@ -23,6 +23,19 @@ if [ "${PART:-}" = repeats-rest ]; then
     > "$W107/kv-repeat.log" 2>&1
   grep -v Warning "$W107/kv-repeat.log" | tail -32; snap; exit 0
 fi
+if [ "${PART:-}" = walk ]; then  # call 110: calibrate/runs/prefill_kernel_walk.py, then the kv-repeat probe again
+  W107="$W/${CALL:-call110}"; mkdir -p "$W107"; env_info > "$W107/env.txt" 2>&1; echo "card $CARD" >> "$W107/env.txt"
+  timeout 330 python3 calibrate/runs/prefill_kernel_walk.py "$W107/kernel-walk.json" \
+    llama-2-7b:32:2304 qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 llama-3.1-8b:32:2304 qwen2.5-1.5b:32:2304 \
+    > "$W107/kernel-walk.log" 2>&1
+  grep -v -E "Warning|USDT" "$W107/kernel-walk.log" | tail -30; snap
+  if [ "$(elapsed)" -lt 420 ]; then
+    timeout $(( 560 - $(elapsed) )) python3 calibrate/runs/kv_repeat_probe.py "$W107/kv-repeat.json" \
+      qwen2.5-7b:32:2304 llama-2-7b:32:2304 llama-3.1-8b:32:2304 phi-3-mini-4k:32:2040 > "$W107/kv-repeat.log" 2>&1
+    grep -v Warning "$W107/kv-repeat.log" | tail -24; snap
+  fi
+  echo "== total $(elapsed) s"; exit 0
+fi
 rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 repeats() { timeout 230 python3 calibrate/runs/kv_repeat_probe.py "$W107/kv-repeat.json" \
   llama-2-7b:32:2304 qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 \
