@@ -34,7 +34,6 @@ import os
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +87,6 @@ def time_linear(m: int, n: int, k: int, device, dtype) -> float:
         ws = [torch.randn(n, k, device=device, dtype=dtype, generator=gen) for _ in range(copies)]
         x = torch.randn(m, k, device=device, dtype=dtype, generator=gen)
         seconds, _ = _time_calls([lambda w=w: F.linear(x, w) for w in ws], device, 5)
-    del ws, x
     return seconds
 
 
