@@ -36,6 +36,10 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   max_num_batched_tokens; ``padded_prefill``). With ``prefill_gemm_table`` (the shipped terms)
   it is priced part by part, as the loop's ``_forward`` runs it:
   ``prefill_floor_s_per_layer`` x layers (the graph's fixed time)
+  + with ``prefill_kv_repeat_s_per_layer`` and grouped queries, that x layers: the fixed time of
+  the two kernels a layer that repeat K and V to every query head, which a full multi-head model
+  does not run (measured, not fitted: calibrate/runs/kv_repeat_probe.py, ~4 us a layer on the
+  H100, device calls 109-110; ``kv_repeat_s_from_probe``)
   + the four linears a layer (``loop_layer_gemms``) at the bucket's tokens and the LM head at
   max_num_seqs rows, each from the card's measured matmul table (roofline.gemm: a 1,024-token
   matmul of a 1.5B model's widths runs at ~525 TFLOP/s on the H200, a 7B model's at ~700: one
@@ -238,6 +242,12 @@ class LoopTerms(BaseModel):
     prefill_empty_tile_s: Term | None = Field(
         None, description="with prefill_gemm_table: the time of one empty query tile of the prefill graphs' varlen "
         "attention, a layer and a head (empty_attention_tiles counts them; empty_tile_s_from_probe measures it)")
+    prefill_kv_repeat_s_per_layer: Term | None = Field(
+        None, description="with prefill_gemm_table: the fixed time of the two kernels a layer that repeat K and V "
+        "to every query head before the prefill graphs' attention, run only for grouped-query models (their bytes "
+        "are in loop_elementwise_elements); measured with and without them in the same graph "
+        "(calibrate/runs/kv_repeat_probe.py, kv_repeat_s_from_probe), not fitted; prefill_floor_s_per_layer is "
+        "then the fixed time of the kernels every model runs")
     prefill_attention_measured: bool = Field(
         False, description="with chunk_attention_table: the prefill graphs' attention (K/V repeats and the varlen "
         "call) priced from the chunk table's prefill_s points (roofline.chunk_table.ChunkTable.prefill_attention_s) "
@@ -312,6 +322,33 @@ def empty_tile_s_from_probe(path) -> tuple[float, list[dict]]:
     if not len(x) or not float(x @ x):
         raise RooflineError(f"{path}: no configuration of a model at more slots than another: nothing to measure")
     return float(x @ y / (x @ x)), points
+
+
+def kv_repeat_s_from_probe(paths) -> tuple[float, list[dict]]:
+    """The fixed time a layer of the loop's two K/V repeat kernels from kv-repeat probes
+    (calibrate/runs/kv_repeat_probe.py: a grouped-query model's prefill graph with the repeats and
+    with the varlen kernel reading K/V heads as stored, interleaved, at buckets 64-2,048): for each
+    grouped-query model, the least-squares line of the paired difference a layer against the
+    extra bytes a layer (``extra_elements_per_token_layer`` x 2 bytes x the bucket's tokens); its
+    intercept is the repeats' time with no bytes to move. Returns the median of the models'
+    intercepts and the points ({probe, model, fixed_s, s_per_byte, buckets}). Full multi-head
+    models' entries (extra copies, another kernel) are left out."""
+    points = []
+    for path in paths:
+        probe = json.loads(Path(path).read_text(encoding="utf-8"))
+        for entry in probe.get("models", []):
+            if entry.get("variants") != ["repeated", "native"] or len(entry.get("buckets", {})) < 3:
+                continue
+            layers, per_token = float(entry["layers"]), float(entry["extra_elements_per_token_layer"])
+            x = np.array([per_token * 2.0 * int(b) for b in entry["buckets"]])
+            y = np.array([abs(float(by["diff_s"])) / layers for by in entry["buckets"].values()])
+            slope, intercept = np.polyfit(x, y, 1)
+            points.append({"probe": Path(path).name, "model": entry["model"], "fixed_s": float(intercept),
+                           "s_per_byte": float(slope), "buckets": len(x)})
+    if not points:
+        raise RooflineError(f"{', '.join(str(p) for p in paths)}: no grouped-query model with repeats and native "
+                            "K/V heads at three buckets or more: nothing to measure")
+    return float(np.median([p["fixed_s"] for p in points])), points
 
 
 def loop_layer_gemms(spec) -> list[tuple[int, int]] | None:
@@ -635,6 +672,11 @@ class LoopCost:
         self.wake_s = terms.wake_s.value
         self.finish_s = terms.host_finish_s.value if terms.host_finish_s else 0.0
         self.floor_s = terms.prefill_floor_s_per_layer.value * layers
+        #: the K/V repeats' fixed time a pass (prefill_kv_repeat_s_per_layer; grouped queries only), in the
+        #: part-by-part price beside the floor
+        repeats = terms.prefill_kv_repeat_s_per_layer
+        grouped = step.spec.num_attention_heads > step.spec.num_key_value_heads
+        self.kv_repeat_s = repeats.value * layers if repeats is not None and grouped else 0.0
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
         self.chunk_table, self.chunk_copy_s = None, 0.0
@@ -743,7 +785,7 @@ class LoopCost:
         # not the prefill graph's (the step model's price keeps them, as shipped: docs/serving.md)
         own = pairs - cont_tokens * cont_cached if cont_cached and self.attention_table is not None else pairs
         attention = loop_attention_s(self.attention_table, self.step, work, tokens, own, longest)
-        seconds = (self.floor_s + self.linears_s(work.prefill_tokens, work.logit_rows)
+        seconds = (self.floor_s + self.kv_repeat_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))
         if cont_cached:

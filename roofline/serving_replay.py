@@ -120,11 +120,16 @@ def chunk_rows_table_path(card: str) -> str | None:
 #: calibrate/runs/prefill_config_probe.py): a block's launch and exit on the SMs of Hopper's GH100
 #: die, the H100 SXM's and the H200's alike (132 SMs at 1,980 MHz)
 EMPTY_TILE_PROBE = "measurements/h100-sxm-probe-prefill-slots-call96.json"
+#: The kv-repeat probes the shipped terms' K/V repeats' fixed time is measured from (calibrate/runs/
+#: kv_repeat_probe.py on two H100 SXMs, device calls 109-110; a kernel's launch and exit on the SMs
+#: of Hopper's GH100 die, the H100 SXM's and the H200's alike)
+KV_REPEAT_PROBES = ("measurements/h100-sxm-probe-kv-repeat-call109.json",
+                    "measurements/h100-sxm-probe-kv-repeat-call110.json")
 
 
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto", empty_tile_probe=None,
-                   measured_attention: bool = False) -> LoopTerms:
+                   measured_attention: bool = False, kv_repeat_probes=()) -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
     default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul
     table that prices graph prefills' linears ("auto": the card's committed one; None: the step
@@ -136,7 +141,11 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
     (docs/serving.md, "The prefill graphs' empty attention tiles"). ``measured_attention``: the
     prefill graphs' attention priced from the card's chunk table (``prefill_attention_measured``,
     roofline.pass_costs.loop_attention_s) while the floor and the elementwise rate are fitted; off
-    in the shipped terms for the same reason (docs/serving.md, "The prefill graphs' attention")."""
+    in the shipped terms for the same reason (docs/serving.md, "The prefill graphs' attention").
+    ``kv_repeat_probes``: kv-repeat probes (relative to hardware_profiles/, e.g. KV_REPEAT_PROBES)
+    whose K/V repeats' fixed time a layer (roofline.pass_costs.kv_repeat_s_from_probe) is priced for
+    grouped-query models beside the floor, not fitted: the floor is then the fixed time of the
+    kernels every model runs, full multi-head ones included."""
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
@@ -170,6 +179,15 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
 
         tile_s, tile_points = empty_tile_s_from_probe(profiles_dir() / empty_tile_probe)
         tile_gpu = json.loads((profiles_dir() / empty_tile_probe).read_text(encoding="utf-8")).get("gpu", "a GPU")
+    repeat_s = None
+    if kv_repeat_probes and table is not None:
+        from roofline.hardware import profiles_dir
+        from roofline.pass_costs import kv_repeat_s_from_probe
+
+        repeat_paths = [profiles_dir() / p for p in kv_repeat_probes]
+        repeat_s, repeat_points = kv_repeat_s_from_probe(repeat_paths)
+        repeat_gpus = sorted({json.loads(p.read_text(encoding="utf-8")).get("gpu", "a GPU") for p in repeat_paths})
+        repeat_list = ", ".join(f"{p['fixed_s'] * 1e6:.2f}" for p in repeat_points)
     attention_table = None
     if measured_attention:
         if table is None or chunk_table_path(card) is None:
@@ -207,7 +225,9 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                                      + attention
                                      + (tile_s or 0.0) * empty_attention_tiles(
                                          step.spec, work.prefill_tokens, run.config["max_num_seqs"],
-                                         float(it["prefill_seqs"])))
+                                         float(it["prefill_seqs"]))
+                                     + (repeat_s or 0.0) * layers * float(
+                                         step.spec.num_attention_heads > step.spec.num_key_value_heads))
                     pre_el.append(loop_elementwise_bytes_per_token(step, attention_table is not None)
                                   * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
@@ -287,6 +307,14 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
             "roofline.pass_costs.empty_tile_s_from_probe: least squares through the origin over "
             f"{len(tile_points)} (model, slots, bucket) points of the prefill graphs' extra time at more slots "
             "against their extra empty attention tiles") if tile_s is not None else None,
+        prefill_kv_repeat_s_per_layer=Term(
+            value=repeat_s, source=f"{', '.join(kv_repeat_probes)} ({', '.join(repeat_gpus)}), "
+            "roofline.pass_costs.kv_repeat_s_from_probe: the median over "
+            f"{len(repeat_points)} grouped-query models ({', '.join(p['model'] for p in repeat_points)}) of the "
+            "intercept of the prefill graph's time with K/V repeated less with K/V heads as stored, a layer, "
+            "against the bytes the repeats add (intercepts "
+            f"{repeat_list} us)")
+        if repeat_s is not None else None,
         chunk_attention_table=chunk_table_path(card) if table is not None else None,
         chunk_rows_table=chunk_rows_table_path(card) if table is not None else None,
         host_probe=ref_probe,

@@ -1,0 +1,134 @@
+"""The loop's prefill graph part by part against its price (docs/serving.md, "What the
+thirty-fourth session's device calls said").
+
+    .venv/bin/python benchmarks/prefill_kernel_walk.py
+
+1. The K/V repeats' cost (calibrate/runs/kv_repeat_probe.py, device calls 107-110 on H100s): per
+   model, the line of the paired difference a layer against the bytes the extra kernels move; its
+   intercept is their fixed time (roofline.pass_costs.kv_repeat_s_from_probe takes the median of
+   the grouped-query models' as the shipped terms' prefill_kv_repeat_s_per_layer).
+2. The kernel walk (calibrate/runs/prefill_kernel_walk.py, device call 110, an H100): each pass's
+   kernels (eager, under torch.profiler) by kind -- matmuls, the varlen attention, the rest
+   (elementwise: norms, RoPE, K/V writes and repeats, SwiGLU, residuals) -- a layer, their
+   launches a layer, the graph's time beyond its kernels; beside them the price's parts with the
+   terms carried to the H100 (roofline.pass_costs.LoopCost): the floor (and the repeats), the
+   linears from the H100's matmul table, the step model's attention, the elementwise bytes at
+   the fitted rate.
+3. The matmul table against the matmuls themselves: the layer's four linears and the LM head
+   timed alone at their exact shapes in the same call, over the table's interpolation.
+
+No GPU needed (~3 s).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "docs" / "data" / "h100-2026-12-06"
+REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110")]
+WALK = DATA / "call110" / "kernel-walk.json"
+CARD = "h100-sxm"
+
+
+def kind(name: str) -> str:
+    """A kernel's kind by its name: the varlen attention, a matmul (cuBLAS / CUTLASS), else elementwise."""
+    n = name.lower()
+    if any(t in n for t in ("flash", "fmha", "varlen", "attention")):
+        return "attention"
+    if any(t in n for t in ("gemm", "nvjet", "sm90", "cutlass", "xmma", "cublas", "splitk")):
+        return "matmul"
+    return "elementwise"
+
+
+def repeats() -> None:
+    print("1. The extra kernels' paired difference a layer: fixed time (intercept) and rate over the buckets 64-2,048")
+    for path in REPEAT_PROBES:
+        probe = json.loads(path.read_text(encoding="utf-8"))
+        for entry in probe["models"]:
+            if "buckets" not in entry:
+                continue
+            layers, per_token = entry["layers"], entry["extra_elements_per_token_layer"]
+            x = np.array([per_token * 2.0 * int(b) for b in entry["buckets"]])
+            y = np.array([abs(by["diff_s"]) / layers for by in entry["buckets"].values()])
+            slope, intercept = np.polyfit(x, y, 1)
+            what = "K/V repeated vs as stored" if entry["variants"][0] == "repeated" else "two copies added"
+            print(f"  {path.parent.name}  {entry['model']:14s} {what:26s} fixed {intercept * 1e6:5.2f} us a layer, "
+                  f"{1e-12 / slope:4.2f} TB/s; at 64 tokens {y[0] * 1e6:5.2f} us a layer")
+    from roofline.pass_costs import load_loop_terms
+
+    terms = load_loop_terms(card="h200", engine="graph")
+    rep = terms.prefill_kv_repeat_s_per_layer
+    print(f"  shipped prefill_kv_repeat_s_per_layer: {rep.value * 1e6:.2f} us (the grouped-query models' median); "
+          f"floor {terms.prefill_floor_s_per_layer.value * 1e6:.2f} us a layer")
+
+
+def walk() -> None:
+    from roofline.gemm import load_gemm_table
+    from roofline.pass_costs import LoopCost, attention_and_collectives_s, load_loop_terms, padded_prefill
+    from roofline.scenario import make_scenario
+    from roofline.step import prefill_work
+
+    data = json.loads(WALK.read_text(encoding="utf-8"))
+    terms = load_loop_terms(card=CARD, engine="graph")
+    table = load_gemm_table(terms.prefill_gemm_table)
+    print(f"\n2. Each pass a layer, us (a lone prompt of 7/8 the bucket; {data['gpu']}): measured | priced "
+          "(terms carried to the H100)")
+    print(f"  {'model':14s} {'bucket':>6s} | {'graph':>6s} {'matmul':>6s} {'attn':>5s} {'elem':>5s} {'(n)':>5s} "
+          f"{'gap':>5s} | {'price':>6s} {'floor':>5s} {'linear':>6s} {'attn':>5s} {'elem':>5s} | price/graph")
+    rows3 = []
+    for m in data["models"]:
+        if "buckets" not in m:
+            continue
+        step = make_scenario(card=CARD, model=m["model"], engine="graph").step
+        cost = LoopCost(step, terms, m["rows"], m["slots"])
+        layers = m["layers"]
+        for bucket, by in m["buckets"].items():
+            parts = {"matmul": [0.0, 0.0], "attention": [0.0, 0.0], "elementwise": [0.0, 0.0]}
+            for name, (calls, seconds) in by["kernels"].items():
+                parts[kind(name)][0] += calls
+                parts[kind(name)][1] += seconds
+            total = sum(p[1] for p in parts.values())
+            n = by["prompt"]
+            work = prefill_work(*padded_prefill(n, n * (n + 1) / 2, 1, cost.prefill_buckets, cost.logit_rows))
+            linears = cost.linears_s(work.prefill_tokens, work.logit_rows)
+            attention = attention_and_collectives_s(step, work)
+            elementwise = cost.elementwise_s_per_token * work.prefill_tokens
+            price = cost.prefill_device_s(n, n * (n + 1) / 2, 1)
+
+            def us(s):
+                return s / layers * 1e6
+            print(f"  {m['model']:14s} {bucket:>6s} | {us(by['graph_s']):6.1f} {us(parts['matmul'][1]):6.1f} "
+                  f"{us(parts['attention'][1]):5.1f} {us(parts['elementwise'][1]):5.1f} "
+                  f"{parts['elementwise'][0] / layers:5.1f} {us(by['graph_s'] - total):5.1f} | {us(price):6.1f} "
+                  f"{us(cost.floor_s + cost.kv_repeat_s):5.1f} {us(linears):6.1f} {us(attention):5.1f} "
+                  f"{us(elementwise):5.1f} | {price / by['graph_s']:.3f}")
+            alone = by["linears_alone_s"]
+            cells = {name: table.seconds(m["slots"] if name == "lm_head" else int(bucket), nn, kk) / alone[name]
+                     for name, (nn, kk) in m["linears"].items()}
+            weight = {name: (1 if name == "lm_head" else layers) for name in alone}
+            all_table = sum(table.seconds(m["slots"] if name == "lm_head" else int(bucket), *m["linears"][name])
+                            * weight[name] for name in alone)
+            all_alone = sum(alone[name] * weight[name] for name in alone)
+            rows3.append((m["model"], bucket, all_table / all_alone, parts["matmul"][1] / (all_alone),
+                          cells))
+    print("  (n): elementwise launches a layer; gap: the graph's time beyond its kernels' sum")
+    print("\n3. The matmuls: the table's interpolation over the shape timed alone; inside the pass over alone")
+    for model, bucket, ratio, inside, cells in rows3:
+        print(f"  {model:14s} {bucket:>6s} table/alone {ratio:5.3f}, inside/alone {inside:5.3f} | "
+              + "  ".join(f"{k} {v:5.3f}" for k, v in cells.items()))
+
+
+def main() -> None:
+    repeats()
+    walk()
+
+
+if __name__ == "__main__":
+    main()
