@@ -152,6 +152,18 @@ OTHER_CARDS = (
      "long prompts chunked at 512 tokens, qwen2.5-7b mixed chunked at 2,048, qwen3-8b long-gen on 96 slots, "
      "llama-3.1-8b mixed overloaded -- seeds no run had, rates picked before the call, "
      "calibrate/runs/pick_rates_call105.py, `docs/data/h100-2026-12-06/call105/`)"),
+    ("h100-sxm", "h100-sxm-graph-call107", "**Leave one card out: call 105's last two streams again, another H100** "
+     "(`measurements/serving/h100-sxm-graph-call107/`, device call 107, the thirty-fourth session, asked for an H200 "
+     "and lent an H100: qwen3-8b long-gen on 96 slots at 15 req/s and llama-3.1-8b mixed on 128 slots at 60, "
+     "overloaded -- the streams and rates call 105 served on another H100 machine, "
+     "`docs/data/h100-2026-12-06/call107/`)"),
+    ("h100-sxm", "h100-sxm-graph-call111", "**Leave one card out: held-out streams after the K/V repeats were priced "
+     "apart** (`measurements/serving/h100-sxm-graph-call111/`, device call 111, the thirty-fourth session, asked for "
+     "an H200 and lent an H100: phi-3-mini-4k mixed on 64 slots, llama-2-13b mixed on 32, pythia-6.9b long prompts "
+     "on 32 -- full multi-head models whose price the change moved -- and the grouped-query controls mistral-7b-v0.3 "
+     "short on 128 and qwen2.5-3b long prompts on 64; seeds 791-796 no run had, rates picked before the call with "
+     "the terms as now shipped, calibrate/runs/pick_rates_call111.py; llama-2-7b's 128 slots of 1,024 rows did not "
+     "fit the H100; `docs/data/h100-2026-12-06/call111/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

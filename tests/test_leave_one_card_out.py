@@ -84,17 +84,16 @@ H100_MISSES = {
     # figures out, qwen2.5-14b's long prompts, its prefill graphs 1.051x their price
     ("h100-sxm-graph-call102", "qwen2.5-14b-long-prompt-r9-n200-s777", "ttft_p50_s"): 0.12,  # -10.5%
     # call 105 (the thirty-third session; rates picked before the call, pick_rates_call105.py; lent an
-    # H100 again): one of 48 out, phi-3-mini-4k's short requests with 89 of 128 slots running: its decode
-    # steps ran 0.977x their price, the replay ran 98 at once and each step slower (at the probed
-    # speed, compare-serving --at-probed-speed: +3.9%)
-    ("h100-sxm-graph-call105", "phi-3-mini-4k-short-r100-n500-s782", "tpot_p50_s"): 0.20,  # +18.3%
+    # H100 again): phi-3-mini-4k's short requests with 89 of 128 slots running missed TPOT p50 (+18.3%)
+    # until the K/V repeats' fixed time left full-attention models' prefill price (calls 109-110): +9.3%
 }
 
 
 @pytest.mark.parametrize("sub,count", [("h100-sxm-graph-call1", 6), ("h100-sxm-graph-call3", 4),
                                        ("h100-sxm-graph-call93", 2), ("h100-sxm-graph-call94", 2),
                                        ("h100-sxm-graph-call95", 4), ("h100-sxm-graph-call97", 4),
-                                       ("h100-sxm-graph-call102", 8), ("h100-sxm-graph-call105", 8)])
+                                       ("h100-sxm-graph-call102", 8), ("h100-sxm-graph-call105", 8),
+                                       ("h100-sxm-graph-call107", 2), ("h100-sxm-graph-call111", 5)])
 def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
     rows = compare_rows(SERVING / sub, load_loop_terms(card="h100-sxm", engine="graph"), fitted=())
     assert len(rows) == count
@@ -111,6 +110,9 @@ def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
         assert sum(r["policy"] == "chunked" for r in rows) == 2
         assert {r["run"].split("-long")[0].split("-mixed")[0].split("-short")[0] for r in rows} >= {
             "llama-2-7b", "llama-2-13b", "phi-3-mini-4k"}
+    if sub == "h100-sxm-graph-call111":  # three full multi-head models, rates picked with the terms as shipped
+        assert {r["run"].split("-long")[0].split("-mixed")[0] for r in rows} >= {
+            "phi-3-mini-4k", "llama-2-13b", "pythia-6.9b"}
     if sub == "h100-sxm-graph-call1":  # the 40,000-token pool preempted, as simulated
         assert {r["run"]: r["preemptions"]["measured"] > 0 for r in rows}["qwen2.5-1.5b-mixed-r120-n500-s705"]
 
