@@ -121,7 +121,10 @@ def graphs_of(ex, variant: str) -> dict:
     return ex.prefill_graph_of
 
 
-def probe_model(spec: str, device: str) -> dict:
+def open_session(spec: str, device: str):
+    """(model, slots, rows, a ServingSession) for ``MODEL:SLOTS:ROWS``, its prefill graphs captured
+    as a run's; on the CPU (whose executor prefills eagerly) given the graph path's buffers and
+    ``cpu_varlen`` in place of the varlen kernel."""
     from calibrate.serving_job import ServingSession
 
     model, slots, rows = spec.rsplit(":", 2)
@@ -129,10 +132,16 @@ def probe_model(spec: str, device: str) -> dict:
     session = ServingSession(model, device, max_num_seqs=slots, max_model_len=rows, progress=lambda m: None,
                              prefill_graphs=True)
     ex = session.executor
-    if ex.device.type != "cuda":  # the CPU executor prefills eagerly: give it the graph path's buffers
+    if ex.device.type != "cuda":
         ex._prefill_buffers()
         ex._varlen, ex._varlen_kw, ex._gqa_kw = cpu_varlen, {}, {"enable_gqa": True}
         ex._varlen_attention = lambda q, k, v, cu, max_len: cpu_varlen(q, k, v, cu, cu, max_len, max_len)
+    return model, slots, rows, session
+
+
+def probe_model(spec: str, device: str) -> dict:
+    model, slots, rows, session = open_session(spec, device)
+    ex = session.executor
     names = variants(ex)
     try:  # the varlen kernel takes fewer K/V heads as they are (the chunk graphs' "native"), or says why not
         graphs = {v: graphs_of(ex, v) for v in names}
@@ -176,14 +185,21 @@ def probe_model(spec: str, device: str) -> dict:
     return entry
 
 
-def main() -> None:
+def run_models(probe, argv: list[str]) -> None:
+    """``probe(spec, device)`` for each MODEL:SLOTS:ROWS of ``argv[1:]`` into OUT = ``argv[0]``,
+    rewritten after every model; a model that fails is recorded (``skipped``) and the next goes on.
+    PROBE_DEVICE=cpu: the CPU smoke run."""
     import torch
 
-    out = Path(sys.argv[1])
+    out = Path(argv[0])
     device = os.environ.get("PROBE_DEVICE", "cuda")
     results = {"gpu": torch.cuda.get_device_name(0) if device == "cuda" else device, "models": []}
-    for spec in sys.argv[2:]:
-        results["models"].append(probe_model(spec, device))
+    for spec in argv[1:]:
+        try:
+            results["models"].append(probe(spec, device))
+        except Exception as exc:  # noqa: BLE001 - recorded, and the next model goes on
+            results["models"].append({"model": spec, "skipped": f"{type(exc).__name__}: {str(exc)[:300]}"})
+            print(f"{spec}: {type(exc).__name__}: {exc}", flush=True)
         gc.collect()
         tmp = str(out) + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -192,6 +208,10 @@ def main() -> None:
         if device == "cuda":
             torch.cuda.empty_cache()
         time.sleep(1.0)
+
+
+def main() -> None:
+    run_models(probe_model, sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -27,10 +27,7 @@ OUT.json is rewritten after every model. PROBE_DEVICE=cpu is a smoke run (CPU op
 
 from __future__ import annotations
 
-import gc
-import json
 import math
-import os
 import random
 import statistics
 import sys
@@ -91,18 +88,11 @@ def time_linear(m: int, n: int, k: int, device, dtype) -> float:
 
 
 def walk_model(spec: str, device: str) -> dict:
-    from calibrate.serving_job import ServingSession
+    from calibrate.runs.kv_repeat_probe import open_session
 
-    model, slots, rows = spec.rsplit(":", 2)
-    slots, rows = int(slots), int(rows)
-    session = ServingSession(model, device, max_num_seqs=slots, max_model_len=rows, progress=lambda m: None,
-                             prefill_graphs=True)
+    model, slots, rows, session = open_session(spec, device)
     ex = session.executor
-    if ex.device.type != "cuda":  # the CPU executor prefills eagerly: give it the graph path's buffers
-        from calibrate.runs.kv_repeat_probe import cpu_varlen
-
-        ex._prefill_buffers()
-        ex._varlen_attention = lambda q, k, v, cu, max_len: cpu_varlen(q, k, v, cu, cu, max_len, max_len)
+    if ex.device.type != "cuda":  # no graphs on the CPU: each "graph" is its body, called eagerly
         ex.prefill_graph_of = {b: (lambda b=b: ex._prefill_graph_body(b)) for b in ex.prefill_buckets}
     shapes = linear_shapes(ex)
     vocab = int(session.model_config["vocab_size"])
@@ -137,24 +127,9 @@ def walk_model(spec: str, device: str) -> dict:
 
 
 def main() -> None:
-    import torch
+    from calibrate.runs.kv_repeat_probe import run_models
 
-    out = Path(sys.argv[1])
-    device = os.environ.get("PROBE_DEVICE", "cuda")
-    results = {"gpu": torch.cuda.get_device_name(0) if device == "cuda" else device, "models": []}
-    for spec in sys.argv[2:]:
-        try:
-            results["models"].append(walk_model(spec, device))
-        except Exception as exc:  # noqa: BLE001 - recorded, and the next model goes on
-            results["models"].append({"model": spec, "skipped": f"{type(exc).__name__}: {str(exc)[:300]}"})
-            print(f"{spec}: {type(exc).__name__}: {exc}", flush=True)
-        gc.collect()
-        tmp = str(out) + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
-        os.replace(tmp, out)
-        if device == "cuda":
-            torch.cuda.empty_cache()
+    run_models(walk_model, sys.argv[1:])
 
 
 if __name__ == "__main__":
