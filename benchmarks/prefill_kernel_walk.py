@@ -3,11 +3,11 @@ thirty-fourth session's device calls said").
 
     .venv/bin/python benchmarks/prefill_kernel_walk.py
 
-1. The K/V repeats' cost (calibrate/runs/kv_repeat_probe.py, device calls 107-110 on H100s): per
+1. The K/V repeats' cost (calibrate/runs/kv_repeat_probe.py, device calls 107-110 and 112 on H100s): per
    model, the line of the paired difference a layer against the bytes the extra kernels move; its
    intercept is their fixed time (roofline.pass_costs.kv_repeat_s_from_probe takes the median of
    the grouped-query models' as the shipped terms' prefill_kv_repeat_s_per_layer).
-2. The kernel walk (calibrate/runs/prefill_kernel_walk.py, device call 110, an H100): each pass's
+2. The kernel walk (calibrate/runs/prefill_kernel_walk.py, device calls 110 and 112, H100s): each pass's
    kernels (eager, under torch.profiler) by kind -- matmuls, the varlen attention, the rest
    (elementwise: norms, RoPE, K/V writes and repeats, SwiGLU, residuals) -- a layer, their
    launches a layer, the graph's time beyond its kernels; beside them the price's parts with the
@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "docs" / "data" / "h100-2026-12-06"
-REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110")]
-WALK = DATA / "call110" / "kernel-walk.json"
+REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110", "call112")]
+WALKS = [DATA / "call110" / "kernel-walk.json", DATA / "call112" / "kernel-walk.json"]
 CARD = "h100-sxm"
 
 
@@ -75,15 +75,15 @@ def walk() -> None:
     from roofline.scenario import make_scenario
     from roofline.step import prefill_work
 
-    data = json.loads(WALK.read_text(encoding="utf-8"))
+    walks = [json.loads(p.read_text(encoding="utf-8")) for p in WALKS]
     terms = load_loop_terms(card=CARD, engine="graph")
     table = load_gemm_table(terms.prefill_gemm_table)
-    print(f"\n2. Each pass a layer, us (a lone prompt of 7/8 the bucket; {data['gpu']}): measured | priced "
-          "(terms carried to the H100)")
+    print(f"\n2. Each pass a layer, us (a lone prompt of 7/8 the bucket; {walks[0]['gpu']}, calls 110 and 112): "
+          "measured | priced (terms carried to the H100)")
     print(f"  {'model':14s} {'bucket':>6s} | {'graph':>6s} {'matmul':>6s} {'attn':>5s} {'elem':>5s} {'(n)':>5s} "
           f"{'gap':>5s} | {'price':>6s} {'floor':>5s} {'linear':>6s} {'attn':>5s} {'elem':>5s} | price/graph")
     rows3 = []
-    for m in data["models"]:
+    for m in (m for data in walks for m in data["models"]):
         if "buckets" not in m:
             continue
         step = make_scenario(card=CARD, model=m["model"], engine="graph").step

@@ -83,3 +83,21 @@ def test_the_kernel_walk_times_every_part_of_the_pass_on_the_cpu(tmp_path, monke
         assert by["graph_s"] > 0 and by["linears_alone_s"] == {}
         assert any("linear" in name or "addmm" in name or "mm" in name for name in by["kernels"])
     assert "unknown model" in bad["skipped"]
+
+
+def test_gemm_recheck_picks_the_points_slower_than_a_larger_m():
+    """calibrate/runs/gemm_recheck.py: a point at least 10% slower than the same (N, K) at a larger
+    M (the fastest such), M >= 16, the largest ratio first; the H100 table's (64, 16384, 4096) --
+    103 us against 63 at M 128 (call 112 timed the shape alone at 49 us) -- is among them."""
+    import gemm_recheck as gr
+
+    pts = [{"m": m, "n": 256, "k": 256, "seconds": s} for m, s in
+           ((8, 9.0), (16, 5.0), (32, 2.0), (64, 2.1), (128, 3.0))] + \
+          [{"m": m, "n": 512, "k": 256, "seconds": s} for m, s in ((16, 1.0), (32, 1.05), (64, 1.2))]
+    got = gr.slow_points(pts, 10)
+    # (8, ...) is below M 16; (16, 256, 256) is 2.5x M 32's; (32, 512, 256) is within 10% of none faster
+    assert [(p["m"], p["n"], p["m_after"]) for p in got] == [(16, 256, 32)]
+    assert got[0]["ratio"] == pytest.approx(2.5)
+    table = json.loads((ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-gemm.json").read_text())
+    worst = gr.slow_points(table["points"], 40)
+    assert any((p["m"], p["n"], p["k"]) == (64, 16384, 4096) for p in worst)
