@@ -14,6 +14,9 @@ the grid's points. Outside the grid: beyond the largest M measured for an (N, K)
 stops where the rate has flattened) the time grows in proportion to M; beyond the largest N or
 K in proportion to N or K (more tiles, or a longer reduction, at the same rate); below the
 smallest the smallest's time (a kernel that small is all fixed cost).
+
+Each point was timed once; re-timings committed beside a table (``<table>-recheck-*.json``,
+calibrate/runs/gemm_recheck.py) correct the points they re-timed (``rechecked_points``).
 """
 
 from __future__ import annotations
@@ -118,9 +121,48 @@ def _probe_table(path: str, build, what: str, probe: str, fields: str, field: st
 
 
 def load_gemm_table(path: str | Path) -> GemmTable:
-    """The table in ``path`` (a gemm probe's JSON); relative paths are read under hardware_profiles/."""
+    """The table in ``path`` (a gemm probe's JSON); relative paths are read under hardware_profiles/.
+    Re-timings beside it (``rechecks``) correct the points they re-timed."""
     return probe_table(path, _build, "matmul table", "gemm", "m, n, k and seconds", "gemm_table")
 
 
+def rechecks(table_path: Path) -> list[Path]:
+    """The re-timings of a gemm table's points (calibrate/runs/gemm_recheck.py), committed beside it
+    as ``<table stem>-recheck-*.json``."""
+    return sorted(table_path.parent.glob(f"{table_path.stem}-recheck-*.json"))
+
+
+def rechecked_points(points: list[dict], recheck: dict) -> tuple[list[dict], int]:
+    """``points`` with the re-timed ones corrected, and how many were. A re-timing holds a point
+    slower than a larger M of the same (N, K) in the table, and that larger M, each timed three times
+    on one machine, interleaved (calibrate/runs/gemm_recheck.py). The point becomes the table's
+    larger-M time x the re-timed ratio of the two (medians): the shape of the curve as re-measured,
+    at the level of the machine that measured the table (machines differ by a few percent; on the
+    H100 the re-timing's ran ~4% faster at the larger Ms). Device call 114 re-timed the H100 table's
+    151 such points with M >= 16: 104 were not slower than their larger M at all (the table had them
+    ~19% slow, the worst 2.9x: (16, 24576, 3072) 157 us against 54), 47 were (another kernel at that
+    size, as slow again)."""
+    from statistics import median
+
+    fixed = {}
+    for r in recheck.get("points", []):
+        key, after = (int(r["m"]), int(r["n"]), int(r["k"])), float(r["seconds_after"])
+        fixed[key] = after * median(r["again_s"]) / median(r["after_again_s"])
+    out, changed = [], 0
+    for p in points:
+        key = (int(p["m"]), int(p["n"]), int(p["k"]))
+        if key in fixed:
+            p = {**p, "seconds": fixed[key]}
+            changed += 1
+        out.append(p)
+    return out, changed
+
+
 def _build(points: list[dict], source: str, data: dict) -> GemmTable:
-    return GemmTable(points, source)
+    from roofline.atomic import read_json
+
+    notes = []
+    for path in rechecks(Path(source)):
+        points, changed = rechecked_points(points, read_json(path, "the matmul table's re-timing"))
+        notes.append(f"{changed} points re-timed by {path.name}")
+    return GemmTable(points, source + (f" ({'; '.join(notes)})" if notes else ""))

@@ -84,3 +84,33 @@ def test_the_shipped_h200_table():
     # a small-M matmul reads its weights at a rate below the card's 4.8 TB/s
     w = 8192 * 8192 * 2
     assert 2e12 < w / t.seconds(1, 8192, 8192) < 4.8e12
+
+
+def test_a_tables_rechecks_correct_the_points_they_re_timed(tmp_path):
+    """A re-timing beside a table (calibrate/runs/gemm_recheck.py) sets each re-timed point to the
+    table's larger-M time x the re-timed ratio of the two: (16, 64, 64) read 30 in the table, 10 at
+    M 32; re-timed 9.5 and 9.0 (medians; another machine, a little faster), it becomes 10 x 9.5 / 9.0."""
+    points = [{"m": m, "n": n, "k": 64, "seconds": s} for n in (64, 128)
+              for m, s in ((16, 30e-6 if n == 64 else 12e-6), (32, 10e-6 if n == 64 else 13e-6))]
+    recheck = {"points": [{"m": 16, "n": 64, "k": 64, "seconds": 30e-6, "m_after": 32, "seconds_after": 10e-6,
+                           "again_s": [9.4e-6, 9.5e-6, 9.9e-6], "after_again_s": [9.0e-6, 8.0e-6, 9.1e-6]}]}
+    plain, rechecked = tmp_path / "a", tmp_path / "b"
+    for folder in (plain, rechecked):
+        folder.mkdir()
+        (folder / "x-probe-gemm.json").write_text(json.dumps({"points": points}))
+    (rechecked / "x-probe-gemm-recheck-call1.json").write_text(json.dumps(recheck))
+    assert load_gemm_table(plain / "x-probe-gemm.json").seconds(16, 64, 64) == pytest.approx(30e-6)
+    t = load_gemm_table(rechecked / "x-probe-gemm.json")
+    assert t.seconds(16, 64, 64) == pytest.approx(10e-6 * 9.5 / 9.0)
+    assert t.seconds(16, 128, 64) == pytest.approx(12e-6)  # not re-timed: as measured
+    assert "1 points re-timed by x-probe-gemm-recheck-call1.json" in t.source
+
+
+def test_the_h100_tables_slow_points_were_the_measurements():
+    """Device call 114 re-timed the H100 table's 151 points slower than a larger M: its (64, 16384,
+    4096) read 103 us, re-timed 49.1 beside 53.2 at M 192 (55.6 in the table): now ~51 us."""
+    from roofline.gemm import load_gemm_table
+
+    t = load_gemm_table("measurements/h100-sxm-probe-gemm.json")
+    assert "151 points re-timed" in t.source
+    assert t.seconds(64, 16384, 4096) == pytest.approx(55.6e-6 * 49.1 / 53.2, rel=0.02)
