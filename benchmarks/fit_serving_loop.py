@@ -164,6 +164,12 @@ OTHER_CARDS = (
      "short on 128 and qwen2.5-3b long prompts on 64; seeds 791-796 no run had, rates picked before the call with "
      "the terms as now shipped, calibrate/runs/pick_rates_call111.py; llama-2-7b's 128 slots of 1,024 rows did not "
      "fit the H100; `docs/data/h100-2026-12-06/call111/`)"),
+    ("h100-sxm", "h100-sxm-graph-call115", "**Leave one card out: four models no serving run had** (`measurements/"
+     "serving/h100-sxm-graph-call115/`, device call 115, the thirty-fourth session, asked for an H200 and lent an "
+     "H100: falcon-7b (multi-query: 71 query heads over one K/V head) mixed on 64 slots, olmo-2-7b (full attention, "
+     "q/k norms) short on 64, internlm2.5-7b long prompts on 64, gpt-j-6b (full attention, 256-wide heads) mixed "
+     "on 32; seeds 801-804, rates picked before the call, calibrate/runs/pick_rates_call115.py, "
+     "`docs/data/h100-2026-12-06/call115/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
