@@ -310,7 +310,8 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         prefill_kv_repeat_s_per_layer=Term(
             value=repeat_s, source=f"{', '.join(kv_repeat_probes)} ({', '.join(repeat_gpus)}), "
             "roofline.pass_costs.kv_repeat_s_from_probe: the median over "
-            f"{len(repeat_points)} grouped-query models ({', '.join(p['model'] for p in repeat_points)}) of the "
+            f"{len(repeat_points)} measurements of grouped-query models "
+            f"({', '.join(p['model'] for p in repeat_points)}) of the "
             "intercept of the prefill graph's time with K/V repeated less with K/V heads as stored, a layer, "
             "against the bytes the repeats add (intercepts "
             f"{repeat_list} us)")
