@@ -101,3 +101,29 @@ def test_gemm_recheck_picks_the_points_slower_than_a_larger_m():
     table = json.loads((ROOT / "hardware_profiles" / "measurements" / "h100-sxm-probe-gemm.json").read_text())
     worst = gr.slow_points(table["points"], 40)
     assert any((p["m"], p["n"], p["k"]) == (64, 16384, 4096) for p in worst)
+
+
+def test_the_repeats_fixed_time_is_the_lines_intercept(tmp_path):
+    """roofline.pass_costs.kv_repeat_s_from_probe: per grouped-query model, the line of the paired
+    difference a layer against the extra bytes; the median of the intercepts. Two models built at
+    3 and 5 us a layer plus 1 ns a kB; a full multi-head entry (copies) is left out; a probe with
+    no grouped-query model is a one-line error."""
+    from roofline.errors import RooflineError
+    from roofline.pass_costs import kv_repeat_s_from_probe
+
+    def entry(model, fixed, variants=("repeated", "native"), layers=28, per_token=1000.0):
+        buckets = {str(b): {"diff_s": -(fixed + per_token * 2 * b * 1e-12) * layers} for b in (64, 256, 1024)}
+        return {"model": model, "layers": layers, "variants": list(variants),
+                "extra_elements_per_token_layer": per_token, "buckets": buckets}
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"models": [entry("a", 3e-6), entry("b", 5e-6), entry("c", 9e-6, ("plain", "copies")),
+                                           {"model": "d", "skipped": "no"}]}))
+    value, points = kv_repeat_s_from_probe([path])
+    assert value == pytest.approx(4e-6, rel=1e-6)
+    assert [p["model"] for p in points] == ["a", "b"]
+    assert points[0]["s_per_byte"] == pytest.approx(1e-12, rel=1e-6)
+    bad = tmp_path / "q.json"
+    bad.write_text(json.dumps({"models": [entry("c", 9e-6, ("plain", "copies"))]}))
+    with pytest.raises(RooflineError, match="no grouped-query model"):
+        kv_repeat_s_from_probe([bad])
