@@ -26,7 +26,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -48,19 +47,19 @@ def kind(name: str) -> str:
 
 
 def repeats() -> None:
+    from roofline.pass_costs import kv_repeat_line
+
     print("1. The extra kernels' paired difference a layer: fixed time (intercept) and rate over the buckets 64-2,048")
     for path in REPEAT_PROBES:
         probe = json.loads(path.read_text(encoding="utf-8"))
         for entry in probe["models"]:
             if "buckets" not in entry:
                 continue
-            layers, per_token = entry["layers"], entry["extra_elements_per_token_layer"]
-            x = np.array([per_token * 2.0 * int(b) for b in entry["buckets"]])
-            y = np.array([abs(by["diff_s"]) / layers for by in entry["buckets"].values()])
-            slope, intercept = np.polyfit(x, y, 1)
+            intercept, slope = kv_repeat_line(entry)
+            first = abs(next(iter(entry["buckets"].values()))["diff_s"]) / entry["layers"]
             what = "K/V repeated vs as stored" if entry["variants"][0] == "repeated" else "two copies added"
             print(f"  {path.parent.name}  {entry['model']:14s} {what:26s} fixed {intercept * 1e6:5.2f} us a layer, "
-                  f"{1e-12 / slope:4.2f} TB/s; at 64 tokens {y[0] * 1e6:5.2f} us a layer")
+                  f"{1e-12 / slope:4.2f} TB/s; at 64 tokens {first * 1e6:5.2f} us a layer")
     from roofline.pass_costs import load_loop_terms
 
     terms = load_loop_terms(card="h200", engine="graph")

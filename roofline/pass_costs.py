@@ -324,6 +324,25 @@ def empty_tile_s_from_probe(path) -> tuple[float, list[dict]]:
     return float(x @ y / (x @ x)), points
 
 
+def loop_kv_repeat_s(spec, per_layer_s: float | None) -> float:
+    """The K/V repeats' fixed time a prefill pass (``per_layer_s`` a layer, e.g. the terms'
+    prefill_kv_repeat_s_per_layer): every layer of a grouped-query model, none of a full multi-head
+    one (the loop's ``_forward`` repeats K and V only with grouped queries)."""
+    grouped = spec.num_attention_heads > spec.num_key_value_heads
+    return per_layer_s * spec.num_hidden_layers if per_layer_s is not None and grouped else 0.0
+
+
+def kv_repeat_line(entry: dict) -> tuple[float, float]:
+    """(intercept s a layer, slope s a byte) of one kv-repeat probe entry (calibrate/runs/
+    kv_repeat_probe.py): the least-squares line of its paired difference a layer against the bytes
+    the extra kernels move a layer (``extra_elements_per_token_layer`` x 2 bytes x the bucket's tokens)."""
+    layers, per_token = float(entry["layers"]), float(entry["extra_elements_per_token_layer"])
+    x = np.array([per_token * 2.0 * int(b) for b in entry["buckets"]])
+    y = np.array([abs(float(by["diff_s"])) / layers for by in entry["buckets"].values()])
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(intercept), float(slope)
+
+
 def kv_repeat_s_from_probe(paths) -> tuple[float, list[dict]]:
     """The fixed time a layer of the loop's two K/V repeat kernels from kv-repeat probes
     (calibrate/runs/kv_repeat_probe.py: a grouped-query model's prefill graph with the repeats and
@@ -339,12 +358,9 @@ def kv_repeat_s_from_probe(paths) -> tuple[float, list[dict]]:
         for entry in probe.get("models", []):
             if entry.get("variants") != ["repeated", "native"] or len(entry.get("buckets", {})) < 3:
                 continue
-            layers, per_token = float(entry["layers"]), float(entry["extra_elements_per_token_layer"])
-            x = np.array([per_token * 2.0 * int(b) for b in entry["buckets"]])
-            y = np.array([abs(float(by["diff_s"])) / layers for by in entry["buckets"].values()])
-            slope, intercept = np.polyfit(x, y, 1)
-            points.append({"probe": Path(path).name, "model": entry["model"], "fixed_s": float(intercept),
-                           "s_per_byte": float(slope), "buckets": len(x)})
+            intercept, slope = kv_repeat_line(entry)
+            points.append({"probe": Path(path).name, "model": entry["model"], "fixed_s": intercept,
+                           "s_per_byte": slope, "buckets": len(entry["buckets"])})
     if not points:
         raise RooflineError(f"{', '.join(str(p) for p in paths)}: no grouped-query model with repeats and native "
                             "K/V heads at three buckets or more: nothing to measure")
@@ -675,8 +691,7 @@ class LoopCost:
         #: the K/V repeats' fixed time a pass (prefill_kv_repeat_s_per_layer; grouped queries only), in the
         #: part-by-part price beside the floor
         repeats = terms.prefill_kv_repeat_s_per_layer
-        grouped = step.spec.num_attention_heads > step.spec.num_key_value_heads
-        self.kv_repeat_s = repeats.value * layers if repeats is not None and grouped else 0.0
+        self.kv_repeat_s = loop_kv_repeat_s(step.spec, repeats.value if repeats is not None else None)
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
         self.chunk_table, self.chunk_copy_s = None, 0.0

@@ -150,7 +150,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
 
     from roofline.gemm import load_gemm_table
     from roofline.pass_costs import (empty_attention_tiles, loop_attention_s, loop_elementwise_bytes_per_token,
-                                     loop_layer_gemms, loop_linears_s)
+                                     loop_kv_repeat_s, loop_layer_gemms, loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
     cards = {run_card(r) for r in runs}
@@ -226,8 +226,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                                      + (tile_s or 0.0) * empty_attention_tiles(
                                          step.spec, work.prefill_tokens, run.config["max_num_seqs"],
                                          float(it["prefill_seqs"]))
-                                     + (repeat_s or 0.0) * layers * float(
-                                         step.spec.num_attention_heads > step.spec.num_key_value_heads))
+                                     + loop_kv_repeat_s(step.spec, repeat_s))
                     pre_el.append(loop_elementwise_bytes_per_token(step, attention_table is not None)
                                   * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
