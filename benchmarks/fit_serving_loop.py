@@ -216,7 +216,7 @@ def write_docs(body: str, path: Path = ROOT / "docs" / "serving.md") -> None:
 
 def main() -> None:
     from roofline.pass_costs import load_loop_terms, loop_terms_path
-    from roofline.serving_replay import KV_REPEAT_PROBES, compare_rows, fit_loop_terms, shipped_folder
+    from roofline.serving_replay import KV_REPEAT_PROBES, LAUNCH_WALKS, compare_rows, fit_loop_terms, shipped_folder
     from roofline.serving_runs import read_run, run_names
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -229,7 +229,7 @@ def main() -> None:
         terms = load_loop_terms(path)
     else:
         terms = fit_loop_terms([read_run(folder, n) for n in FIT], held_out=[n for n in names if n not in FIT],
-                               kv_repeat_probes=KV_REPEAT_PROBES)
+                               kv_repeat_probes=KV_REPEAT_PROBES, launch_walks=LAUNCH_WALKS)
         from roofline.atomic import write_text_atomic
 
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ thirty-fourth session's device calls said").
    model, the line of the paired difference a layer against the bytes the extra kernels move; its
    intercept is their fixed time (roofline.pass_costs.kv_repeat_s_from_probe takes the median of
    the grouped-query models' as the shipped terms' prefill_kv_repeat_s_per_layer).
-2. The kernel walk (calibrate/runs/prefill_kernel_walk.py, device calls 110 and 112, H100s): each pass's
+2. The kernel walk (calibrate/runs/prefill_kernel_walk.py, device calls 110, 112 and 117, H100s): each pass's
    kernels (eager, under torch.profiler) by kind -- matmuls, the varlen attention, the rest
    (elementwise: norms, RoPE, K/V writes and repeats, SwiGLU, residuals) -- a layer, their
    launches a layer, the graph's time beyond its kernels; beside them the price's parts with the
@@ -16,6 +16,11 @@ thirty-fourth session's device calls said").
    the fitted rate.
 3. The matmul table against the matmuls themselves: the layer's four linears and the LM head
    timed alone at their exact shapes in the same call, over the table's interpolation.
+4. The elementwise kernels' launches (roofline.pass_costs.launch_s_from_walks, the shipped terms'
+   prefill_launch_s): each walked model's elementwise kernels at the 64-token bucket, their time a
+   layer against their launches a layer and their bytes, through the origin; beside each model its
+   launches as counted from the loop's code (loop_elementwise_launches, plus the two K/V repeats
+   with grouped queries).
 
 No GPU needed (~3 s).
 """
@@ -26,24 +31,17 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "docs" / "data" / "h100-2026-12-06"
-REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110", "call112")]
-WALKS = [DATA / "call110" / "kernel-walk.json", DATA / "call112" / "kernel-walk.json"]
+REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110", "call112", "call117")]
+WALKS = [ROOT / "hardware_profiles" / "measurements" / f"h100-sxm-probe-kernel-walk-{c}.json"
+         for c in ("call110", "call112", "call117")]
 CARD = "h100-sxm"
-
-
-def kind(name: str) -> str:
-    """A kernel's kind by its name: the varlen attention, a matmul (cuBLAS / CUTLASS), else elementwise."""
-    n = name.lower()
-    if any(t in n for t in ("flash", "fmha", "varlen", "attention")):
-        return "attention"
-    if any(t in n for t in ("gemm", "nvjet", "sm90", "cutlass", "xmma", "cublas", "splitk")):
-        return "matmul"
-    return "elementwise"
 
 
 def repeats() -> None:
@@ -74,10 +72,12 @@ def walk() -> None:
     from roofline.scenario import make_scenario
     from roofline.step import prefill_work
 
+    from roofline.pass_costs import walk_kernel_kind as kind
+
     walks = [json.loads(p.read_text(encoding="utf-8")) for p in WALKS]
     terms = load_loop_terms(card=CARD, engine="graph")
     table = load_gemm_table(terms.prefill_gemm_table)
-    print(f"\n2. Each pass a layer, us (a lone prompt of 7/8 the bucket; {walks[0]['gpu']}, calls 110 and 112): "
+    print(f"\n2. Each pass a layer, us (a lone prompt of 7/8 the bucket; {walks[0]['gpu']}, calls 110, 112, 117): "
           "measured | priced (terms carried to the H100)")
     print(f"  {'model':14s} {'bucket':>6s} | {'graph':>6s} {'matmul':>6s} {'attn':>5s} {'elem':>5s} {'(n)':>5s} "
           f"{'gap':>5s} | {'price':>6s} {'floor':>5s} {'linear':>6s} {'attn':>5s} {'elem':>5s} | price/graph")
@@ -106,7 +106,7 @@ def walk() -> None:
             print(f"  {m['model']:14s} {bucket:>6s} | {us(by['graph_s']):6.1f} {us(parts['matmul'][1]):6.1f} "
                   f"{us(parts['attention'][1]):5.1f} {us(parts['elementwise'][1]):5.1f} "
                   f"{parts['elementwise'][0] / layers:5.1f} {us(by['graph_s'] - total):5.1f} | {us(price):6.1f} "
-                  f"{us(cost.floor_s + cost.kv_repeat_s):5.1f} {us(linears):6.1f} {us(attention):5.1f} "
+                  f"{us(cost.floor_s + cost.kv_repeat_s + cost.launch_s):5.1f} {us(linears):6.1f} {us(attention):5.1f} "
                   f"{us(elementwise):5.1f} | {price / by['graph_s']:.3f}")
             alone = by["linears_alone_s"]
             cells = {name: table.seconds(m["slots"] if name == "lm_head" else int(bucket), nn, kk) / alone[name]
@@ -124,9 +124,32 @@ def walk() -> None:
               + "  ".join(f"{k} {v:5.3f}" for k, v in cells.items()))
 
 
+def launches() -> None:
+    from roofline.model_spec import load_model
+    from roofline.pass_costs import launch_s_from_walks, load_loop_terms, loop_elementwise_launches
+
+    value, points = launch_s_from_walks(WALKS)
+    terms = load_loop_terms(card=CARD, engine="graph")
+    rate = value, float(np.linalg.lstsq(np.array([[p["launches"], p["bytes"]] for p in points]),
+                                        np.array([p["seconds"] for p in points]), rcond=None)[0][1])
+    print("\n4. The elementwise kernels' launches (roofline.pass_costs.launch_s_from_walks): at the smallest bucket "
+          f"(64 tokens), their time a layer = {value * 1e6:.2f} us a launch + their bytes at {1e-12 / rate[1]:.2f} TB/s "
+          "(least squares through the origin)")
+    print(f"  {'walk':40s} {'model':15s} launches (counted + repeats)  time us  fitted us")
+    for p in points:
+        spec = load_model(p["model"])
+        counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
+        fitted = (p["launches"] * value + p["bytes"] * rate[1]) * 1e6
+        print(f"  {p['walk']:40s} {p['model']:15s} {p['launches']:5.2f} ({counted:2d})              "
+              f"{p['seconds'] * 1e6:7.1f}  {fitted:7.1f}")
+    print(f"  shipped prefill_launch_s: {terms.prefill_launch_s.value * 1e6:.2f} us; floor "
+          f"{terms.prefill_floor_s_per_layer.value * 1e6:.2f} us a layer beyond the kernels")
+
+
 def main() -> None:
     repeats()
     walk()
+    launches()
 
 
 if __name__ == "__main__":

@@ -40,6 +40,11 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   the two kernels a layer that repeat K and V to every query head, which a full multi-head model
   does not run (measured, not fitted: calibrate/runs/kv_repeat_probe.py, ~4 us a layer on the
   H100, device calls 109-110; ``kv_repeat_s_from_probe``)
+  + with ``prefill_launch_s``, that x the elementwise kernels a layer launches
+  (``loop_elementwise_launches``: 19 with SwiGLU, 18 with a plain MLP, 4 more with q/k norms) x
+  layers: their fixed time, ~2.2 us each on the H100 (measured, not fitted: the kernel walks of
+  device calls 110, 112 and 117, ``launch_s_from_walks``), so a layout that launches more kernels
+  than the fit runs' pays for them
   + the four linears a layer (``loop_layer_gemms``) at the bucket's tokens and the LM head at
   max_num_seqs rows, each from the card's measured matmul table (roofline.gemm: a 1,024-token
   matmul of a 1.5B model's widths runs at ~525 TFLOP/s on the H200, a 7B model's at ~700: one
@@ -248,6 +253,12 @@ class LoopTerms(BaseModel):
         "are in loop_elementwise_elements); measured with and without them in the same graph "
         "(calibrate/runs/kv_repeat_probe.py, kv_repeat_s_from_probe), not fitted; prefill_floor_s_per_layer is "
         "then the fixed time of the kernels every model runs")
+    prefill_launch_s: Term | None = Field(
+        None, description="with prefill_gemm_table: the fixed time of one elementwise kernel of the prefill graphs, "
+        "priced for each of the kernels a layer runs beside its matmuls, attention and K/V repeats "
+        "(loop_elementwise_launches: 18 with a plain MLP, 19 with SwiGLU, 4 more with q/k norms); measured from "
+        "kernel walks (calibrate/runs/prefill_kernel_walk.py, launch_s_from_walks), not fitted; "
+        "prefill_floor_s_per_layer is then what a layer takes beyond its kernels")
     prefill_attention_measured: bool = Field(
         False, description="with chunk_attention_table: the prefill graphs' attention (K/V repeats and the varlen "
         "call) priced from the chunk table's prefill_s points (roofline.chunk_table.ChunkTable.prefill_attention_s) "
@@ -330,6 +341,75 @@ def loop_kv_repeat_s(spec, per_layer_s: float | None) -> float:
     one (the loop's ``_forward`` repeats K and V only with grouped queries)."""
     grouped = spec.num_attention_heads > spec.num_key_value_heads
     return per_layer_s * spec.num_hidden_layers if per_layer_s is not None and grouped else 0.0
+
+
+#: kernel launches a layer of the loop's prefill graph beside its matmuls, its attention and its K/V
+#: repeats, by what the layer runs (``loop_elementwise_launches``, counted from ``_forward``)
+LAUNCHES_EVERY_LAYER = 17  # 2 RMSNorms, RoPE's 10, 2 cache writes, 2 residual adds, the attention's fill
+LAUNCHES_GATED_MLP, LAUNCHES_PLAIN_MLP = 2, 1  # silu and the multiply; GELU
+LAUNCHES_QK_NORM = 4  # q and k each: a copy to contiguous rows, an RMSNorm
+
+
+def loop_elementwise_launches(spec) -> int:
+    """Kernels one layer of the loop's prefill graph launches beside its matmuls, its attention
+    and the K/V repeats (``prefill_kv_repeat_s_per_layer`` prices those), counted from ``_forward``
+    (calibrate/serving_loop.py): two RMSNorms; RoPE on q and on k as x cos + cat(-x2, x1) sin (a
+    multiply, a negation, a concatenation, a multiply and an add each: 10); K and V written into the
+    cache (2); two residual adds; the varlen attention's fill; SwiGLU's silu and multiply (2) or a
+    plain MLP's GELU (1); with q/k norms, q and k each copied to contiguous rows and normed (4).
+    Device calls 110, 112 and 117 counted 18.2-25.3 a layer on twelve models under torch.profiler,
+    the repeats and a pass's own kernels (the embedding, the last norm, the argmax) included
+    (benchmarks/prefill_kernel_walk.py, part 2)."""
+    mlp = LAUNCHES_GATED_MLP if spec.mlp_gated else LAUNCHES_PLAIN_MLP
+    return LAUNCHES_EVERY_LAYER + mlp + (LAUNCHES_QK_NORM if spec.qk_norm != "none" else 0)
+
+
+def loop_launches_s(spec, launch_s: float | None) -> float:
+    """The elementwise launches' fixed time a prefill pass at ``launch_s`` a launch (the terms'
+    prefill_launch_s): ``loop_elementwise_launches`` x layers x ``launch_s``; 0 without the term."""
+    return launch_s * loop_elementwise_launches(spec) * spec.num_hidden_layers if launch_s is not None else 0.0
+
+
+def walk_kernel_kind(name: str) -> str:
+    """A profiled kernel's kind by its name (calibrate/runs/prefill_kernel_walk.py's ``kernels``):
+    the varlen attention, a matmul (cuBLAS, CUTLASS), else elementwise."""
+    n = name.lower()
+    if any(t in n for t in ("flash", "fmha", "varlen", "attention")):
+        return "attention"
+    if any(t in n for t in ("gemm", "nvjet", "sm90", "cutlass", "xmma", "cublas", "splitk")):
+        return "matmul"
+    return "elementwise"
+
+
+def launch_s_from_walks(paths) -> tuple[float, list[dict]]:
+    """The fixed time of one elementwise kernel in the loop's prefill graph, from kernel walks
+    (calibrate/runs/prefill_kernel_walk.py: each pass's kernels under torch.profiler): over every
+    walked model at its smallest bucket (a lone prompt of 7/8 of 64 tokens, where the bytes are
+    few), the least-squares line through the origin of the elementwise kernels' device time a
+    layer against their launches a layer and the bytes ``loop_elementwise_elements`` counts at the
+    bucket's tokens; the launches' coefficient is the time a launch costs with no bytes to move.
+    Returns it and the points ({walk, model, launches, seconds, bytes} a layer)."""
+    from roofline.model_spec import load_model
+
+    points = []
+    for path in paths:
+        walk = json.loads(Path(path).read_text(encoding="utf-8"))
+        for entry in walk.get("models", []):
+            if not entry.get("buckets"):
+                continue
+            bucket = min(entry["buckets"], key=int)
+            layers = float(entry["layers"])
+            kernels = [v for k, v in entry["buckets"][bucket]["kernels"].items() if walk_kernel_kind(k) == "elementwise"]
+            spec = load_model(entry["model"])
+            points.append({"walk": Path(path).name, "model": entry["model"],
+                           "launches": sum(float(c) for c, _ in kernels) / layers,
+                           "seconds": sum(float(t) for _, t in kernels) / layers,
+                           "bytes": loop_elementwise_elements(spec) * int(bucket) * 2.0})
+    if len(points) < 3:
+        raise RooflineError(f"{', '.join(str(p) for p in paths)}: fewer than three walked models: nothing to measure")
+    x = np.array([[p["launches"], p["bytes"]] for p in points])
+    coef, *_ = np.linalg.lstsq(x, np.array([p["seconds"] for p in points]), rcond=None)
+    return float(coef[0]), points
 
 
 def kv_repeat_line(entry: dict) -> tuple[float, float]:
@@ -692,6 +772,9 @@ class LoopCost:
         #: part-by-part price beside the floor
         repeats = terms.prefill_kv_repeat_s_per_layer
         self.kv_repeat_s = loop_kv_repeat_s(step.spec, repeats.value if repeats is not None else None)
+        #: the elementwise launches' fixed time a pass (prefill_launch_s x loop_elementwise_launches x layers)
+        launch = terms.prefill_launch_s
+        self.launch_s = loop_launches_s(step.spec, launch.value if launch is not None else None)
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
         self.chunk_table, self.chunk_copy_s = None, 0.0
@@ -794,13 +877,13 @@ class LoopCost:
             return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)),
                          self.exponent) * self.prefill_scale
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
-        if self.gemms is None:
-            return pnorm(self.floor_s, self.step.work_s(work), self.exponent) * self.prefill_scale
+        if self.gemms is None:  # the floor and the launches as the fixed time (the dense decoder's count)
+            return pnorm(self.floor_s + self.launch_s, self.step.work_s(work), self.exponent) * self.prefill_scale
         # with the attention measured, a chunk graph's cached keys are the chunk table's (chunk_extra_s),
         # not the prefill graph's (the step model's price keeps them, as shipped: docs/serving.md)
         own = pairs - cont_tokens * cont_cached if cont_cached and self.attention_table is not None else pairs
         attention = loop_attention_s(self.attention_table, self.step, work, tokens, own, longest)
-        seconds = (self.floor_s + self.kv_repeat_s + self.linears_s(work.prefill_tokens, work.logit_rows)
+        seconds = (self.floor_s + self.kv_repeat_s + self.launch_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))
         if cont_cached:

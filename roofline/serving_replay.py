@@ -125,11 +125,17 @@ EMPTY_TILE_PROBE = "measurements/h100-sxm-probe-prefill-slots-call96.json"
 #: of Hopper's GH100 die, the H100 SXM's and the H200's alike)
 KV_REPEAT_PROBES = ("measurements/h100-sxm-probe-kv-repeat-call109.json",
                     "measurements/h100-sxm-probe-kv-repeat-call110.json")
+#: The kernel walks the elementwise launches' fixed time is measured from (calibrate/runs/
+#: prefill_kernel_walk.py on three H100 SXMs, device calls 110, 112 and 117: twelve models, launches
+#: of 18-25 a layer; a kernel's launch and exit on the GH100 die, the H100 SXM's and the H200's alike)
+LAUNCH_WALKS = ("measurements/h100-sxm-probe-kernel-walk-call110.json",
+                "measurements/h100-sxm-probe-kernel-walk-call112.json",
+                "measurements/h100-sxm-probe-kernel-walk-call117.json")
 
 
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto", empty_tile_probe=None,
-                   measured_attention: bool = False, kv_repeat_probes=()) -> LoopTerms:
+                   measured_attention: bool = False, kv_repeat_probes=(), launch_walks=()) -> LoopTerms:
     """The loop's terms measured on ``runs`` (module docstring; ``card``: the runs' own by
     default); ``held_out`` names the runs kept out, for the record. ``gemm_table``: the matmul
     table that prices graph prefills' linears ("auto": the card's committed one; None: the step
@@ -145,12 +151,16 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
     ``kv_repeat_probes``: kv-repeat probes (relative to hardware_profiles/, e.g. KV_REPEAT_PROBES)
     whose K/V repeats' fixed time a layer (roofline.pass_costs.kv_repeat_s_from_probe) is priced for
     grouped-query models beside the floor, not fitted: the floor is then the fixed time of the
-    kernels every model runs, full multi-head ones included."""
+    kernels every model runs, full multi-head ones included. ``launch_walks``: kernel walks (relative
+    to hardware_profiles/, e.g. LAUNCH_WALKS) whose time a launch of an elementwise kernel
+    (roofline.pass_costs.launch_s_from_walks) is priced for each of the launches a layer runs
+    (loop_elementwise_launches), not fitted: the floor is then what a layer takes beyond its
+    kernels."""
     from scipy.optimize import least_squares
 
     from roofline.gemm import load_gemm_table
     from roofline.pass_costs import (empty_attention_tiles, loop_attention_s, loop_elementwise_bytes_per_token,
-                                     loop_kv_repeat_s, loop_layer_gemms, loop_linears_s)
+                                     loop_kv_repeat_s, loop_launches_s, loop_layer_gemms, loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
     cards = {run_card(r) for r in runs}
@@ -188,6 +198,14 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         repeat_s, repeat_points = kv_repeat_s_from_probe(repeat_paths)
         repeat_gpus = sorted({json.loads(p.read_text(encoding="utf-8")).get("gpu", "a GPU") for p in repeat_paths})
         repeat_list = ", ".join(f"{p['fixed_s'] * 1e6:.2f}" for p in repeat_points)
+    launch_s = None
+    if launch_walks and table is not None:
+        from roofline.hardware import profiles_dir
+        from roofline.pass_costs import launch_s_from_walks
+
+        walk_paths = [profiles_dir() / p for p in launch_walks]
+        launch_s, launch_points = launch_s_from_walks(walk_paths)
+        walk_gpus = sorted({json.loads(p.read_text(encoding="utf-8")).get("gpu", "a GPU") for p in walk_paths})
     attention_table = None
     if measured_attention:
         if table is None or chunk_table_path(card) is None:
@@ -226,7 +244,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                                      + (tile_s or 0.0) * empty_attention_tiles(
                                          step.spec, work.prefill_tokens, run.config["max_num_seqs"],
                                          float(it["prefill_seqs"]))
-                                     + loop_kv_repeat_s(step.spec, repeat_s))
+                                     + loop_kv_repeat_s(step.spec, repeat_s) + loop_launches_s(step.spec, launch_s))
                     pre_el.append(loop_elementwise_bytes_per_token(step, attention_table is not None)
                                   * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
@@ -315,6 +333,13 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
             "against the bytes the repeats add (intercepts "
             f"{repeat_list} us)")
         if repeat_s is not None else None,
+        prefill_launch_s=Term(
+            value=launch_s, source=f"{', '.join(launch_walks)} ({', '.join(walk_gpus)}), "
+            "roofline.pass_costs.launch_s_from_walks: least squares through the origin over "
+            f"{len(launch_points)} walked models ({', '.join(p['model'] for p in launch_points)}) of the elementwise "
+            "kernels' device time a layer, at the smallest bucket (64 tokens), against their launches a layer "
+            "(18.2-25.3) and their bytes: the launches' coefficient")
+        if launch_s is not None else None,
         chunk_attention_table=chunk_table_path(card) if table is not None else None,
         chunk_rows_table=chunk_rows_table_path(card) if table is not None else None,
         host_probe=ref_probe,

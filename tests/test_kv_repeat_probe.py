@@ -14,6 +14,17 @@ sys.path.insert(0, str(ROOT / "calibrate" / "runs"))
 import kv_repeat_probe as kp  # noqa: E402
 
 
+def run_script(name: str):
+    """calibrate/runs/NAME.py as a module, loaded from its file: benchmarks/ has a script of the
+    same name, and another test may have put benchmarks/ first on sys.path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"runs_{name}", ROOT / "calibrate" / "runs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture()
 def mha_config(tmp_path):
     """tiny-llama (4 query heads, 1 K/V head) made full multi-head: 4 K/V heads."""
@@ -66,7 +77,7 @@ def test_the_kernel_walk_times_every_part_of_the_pass_on_the_cpu(tmp_path, monke
     """calibrate/runs/prefill_kernel_walk.py's CPU smoke run: each bucket's ops profiled, the
     linears' shapes read from the loop's weights (tiny-llama made full multi-head: q + 2 kv =
     3 x 64 rows of 64; SwiGLU's gate and up fused: 2 x intermediate)."""
-    import prefill_kernel_walk as kw
+    kw = run_script("prefill_kernel_walk")
 
     out = tmp_path / "w.json"
     monkeypatch.setenv("PROBE_DEVICE", "cpu")
@@ -89,7 +100,7 @@ def test_gemm_recheck_picks_the_points_slower_than_a_larger_m():
     """calibrate/runs/gemm_recheck.py: a point at least 10% slower than the same (N, K) at a larger
     M (the fastest such), M >= 16, the largest ratio first; the H100 table's (64, 16384, 4096) --
     103 us against 63 at M 128 (call 112 timed the shape alone at 49 us) -- is among them."""
-    import gemm_recheck as gr
+    gr = run_script("gemm_recheck")
 
     pts = [{"m": m, "n": 256, "k": 256, "seconds": s} for m, s in
            ((8, 9.0), (16, 5.0), (32, 2.0), (64, 2.1), (128, 3.0))] + \

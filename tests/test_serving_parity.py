@@ -16,7 +16,8 @@ from calibrate import serving_loop as loop
 from roofline.pass_costs import LoopCost, capture_sizes, load_loop_terms, loop_terms_path
 from roofline.scenario import make_scenario
 from roofline.scheduler import ServerConfig, serve_stream
-from roofline.serving_replay import COMPARED, KV_REPEAT_PROBES, compare_rows, fit_loop_terms, replay, shipped_folder
+from roofline.serving_replay import (COMPARED, KV_REPEAT_PROBES, LAUNCH_WALKS, compare_rows, fit_loop_terms, replay,
+                                     shipped_folder)
 from roofline.serving_runs import read_run, run_names
 from roofline.step import decode_work
 
@@ -93,7 +94,7 @@ def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead()
     the step model's attention (no eager overhead), and the loop's elementwise bytes (counted
     from its code) at the fitted rate."""
     from roofline.gemm import load_gemm_table
-    from roofline.pass_costs import loop_elementwise_elements, loop_layer_gemms
+    from roofline.pass_costs import loop_elementwise_elements, loop_elementwise_launches, loop_layer_gemms
     from roofline.step import pnorm, prefill_work
 
     terms = load_loop_terms(card="h200", engine="graph")
@@ -126,7 +127,15 @@ def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead()
     # layer whose fixed time is measured apart (calls 109-110: ~4 us a layer)
     repeats = terms.prefill_kv_repeat_s_per_layer.value * 28
     assert 2e-6 < terms.prefill_kv_repeat_s_per_layer.value < 6e-6
-    want = floor + repeats + linears + attention + elementwise
+    # and every layer launches 19 elementwise kernels beside them (2 norms, RoPE's 10, 2 cache writes, 2
+    # residual adds, the attention's fill, SwiGLU's 2), each at a fixed time measured from the kernel
+    # walks (calls 110, 112, 117 on H100s: ~2.2 us), not fitted
+    assert loop_elementwise_launches(step.spec) == 19
+    assert loop_elementwise_launches(q3) == 23  # q and k each copied to contiguous rows and normed
+    assert loop_elementwise_launches(neox) == 18  # one GELU for silu and the multiply
+    assert 1.5e-6 < terms.prefill_launch_s.value < 3e-6
+    launches = terms.prefill_launch_s.value * 19 * 28
+    want = floor + repeats + launches + linears + attention + elementwise
     assert cost.prefill_device_s(100.0, pairs, 2.0) == pytest.approx(want, rel=1e-9)
     # every padded count prices alike: 100 tokens and 128 tokens of one sequence differ in pairs only
     assert cost.prefill_device_s(128.0, 128 * 129 / 2, 1.0) == pytest.approx(
@@ -142,7 +151,8 @@ def test_a_model_the_loop_does_not_run_falls_back_to_the_step_models_matmuls():
     assert cost.gemms is None
     from roofline.step import prefill_work
 
-    floor = terms.prefill_floor_s_per_layer.value * step.spec.num_hidden_layers
+    # the fixed time: the floor and the dense decoder's 23 launches a layer (SwiGLU and Qwen3's q/k norms)
+    floor = (terms.prefill_floor_s_per_layer.value + 23 * terms.prefill_launch_s.value) * step.spec.num_hidden_layers
     assert cost.prefill_device_s(128.0, 128 * 129 / 2, 1.0) == pytest.approx(
         floor + step.work_s(prefill_work(128.0, 128 * 129 / 2, 64.0)), rel=1e-9)
 
@@ -248,14 +258,56 @@ def test_the_k_v_repeats_move_out_of_the_floor_for_full_attention_only():
         assert a == pytest.approx(b if grouped else b - repeat * layers, rel=1e-4), model
 
 
+def test_the_launches_move_out_of_the_floor_by_each_layouts_count():
+    """The fit runs launch 19 elementwise kernels a layer (SwiGLU, no q/k norms), so the launches'
+    measured time (the kernel walks of calls 110, 112 and 117) comes out of the fitted floor a layer
+    exactly 19 times: such a model's prefill is priced as before, a plain GELU MLP's (pythia-6.9b:
+    18 launches) one launch a layer less, q/k norms' (qwen3-8b, olmo-2-7b: 23) four a layer more."""
+    from roofline.pass_costs import loop_elementwise_launches
+
+    runs = [read_run(FOLDER, n) for n in FIT]
+    with_walks = fit_loop_terms(runs, kv_repeat_probes=KV_REPEAT_PROBES, launch_walks=LAUNCH_WALKS)
+    without = fit_loop_terms(runs, kv_repeat_probes=KV_REPEAT_PROBES)
+    assert without.prefill_launch_s is None
+    launch = with_walks.prefill_launch_s.value
+    assert 1.5e-6 < launch < 3e-6  # a small kernel's launch and exit on the GH100 die: microseconds
+    assert with_walks.prefill_floor_s_per_layer.value + 19 * launch == pytest.approx(
+        without.prefill_floor_s_per_layer.value, rel=1e-4)
+    for model, count in (("qwen2.5-7b", 19), ("llama-2-7b", 19), ("pythia-6.9b", 18), ("qwen3-8b", 23),
+                         ("olmo-2-7b", 23), ("falcon-7b", 18)):
+        step = make_scenario(card="h200", model=model, engine="graph").step
+        assert loop_elementwise_launches(step.spec) == count, model
+        a, b = (LoopCost(step, t, max_model_len=1024, max_num_seqs=32).prefill_device_s(112.0, 112 * 113 / 2, 1.0)
+                for t in (with_walks, without))
+        assert a == pytest.approx(b + (count - 19) * launch * step.spec.num_hidden_layers, rel=1e-4), model
+
+
+def test_the_launch_count_is_what_the_walks_counted():
+    """loop_elementwise_launches against the kernels torch.profiler counted in the loop's prefill
+    (the committed walks, twelve models on H100s): the count a layer plus the K/V repeats' two with
+    grouped queries, within the pass's own few kernels (embedding, last norm, argmax: under 0.5 a
+    layer)."""
+    from roofline.hardware import profiles_dir
+    from roofline.model_spec import load_model
+    from roofline.pass_costs import launch_s_from_walks, loop_elementwise_launches
+
+    _, points = launch_s_from_walks([profiles_dir() / p for p in LAUNCH_WALKS])
+    assert len(points) == 12
+    for p in points:
+        spec = load_model(p["model"])
+        counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
+        assert 0 <= p["launches"] - counted < 0.5, (p["model"], p["launches"], counted)
+
+
 def test_the_shipped_terms_are_the_fit_on_the_fit_runs():
     shipped = load_loop_terms(card="h200", engine="graph")
     assert shipped.fitted_on == FIT
     assert sorted(shipped.held_out) == sorted(n for n in run_names(FOLDER) if n not in FIT)
-    again = fit_loop_terms([read_run(FOLDER, n) for n in FIT], kv_repeat_probes=KV_REPEAT_PROBES)
+    again = fit_loop_terms([read_run(FOLDER, n) for n in FIT], kv_repeat_probes=KV_REPEAT_PROBES,
+                           launch_walks=LAUNCH_WALKS)
     for name in ("decode_extra_s_per_layer", "prefill_floor_s_per_layer", "prefill_floor_exponent", "host_decode_s",
                  "host_decode_s_per_seq", "host_prefill_s", "host_prefill_s_per_seq", "wake_s", "host_finish_s",
-                 "prefill_elementwise_bytes_per_s", "prefill_kv_repeat_s_per_layer"):
+                 "prefill_elementwise_bytes_per_s", "prefill_kv_repeat_s_per_layer", "prefill_launch_s"):
         assert getattr(again, name).value == pytest.approx(getattr(shipped, name).value, rel=1e-6), name
     assert again.host_probe == pytest.approx(shipped.host_probe, rel=1e-9)
     # the figures are physical: a decode graph's extra kernels cost microseconds a layer, a
