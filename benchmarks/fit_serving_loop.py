@@ -170,6 +170,12 @@ OTHER_CARDS = (
      "q/k norms) short on 64, internlm2.5-7b long prompts on 64, gpt-j-6b (full attention, 256-wide heads) mixed "
      "on 32; seeds 801-804, rates picked before the call, calibrate/runs/pick_rates_call115.py, "
      "`docs/data/h100-2026-12-06/call115/`)"),
+    ("h100-sxm", "h100-sxm-graph-call118", "**Leave one card out: the layouts the launches' price moved** "
+     "(`measurements/serving/h100-sxm-graph-call118/`, device call 118, the thirty-fifth session, asked for an H200 "
+     "and lent an H100: qwen3-32b (q/k norms, 64 layers; no serving run had it) mixed on 16 slots, olmo-2-7b long "
+     "prompts on 32, qwen3-8b short on 64; seeds 811-814, rates picked before the call with the launches priced "
+     "apart, calibrate/runs/pick_rates_call118.py; gpt-neox-20b's 32 slots of 1,280 rows did not fit the H100; "
+     "`docs/data/h100-2026-12-06/call118/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
