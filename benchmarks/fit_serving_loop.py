@@ -176,6 +176,12 @@ OTHER_CARDS = (
      "prompts on 32, qwen3-8b short on 64; seeds 811-814, rates picked before the call with the launches priced "
      "apart, calibrate/runs/pick_rates_call118.py; gpt-neox-20b's 32 slots of 1,280 rows did not fit the H100; "
      "`docs/data/h100-2026-12-06/call118/`)"),
+    ("h100-sxm", "h100-sxm-graph-call119", "**Leave one card out: three models no serving run had** "
+     "(`measurements/serving/h100-sxm-graph-call119/`, device call 119, the thirty-fifth session, asked for an H200 "
+     "and lent an H100: gemma-2-9b (16 query heads of 256 over 8 K/V heads, 42 layers, a 256,000-row LM head) mixed "
+     "on 32 slots, gpt-neox-20b (a plain GELU MLP, 44 layers, 64 full heads of 96) mixed on 16, mistral-7b-v0.1 short "
+     "on 64; seeds 821-823, rates picked before the call, calibrate/runs/pick_rates_call119.py, "
+     "`docs/data/h100-2026-12-06/call119/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
