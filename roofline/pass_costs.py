@@ -404,7 +404,7 @@ def launch_s_from_walks(paths) -> tuple[float, list[dict]]:
             points.append({"walk": Path(path).name, "model": entry["model"],
                            "launches": sum(float(c) for c, _ in kernels) / layers,
                            "seconds": sum(float(t) for _, t in kernels) / layers,
-                           "bytes": loop_elementwise_elements(spec) * int(bucket) * 2.0})
+                           "bytes": loop_elementwise_elements(spec) * int(bucket) * 2.0})  # bf16, as walked
     if len(points) < 3:
         raise RooflineError(f"{', '.join(str(p) for p in paths)}: fewer than three walked models: nothing to measure")
     x = np.array([[p["launches"], p["bytes"]] for p in points])

@@ -138,3 +138,33 @@ def test_the_repeats_fixed_time_is_the_lines_intercept(tmp_path):
     bad.write_text(json.dumps({"models": [entry("c", 9e-6, ("plain", "copies"))]}))
     with pytest.raises(RooflineError, match="no grouped-query model"):
         kv_repeat_s_from_probe([bad])
+
+
+def test_a_launchs_fixed_time_is_the_walks_launch_coefficient(tmp_path):
+    """roofline.pass_costs.launch_s_from_walks: the elementwise kernels' time a layer at each model's
+    smallest bucket against their launches and their bytes (loop_elementwise_elements at the bucket,
+    bf16), through the origin. Three catalog models built at 2.5 us a launch plus their bytes at
+    1.25 TB/s, with matmul and attention kernels that must not count, and a skipped model; fewer
+    than three models is a one-line error."""
+    from roofline.errors import RooflineError
+    from roofline.model_spec import load_model
+    from roofline.pass_costs import launch_s_from_walks, loop_elementwise_elements
+
+    def entry(model, launches, layers):
+        byts = loop_elementwise_elements(load_model(model)) * 64 * 2.0
+        per_kernel = (2.5e-6 * launches + byts / 1.25e12) * layers / (launches * layers)
+        kernels = {"elementwise_kernel<add>": [launches * layers / 2, per_kernel * launches * layers / 2],
+                   "vectorized_layer_norm_kernel": [launches * layers / 2, per_kernel * launches * layers / 2],
+                   "nvjet_tst_128x64 (a matmul)": [4 * layers, 1e-3], "pytorch_flash::flash_fwd_kernel": [layers, 1e-3]}
+        return {"model": model, "layers": layers, "buckets": {"128": {"kernels": {}}, "64": {"kernels": kernels}}}
+
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"models": [entry("qwen2.5-7b", 21, 28), entry("qwen3-8b", 25, 36),
+                                           entry("pythia-6.9b", 18, 32), {"model": "x", "skipped": "no"}]}))
+    value, points = launch_s_from_walks([path])
+    assert value == pytest.approx(2.5e-6, rel=1e-6)
+    assert [(p["model"], p["launches"]) for p in points] == [("qwen2.5-7b", 21), ("qwen3-8b", 25), ("pythia-6.9b", 18)]
+    bad = tmp_path / "v.json"
+    bad.write_text(json.dumps({"models": [entry("qwen2.5-7b", 21, 28)]}))
+    with pytest.raises(RooflineError, match="fewer than three walked models"):
+        launch_s_from_walks([bad])
