@@ -168,3 +168,47 @@ def test_a_launchs_fixed_time_is_the_walks_launch_coefficient(tmp_path):
     bad.write_text(json.dumps({"models": [entry("qwen2.5-7b", 21, 28)]}))
     with pytest.raises(RooflineError, match="fewer than three walked models"):
         launch_s_from_walks([bad])
+
+
+def test_the_qk_norm_probe_leaves_out_the_norms_and_only_them(tmp_path, monkeypatch):
+    """calibrate/runs/qk_norm_probe.py on the CPU: a q/k-norm model (tiny-qwen2's widths as Qwen3)
+    is timed with and without its q/k norms; the variant without them runs two RMSNorms a layer
+    fewer (q's and k's) and the same otherwise; a model without q/k norms is skipped."""
+    import calibrate.graph_engine as ge
+
+    qk = run_script("qk_norm_probe")
+    config = json.loads((ROOT / "roofline" / "catalog" / "tiny-qwen2" / "config.json").read_text())
+    config.update(model_type="qwen3", architectures=["Qwen3ForCausalLM"],
+                  head_dim=config["hidden_size"] // config["num_attention_heads"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "q.json"
+    monkeypatch.setenv("PROBE_DEVICE", "cpu")
+    monkeypatch.setattr(sys, "argv", ["qk_norm_probe.py", str(out), f"{path}:4:160", "tiny-qwen2:4:160"])
+    calls = {"n": 0}
+    rms = ge._rms
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return rms(*a, **k)
+
+    monkeypatch.setattr(ge, "_rms", counted)
+    seen = {}
+    real = kp.time_buckets
+
+    def spy(session, model, names, graphs, rows, same_math=True):  # one pass of each variant, counted
+        for name in names:
+            before = calls["n"]
+            graphs[name][64]()
+            seen[name] = calls["n"] - before
+        return real(session, model, names, graphs, rows, same_math)
+
+    monkeypatch.setattr(qk, "time_buckets", spy)
+    qk.main()
+    entry, bare = json.loads(out.read_text())["models"]
+    layers = config["num_hidden_layers"]
+    assert seen["qk-norm"] - seen["no-qk-norm"] == 2 * layers
+    assert entry["variants"] == ["qk-norm", "no-qk-norm"] and list(entry["buckets"]) == ["64", "128"]
+    assert entry["extra_elements_per_token_layer"] == 4 * (4 + 2) * 16  # 4 x (q + kv): 4 and 2 heads of 16
+    assert all(by["same_tokens"] is None for by in entry["buckets"].values())
+    assert bare == {"model": "tiny-qwen2", "skipped": "no q/k norms"}

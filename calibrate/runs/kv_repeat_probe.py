@@ -147,10 +147,22 @@ def probe_model(spec: str, device: str) -> dict:
         graphs = {v: graphs_of(ex, v) for v in names}
     except Exception as exc:  # noqa: BLE001 - recorded, and the next model goes on
         return {"model": model, "skipped": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    entry = {"model": model, "slots": slots, "rows": rows, "layers": ex.shapes.layers, "variants": list(names),
+             "extra_elements_per_token_layer": extra_elements(ex), "times": session.times,
+             "buckets": time_buckets(session, model, names, graphs, rows)}
+    session.executor = None
+    return entry
+
+
+def time_buckets(session, model: str, names, graphs: dict, rows: int, same_math: bool = True) -> dict:
+    """{bucket: medians of each variant's pass and of the paired differences} for the two
+    ``names`` whose prefill graphs are ``graphs`` (module docstring: a lone prompt of 7/8 of each
+    bucket, interleaved A, B, B, A); ``same_math``: the variants compute the same pass, so their
+    next tokens are checked equal (else recorded as None). Clears the executor's graphs after."""
+    ex = session.executor
     vocab = int(session.model_config["vocab_size"])
     gen = random.Random(model)
-    entry = {"model": model, "slots": slots, "rows": rows, "layers": ex.shapes.layers, "variants": list(names),
-             "extra_elements_per_token_layer": extra_elements(ex), "times": session.times, "buckets": {}}
+    out = {}
 
     def run(variant, items):
         ex.prefill_graph_of = graphs[variant]
@@ -171,18 +183,17 @@ def probe_model(spec: str, device: str) -> dict:
             for v in (names if i % 2 == 0 else names[::-1]):
                 times[v].append(run(v, items)[1])
         diffs = [b - a for a, b in zip(times[names[0]], times[names[1]])]
-        by = {"prompt": n, "same_tokens": toks[names[0]] == toks[names[1]],
+        by = {"prompt": n, "same_tokens": toks[names[0]] == toks[names[1]] if same_math else None,
               **{f"{v}_s": statistics.median(times[v]) for v in names},
               "diff_s": statistics.median(diffs), "unix_s": [t0, time.time()]}
-        entry["buckets"][str(bucket)] = by
+        out[str(bucket)] = by
         print(f"{model} bucket {bucket}: {names[0]} {by[names[0] + '_s'] * 1e3:.3f} ms, {names[1]} "
               f"{by[names[1] + '_s'] * 1e3:.3f} ms, paired diff {by['diff_s'] * 1e6:+.1f} us "
               f"({by['diff_s'] / ex.shapes.layers * 1e6:+.2f} us a layer), same tokens {by['same_tokens']}",
               flush=True)
     ex.prefill_graph_of = {}
     graphs.clear()
-    session.executor = None
-    return entry
+    return out
 
 
 def run_models(probe, argv: list[str]) -> None:
