@@ -21,6 +21,9 @@ thirty-fourth session's device calls said").
    layer against their launches a layer and their bytes, through the origin; beside each model its
    launches as counted from the loop's code (loop_elementwise_launches, plus the two K/V repeats
    with grouped queries).
+5. The q/k norms timed in the graph itself (calibrate/runs/qk_norm_probe.py, device call 120 on an
+   H100): the line of the paired difference a layer against the norms' bytes, beside the four
+   launches' price.
 
 No GPU needed (~3 s).
 """
@@ -41,6 +44,7 @@ DATA = ROOT / "docs" / "data" / "h100-2026-12-06"
 REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110", "call112", "call117")]
 WALKS = [ROOT / "hardware_profiles" / "measurements" / f"h100-sxm-probe-kernel-walk-{c}.json"
          for c in ("call110", "call112", "call117")]
+QK_NORM_PROBE = DATA / "call120" / "qk-norm.json"
 CARD = "h100-sxm"
 
 
@@ -146,10 +150,30 @@ def launches() -> None:
           f"{terms.prefill_floor_s_per_layer.value * 1e6:.2f} us a layer beyond the kernels")
 
 
+def qk_norms() -> None:
+    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, load_loop_terms
+
+    terms = load_loop_terms(card=CARD, engine="graph")
+    data = json.loads(QK_NORM_PROBE.read_text(encoding="utf-8"))
+    four = 4 * terms.prefill_launch_s.value
+    print("\n5. The q/k norms in the graph (calibrate/runs/qk_norm_probe.py, device call 120: the prefill graph with "
+          "and without them, interleaved): the line of the paired difference a layer against their bytes "
+          f"(4 x (q + kv) a token); priced: {LAUNCHES_QK_NORM} launches x {terms.prefill_launch_s.value * 1e6:.2f} us = "
+          f"{four * 1e6:.2f} us a layer fixed")
+    for entry in data["models"]:
+        if "buckets" not in entry:
+            continue
+        fixed, per_byte = kv_repeat_line(entry)
+        at = "  ".join(f"{b}: {abs(by['diff_s']) / entry['layers'] * 1e6:6.1f}" for b, by in entry["buckets"].items())
+        print(f"  {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer, {1e-12 / per_byte:4.2f} TB/s | us a layer "
+              f"by bucket  {at}")
+
+
 def main() -> None:
     repeats()
     walk()
     launches()
+    qk_norms()
 
 
 if __name__ == "__main__":

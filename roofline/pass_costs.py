@@ -42,7 +42,7 @@ paged cache). No host time besides the calibration's overheads; ``wake_s`` 0.
   H100, device calls 109-110; ``kv_repeat_s_from_probe``)
   + with ``prefill_launch_s``, that x the elementwise kernels a layer launches
   (``loop_elementwise_launches``: 19 with SwiGLU, 18 with a plain MLP, 4 more with q/k norms) x
-  layers: their fixed time, ~2.2 us each on the H100 (measured, not fitted: the kernel walks of
+  layers: their fixed time, ~2.1 us each on the H100 (measured, not fitted: the kernel walks of
   device calls 110, 112 and 117, ``launch_s_from_walks``), so a layout that launches more kernels
   than the fit runs' pays for them
   + the four linears a layer (``loop_layer_gemms``) at the bucket's tokens and the LM head at
@@ -465,14 +465,16 @@ def loop_elementwise_elements(spec) -> float:
     multiply and an add: 10 x (q + kv)); K and V written into the cache (4 kv); with grouped
     queries K and V repeated to every query head (2 x (kv + q)); attention reading q, k and v and
     writing its output (2 q + 2 x the repeated K/V width); two residual adds (6 H); SwiGLU,
-    silu(gate) x up (5 I), or a plain MLP's one GELU (2 I); Qwen3's q/k norms, one RMSNorm over
-    q and k (2 x (q + kv)). Biases ride in the matmuls' epilogues: no kernel of their own."""
+    silu(gate) x up (5 I), or a plain MLP's one GELU (2 I); q/k norms (Qwen3, OLMo-2): q and k
+    each copied to contiguous rows, then normed (4 x (q + kv); device call 120 timed the graph with
+    and without them, calibrate/runs/qk_norm_probe.py: their time a layer rises at 1.2-1.8 TB/s
+    over these bytes). Biases ride in the matmuls' epilogues: no kernel of their own."""
     h, hd = spec.hidden_size, spec.head_dim
     q, kv, inter = spec.num_attention_heads * hd, spec.num_key_value_heads * hd, spec.intermediate_size
     grouped = spec.num_attention_heads > spec.num_key_value_heads
     kv_seen = q if grouped else kv
     mlp = 5.0 * inter if spec.mlp_gated else 2.0 * inter
-    qk_norm = 2.0 * (q + kv) if spec.qk_norm != "none" else 0.0
+    qk_norm = 4.0 * (q + kv) if spec.qk_norm != "none" else 0.0
     return 10.0 * h + 10.0 * (q + kv) + 4.0 * kv + (2.0 * (kv + q) if grouped else 0.0) + 2.0 * q + 2.0 * kv_seen \
         + mlp + qk_norm
 

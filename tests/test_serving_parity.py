@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,10 +113,11 @@ def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead()
     # 10 H + 10 (q + kv) + 4 kv + 2 (kv + q) + 2 q + 2 q + 5 I elements of 2 bytes a token and layer
     elements = 10 * 1536 + 10 * 1792 + 4 * 256 + 2 * 1792 + 4 * 1536 + 5 * 8960
     assert loop_elementwise_elements(step.spec) == elements
-    # qwen3-8b adds its q/k norms, 2 (q + kv): hidden 4096, 32 x 128 query and 8 x 128 KV widths, I 12288
+    # qwen3-8b adds its q/k norms, q and k copied to contiguous rows and normed, 4 (q + kv) (device call
+    # 120's paired probe: 1.2 TB/s over these bytes): hidden 4096, 32 x 128 query and 8 x 128 KV widths, I 12288
     q3 = make_scenario(card="h200", model="qwen3-8b", engine="graph").step.spec
     assert loop_elementwise_elements(q3) == (10 * 4096 + 10 * 5120 + 4 * 1024 + 2 * 5120 + 4 * 4096 + 5 * 12288
-                                             + 2 * 5120)
+                                             + 4 * 5120)
     # pythia-6.9b's plain MLP: one GELU (2 I); hidden 4096, 32 heads of 128 without grouping, I 16384
     neox = make_scenario(card="h200", model="pythia-6.9b", engine="graph").step.spec
     assert loop_elementwise_elements(neox) == (10 * 4096 + 10 * 8192 + 4 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 16384)
@@ -129,7 +131,7 @@ def test_a_graph_prefill_is_priced_at_its_padded_bucket_without_eager_overhead()
     assert 2e-6 < terms.prefill_kv_repeat_s_per_layer.value < 6e-6
     # and every layer launches 19 elementwise kernels beside them (2 norms, RoPE's 10, 2 cache writes, 2
     # residual adds, the attention's fill, SwiGLU's 2), each at a fixed time measured from the kernel
-    # walks (calls 110, 112, 117 on H100s: ~2.2 us), not fitted
+    # walks (calls 110, 112, 117 on H100s: ~2.1 us), not fitted
     assert loop_elementwise_launches(step.spec) == 19
     assert loop_elementwise_launches(q3) == 23  # q and k each copied to contiguous rows and normed
     assert loop_elementwise_launches(neox) == 18  # one GELU for silu and the multiply
@@ -280,6 +282,27 @@ def test_the_launches_move_out_of_the_floor_by_each_layouts_count():
         a, b = (LoopCost(step, t, max_model_len=1024, max_num_seqs=32).prefill_device_s(112.0, 112 * 113 / 2, 1.0)
                 for t in (with_walks, without))
         assert a == pytest.approx(b + (count - 19) * launch * step.spec.num_hidden_layers, rel=1e-4), model
+
+
+def test_the_qk_norms_time_in_the_graph_is_the_priced_launches_and_bytes():
+    """The launch term was measured from kernel sums (the walks); device call 120 timed the q/k norms
+    in the graph itself (calibrate/runs/qk_norm_probe.py, the graph with and without them,
+    interleaved, on an H100): on qwen3-8b, olmo-2-7b and qwen3-32b the fixed time a layer (the line's
+    intercept against their bytes, 4 x (q + kv) a token) is 8.1-10.6 us where the price says four
+    launches, 8.6 us; and the bytes move at 1.2-1.8 TB/s, the fitted elementwise rate's order
+    (1.64 TB/s on the fit runs' H200)."""
+    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line
+
+    probe = json.loads((Path(__file__).resolve().parents[1] / "docs" / "data" / "h100-2026-12-06" / "call120"
+                        / "qk-norm.json").read_text())
+    terms = load_loop_terms(card="h200", engine="graph")
+    priced = LAUNCHES_QK_NORM * terms.prefill_launch_s.value
+    models = [e for e in probe["models"] if "buckets" in e]
+    assert [e["model"] for e in models] == ["qwen3-8b", "olmo-2-7b", "qwen3-32b"]
+    for entry in models:
+        fixed, per_byte = kv_repeat_line(entry)
+        assert 0.8 * priced < fixed < 1.35 * priced, entry["model"]
+        assert 0.7e12 < 1.0 / per_byte < 2.5e12, entry["model"]
 
 
 def test_the_launch_count_is_what_the_walks_counted():

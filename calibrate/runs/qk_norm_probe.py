@@ -2,7 +2,7 @@
 
 The price counts the kernels a layer of the loop's prefill launches (roofline.pass_costs.
 loop_elementwise_launches) at a fixed time each measured from kernel sums (``prefill_launch_s``,
-2.15 us on the H100: calibrate/runs/prefill_kernel_walk.py, calls 110, 112, 117); q/k norms are
+~2.1 us on the H100: calibrate/runs/prefill_kernel_walk.py, calls 110, 112, 117); q/k norms are
 four of them a layer (q and k each copied to contiguous rows, then normed). This times the graph
 itself with and without them: a q/k-norm model's prefill graph as a run replays it (``qk-norm``)
 against the same graph captured with its q/k norms left out (``no-qk-norm``), in one process, the
