@@ -20,7 +20,8 @@ thirty-fourth session's device calls said").
    prefill_launch_s): each walked model's elementwise kernels at the 64-token bucket, their time a
    layer against their launches a layer and their bytes, through the origin; beside each model its
    launches as counted from the loop's code (loop_elementwise_launches, plus the two K/V repeats
-   with grouped queries).
+   with grouped queries); then call 121's walk (four models on one H100, two of them walked by
+   no earlier call) against the same line, held out.
 5. The q/k norms timed in the graph itself (calibrate/runs/qk_norm_probe.py, device call 120 on an
    H100): the line of the paired difference a layer against the norms' bytes, beside the four
    launches' price.
@@ -45,6 +46,7 @@ REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "ca
 WALKS = [ROOT / "hardware_profiles" / "measurements" / f"h100-sxm-probe-kernel-walk-{c}.json"
          for c in ("call110", "call112", "call117")]
 QK_NORM_PROBE = DATA / "call120" / "qk-norm.json"
+HELD_OUT_WALK = DATA / "call121" / "kernel-walk.json"
 CARD = "h100-sxm"
 
 
@@ -141,6 +143,15 @@ def launches() -> None:
           "(least squares through the origin)")
     print(f"  {'walk':40s} {'model':15s} launches (counted + repeats)  time us  fitted us")
     for p in points:
+        spec = load_model(p["model"])
+        counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
+        fitted = (p["launches"] * value + p["bytes"] * rate[1]) * 1e6
+        print(f"  {p['walk']:40s} {p['model']:15s} {p['launches']:5.2f} ({counted:2d})              "
+              f"{p['seconds'] * 1e6:7.1f}  {fitted:7.1f}")
+    _, held = launch_s_from_walks([HELD_OUT_WALK])
+    print(f"  held out ({HELD_OUT_WALK.parent.name}'s walk, one machine, not in the line; gemma-2-9b and gpt-neox-20b "
+          "no walk had):")
+    for p in held:
         spec = load_model(p["model"])
         counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
         fitted = (p["launches"] * value + p["bytes"] * rate[1]) * 1e6

@@ -7,7 +7,9 @@ A serving run named NAME leaves three files in its out folder:
   is when the request became admissible; ``ttft_s`` = first_token_s - arrival_s (a request's
   FIRST first token, even if it was later preempted), ``tpot_s`` = (finish_s - first_token_s) /
   (gen_tokens - 1), blank when gen_tokens = 1; ``e2e_s`` = finish_s - arrival_s. Times are blank
-  for a request never finished (the run's admission deadline came first).
+  for a request never finished (the run's admission deadline came first). The runs committed
+  under hardware_profiles/ keep it gzip-compressed too, ``requests-NAME.csv.gz`` (the working
+  tree a device call sends is bounded: docs/calibration-runs.md); the readers take either.
 * ``iterations-NAME.csv``: one row per iteration (ITERATION_COLUMNS). ``kind`` is ``prefill``,
   ``decode`` or (policy chunked) ``mixed``; ``decode_seqs`` sequences decoded in a step of
   ``bucket`` slots (blank without a decode step); ``prefill_seqs`` sequences (or chunks) with
@@ -196,17 +198,18 @@ def read_run(out_dir, name: str) -> ServingRun:
         raise RooflineError(f"cannot read {paths['run']}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise RooflineError(f"{paths['run']}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return ServingRun(name, run, read_requests_csv(paths["requests"]), read_iterations_csv(stored(paths["iterations"])))
+    return ServingRun(name, run, read_requests_csv(stored(paths["requests"])),
+                      read_iterations_csv(stored(paths["iterations"])))
 
 
 def run_names(out_dir) -> list[str]:
-    """Names of the complete runs in ``out_dir`` (a run file with its two CSVs, the iterations'
-    plain or compressed), sorted."""
+    """Names of the complete runs in ``out_dir`` (a run file with its two CSVs, each plain or
+    compressed), sorted."""
     names = []
     for path in sorted(Path(out_dir).glob("run-*.json")):
         name = path.name[len("run-"):-len(".json")]
         paths = run_paths(out_dir, name)
-        if paths["requests"].exists() and stored(paths["iterations"]).exists():
+        if stored(paths["requests"]).exists() and stored(paths["iterations"]).exists():
             names.append(name)
     return names
 

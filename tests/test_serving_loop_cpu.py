@@ -565,9 +565,9 @@ def test_reading_a_broken_run_names_the_file(tmp_path):
         sr.read_run(tmp_path, "x")
 
 
-def test_a_runs_iterations_read_alike_plain_or_compressed(tmp_path):
-    """The committed runs keep their iteration files gzip-compressed: the same rows either way, the
-    run found either way, and a damaged archive named in a one-line error."""
+def test_a_runs_iterations_and_requests_read_alike_plain_or_compressed(tmp_path):
+    """The committed runs keep their iteration and request files gzip-compressed: the same rows
+    either way, the run found either way, and a damaged archive named in a one-line error."""
     import gzip
     import shutil
 
@@ -575,11 +575,14 @@ def test_a_runs_iterations_read_alike_plain_or_compressed(tmp_path):
     name = next(n for n in sr.run_names(committed))
     packed = committed / f"iterations-{name}.csv.gz"
     assert packed.exists() and not (committed / f"iterations-{name}.csv").exists()
-    for f in (f"run-{name}.json", f"requests-{name}.csv"):
-        shutil.copy(committed / f, tmp_path / f)
+    packed_requests = committed / f"requests-{name}.csv.gz"
+    assert packed_requests.exists() and not (committed / f"requests-{name}.csv").exists()
+    shutil.copy(committed / f"run-{name}.json", tmp_path / f"run-{name}.json")
+    (tmp_path / f"requests-{name}.csv").write_bytes(gzip.decompress(packed_requests.read_bytes()))
     (tmp_path / f"iterations-{name}.csv").write_bytes(gzip.decompress(packed.read_bytes()))
     plain, stored = sr.read_run(tmp_path, name), sr.read_run(committed, name)
     assert plain.iterations == stored.iterations and len(plain.iterations) > 10
+    assert plain.requests == stored.requests and len(plain.requests) > 10
     assert sr.run_names(tmp_path) == [name]
     (tmp_path / f"iterations-{name}.csv").unlink()
     broken = tmp_path / f"iterations-{name}.csv.gz"
