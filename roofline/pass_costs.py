@@ -252,13 +252,15 @@ class LoopTerms(BaseModel):
         "to every query head before the prefill graphs' attention, run only for grouped-query models (their bytes "
         "are in loop_elementwise_elements); measured with and without them in the same graph "
         "(calibrate/runs/kv_repeat_probe.py, kv_repeat_s_from_probe), not fitted; prefill_floor_s_per_layer is "
-        "then the fixed time of the kernels every model runs")
+        "then the fixed time of what every model runs (with prefill_launch_s, of what a layer takes beyond its "
+        "kernels' fixed times)")
     prefill_launch_s: Term | None = Field(
-        None, description="with prefill_gemm_table: the fixed time of one elementwise kernel of the prefill graphs, "
-        "priced for each of the kernels a layer runs beside its matmuls, attention and K/V repeats "
-        "(loop_elementwise_launches: 18 with a plain MLP, 19 with SwiGLU, 4 more with q/k norms); measured from "
+        None, description="the fixed time of one elementwise kernel of the prefill graphs, priced for each of the "
+        "kernels a layer runs beside its matmuls, attention and K/V repeats (loop_elementwise_launches: 18 with a "
+        "plain MLP, 19 with SwiGLU, 4 more with q/k norms), in the part-by-part price (prefill_gemm_table) and, with "
+        "the floor and the repeats, as the fixed time where a model's matmuls are the step model's; measured from "
         "kernel walks (calibrate/runs/prefill_kernel_walk.py, launch_s_from_walks), not fitted; "
-        "prefill_floor_s_per_layer is then what a layer takes beyond its kernels")
+        "prefill_floor_s_per_layer is then what a layer takes beyond its kernels' fixed times")
     prefill_attention_measured: bool = Field(
         False, description="with chunk_attention_table: the prefill graphs' attention (K/V repeats and the varlen "
         "call) priced from the chunk table's prefill_s points (roofline.chunk_table.ChunkTable.prefill_attention_s) "
@@ -879,8 +881,9 @@ class LoopCost:
             return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)),
                          self.exponent) * self.prefill_scale
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
-        if self.gemms is None:  # the floor and the launches as the fixed time (the dense decoder's count)
-            return pnorm(self.floor_s + self.launch_s, self.step.work_s(work), self.exponent) * self.prefill_scale
+        if self.gemms is None:  # the fixed time: the floor, the launches and the repeats (the dense decoder's)
+            return pnorm(self.floor_s + self.launch_s + self.kv_repeat_s, self.step.work_s(work),
+                         self.exponent) * self.prefill_scale
         # with the attention measured, a chunk graph's cached keys are the chunk table's (chunk_extra_s),
         # not the prefill graph's (the step model's price keeps them, as shipped: docs/serving.md)
         own = pairs - cont_tokens * cont_cached if cont_cached and self.attention_table is not None else pairs

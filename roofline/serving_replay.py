@@ -151,7 +151,8 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
     ``kv_repeat_probes``: kv-repeat probes (relative to hardware_profiles/, e.g. KV_REPEAT_PROBES)
     whose K/V repeats' fixed time a layer (roofline.pass_costs.kv_repeat_s_from_probe) is priced for
     grouped-query models beside the floor, not fitted: the floor is then the fixed time of the
-    kernels every model runs, full multi-head ones included. ``launch_walks``: kernel walks (relative
+    kernels every model runs, full multi-head ones included (with ``launch_walks`` too, of what a
+    layer takes beyond its kernels' fixed times). ``launch_walks``: kernel walks (relative
     to hardware_profiles/, e.g. LAUNCH_WALKS) whose time a launch of an elementwise kernel
     (roofline.pass_costs.launch_s_from_walks) is priced for each of the launches a layer runs
     (loop_elementwise_launches), not fitted: the floor is then what a layer takes beyond its

@@ -91,7 +91,7 @@ H100_MISSES = {
     # its prefill graphs 0.936x their price (+7.0% at the probed speed)
     ("h100-sxm-graph-call115", "gpt-j-6b-mixed-r16-n250-s804", "ttft_p50_s"): 0.13,  # +11.6% (+10.9% with launches)
     # olmo-2-7b's short requests: its q/k norms' four launches a layer priced (the thirty-fifth session,
-    # prefill_launch_s) put its prefill at 1.01x the price (was 1.047x) and its TPOT p50 from +7.6% to +15.8%:
+    # prefill_launch_s) put its prefill graphs at 1.005x their price (were 1.047x) and its TPOT p50 from +7.6% to +15.8%:
     # that run's host probe (3.96x the fit runs') scales the prefill host line to 600 us + 79 us a prompt
     # where the run measured a median 395 us, an overshoot the cheaper prefill had hidden
     ("h100-sxm-graph-call115", "olmo-2-7b-short-r50-n400-s802", "tpot_p50_s"): 0.17,  # +15.8%

@@ -1,8 +1,9 @@
 """Device call 118's streams and rates, picked before the call (the thirty-fifth session).
 
 Like calibrate/runs/pick_rates_call102.py (whose ``main`` it runs on these candidates), with the
-terms as shipped after the elementwise launches were priced apart (``prefill_launch_s``: 2.15 us
-for each of the 18-23 kernels a layer the loop's code launches): the layouts whose price that
+terms as shipped after the elementwise launches were priced apart (``prefill_launch_s``: 2.15 us then,
+2.13 since call 120 counted the q/k norms' copies, for each of the 18-23 kernels a layer the loop's
+code launches): the layouts whose price that
 moved, seeds 811-814 -- qwen3-32b (q/k norms, 64 layers: four launches a layer more than the fit
 runs, no serving run had it), gpt-neox-20b (a plain GELU MLP: one launch fewer, 44 layers, 96-wide
 heads, no serving run had it), olmo-2-7b (q/k norms with full attention) on long prompts and
