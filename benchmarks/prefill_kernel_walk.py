@@ -22,8 +22,8 @@ thirty-fourth session's device calls said").
    launches as counted from the loop's code (loop_elementwise_launches, plus the two K/V repeats
    with grouped queries); then call 121's walk (four models on one H100, two of them walked by
    no earlier call) against the same line, held out.
-5. The q/k norms timed in the graph itself (calibrate/runs/qk_norm_probe.py, device call 120 on an
-   H100): the line of the paired difference a layer against the norms' bytes, beside the four
+5. The q/k norms timed in the graph itself (calibrate/runs/qk_norm_probe.py, device calls 120 and
+   126 on two H100s): the line of the paired difference a layer against the norms' bytes, beside the four
    launches' price.
 
 No GPU needed (~3 s).
@@ -45,7 +45,7 @@ DATA = ROOT / "docs" / "data" / "h100-2026-12-06"
 REPEAT_PROBES = [DATA / c / "kv-repeat.json" for c in ("call107", "call108", "call109", "call110", "call112", "call117")]
 WALKS = [ROOT / "hardware_profiles" / "measurements" / f"h100-sxm-probe-kernel-walk-{c}.json"
          for c in ("call110", "call112", "call117")]
-QK_NORM_PROBE = DATA / "call120" / "qk-norm.json"
+QK_NORM_PROBES = [DATA / c / "qk-norm.json" for c in ("call120", "call126")]
 HELD_OUT_WALK = DATA / "call121" / "kernel-walk.json"
 CARD = "h100-sxm"
 
@@ -165,19 +165,20 @@ def qk_norms() -> None:
     from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, load_loop_terms
 
     terms = load_loop_terms(card=CARD, engine="graph")
-    data = json.loads(QK_NORM_PROBE.read_text(encoding="utf-8"))
     four = 4 * terms.prefill_launch_s.value
-    print("\n5. The q/k norms in the graph (calibrate/runs/qk_norm_probe.py, device call 120: the prefill graph with "
-          "and without them, interleaved): the line of the paired difference a layer against their bytes "
+    print("\n5. The q/k norms in the graph (calibrate/runs/qk_norm_probe.py, device calls 120 and 126, two H100s: the "
+          "prefill graph with and without them, interleaved): the line of the paired difference a layer against their bytes "
           f"(4 x (q + kv) a token); priced: {LAUNCHES_QK_NORM} launches x {terms.prefill_launch_s.value * 1e6:.2f} us = "
           f"{four * 1e6:.2f} us a layer fixed")
-    for entry in data["models"]:
-        if "buckets" not in entry:
-            continue
-        fixed, per_byte = kv_repeat_line(entry)
-        at = "  ".join(f"{b}: {abs(by['diff_s']) / entry['layers'] * 1e6:6.1f}" for b, by in entry["buckets"].items())
-        print(f"  {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer, {1e-12 / per_byte:4.2f} TB/s | us a layer "
-              f"by bucket  {at}")
+    for path in QK_NORM_PROBES:
+        for entry in json.loads(path.read_text(encoding="utf-8"))["models"]:
+            if "buckets" not in entry:
+                continue
+            fixed, per_byte = kv_repeat_line(entry)
+            at = "  ".join(f"{b}: {abs(by['diff_s']) / entry['layers'] * 1e6:6.1f}"
+                           for b, by in entry["buckets"].items())
+            print(f"  {path.parent.name}  {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer, "
+                  f"{1e-12 / per_byte:4.2f} TB/s | us a layer by bucket  {at}")
 
 
 def main() -> None:
