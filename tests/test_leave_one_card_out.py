@@ -89,12 +89,12 @@ H100_MISSES = {
     # call 115 (the thirty-fourth session; four models no serving run had, rates picked before the call,
     # pick_rates_call115.py): one of 24 out, gpt-j-6b (full attention, 256-wide heads) at 28 of 32 slots,
     # its prefill graphs 0.936x their price (+7.0% at the probed speed)
-    ("h100-sxm-graph-call115", "gpt-j-6b-mixed-r16-n250-s804", "ttft_p50_s"): 0.13,  # +11.6% (+10.9% with launches)
+    ("h100-sxm-graph-call115", "gpt-j-6b-mixed-r16-n250-s804", "ttft_p50_s"): 0.13,  # +11.6% (+11.3% with the launches priced)
     # olmo-2-7b's short requests: its q/k norms' four launches a layer priced (the thirty-fifth session,
-    # prefill_launch_s) put its prefill graphs at 1.005x their price (were 1.047x) and its TPOT p50 from +7.6% to +15.8%:
+    # prefill_launch_s) put its prefill graphs at 1.005x their price (were 1.047x) and its TPOT p50 from +7.6% to +15.0%:
     # that run's host probe (3.96x the fit runs') scales the prefill host line to 600 us + 79 us a prompt
     # where the run measured a median 395 us, an overshoot the cheaper prefill had hidden
-    ("h100-sxm-graph-call115", "olmo-2-7b-short-r50-n400-s802", "tpot_p50_s"): 0.17,  # +15.8%
+    ("h100-sxm-graph-call115", "olmo-2-7b-short-r50-n400-s802", "tpot_p50_s"): 0.17,  # +15.0%
     # call 119 (the thirty-fifth session; three models no serving run had, rates picked before the call,
     # pick_rates_call119.py): one of 18 out, mistral-7b-v0.1's short requests at 54 of 64 slots, on a machine
     # whose decode graphs ran 0.965x their price (its device probe foretold 0.955x; +5.8% at the probed speed)
