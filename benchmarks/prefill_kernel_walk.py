@@ -25,6 +25,8 @@ thirty-fourth session's device calls said").
 5. The q/k norms timed in the graph itself (calibrate/runs/qk_norm_probe.py, device calls 120 and
    126 on two H100s): the line of the paired difference a layer against the norms' bytes, beside the four
    launches' price.
+6. The same on an H200 (device calls 128-129, the acceptance card; in no term): the walk on four
+   layouts against the H100s' line and alone, the q/k norms and the K/V repeats in the graph.
 
 No GPU needed (~3 s).
 """
@@ -47,6 +49,10 @@ WALKS = [ROOT / "hardware_profiles" / "measurements" / f"h100-sxm-probe-kernel-w
          for c in ("call110", "call112", "call117")]
 QK_NORM_PROBES = [DATA / c / "qk-norm.json" for c in ("call120", "call126")]
 HELD_OUT_WALK = DATA / "call121" / "kernel-walk.json"
+H200_DATA = ROOT / "docs" / "data" / "h200-2026-12-06"
+H200_WALK = H200_DATA / "call128" / "kernel-walk.json"
+H200_QK_NORM = H200_DATA / "call128" / "qk-norm.json"
+H200_KV_REPEAT = H200_DATA / "call129" / "kv-repeat.json"
 CARD = "h100-sxm"
 
 
@@ -181,11 +187,41 @@ def qk_norms() -> None:
                   f"{1e-12 / per_byte:4.2f} TB/s | us a layer by bucket  {at}")
 
 
+def on_the_h200() -> None:
+    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, launch_s_from_walks, load_loop_terms
+    from roofline.serving_replay import LAUNCH_WALKS
+
+    terms = load_loop_terms(card="h200", engine="graph")
+    shipped = terms.prefill_launch_s.value
+    value, points = launch_s_from_walks([ROOT / "hardware_profiles" / p for p in LAUNCH_WALKS])
+    per_byte = np.linalg.lstsq(np.array([[p["launches"], p["bytes"]] for p in points]),
+                               np.array([p["seconds"] for p in points]), rcond=None)[0][1]
+    h200_value, h200 = launch_s_from_walks([H200_WALK])
+    h200_rate = np.linalg.lstsq(np.array([[p["launches"], p["bytes"]] for p in h200]),
+                                np.array([p["seconds"] for p in h200]), rcond=None)[0][1]
+    print("\n6. On an H200 (device calls 128-129, the acceptance card; not in any term): the walk's elementwise "
+          "kernels at 64 tokens against the H100s' line, the line of the H200's four models alone, the q/k norms "
+          "and the K/V repeats in the graph")
+    for p in h200:
+        print(f"  {p['model']:12s} {p['launches']:5.2f} launches a layer, {p['seconds'] * 1e6:5.1f} us (the H100s' line "
+              f"{(p['launches'] * value + p['bytes'] * per_byte) * 1e6:5.1f})")
+    print(f"  the H200's own line: {h200_value * 1e6:.2f} us a launch (shipped {shipped * 1e6:.2f}, from H100s), "
+          f"{1e-12 / h200_rate:.2f} TB/s")
+    for path, what, priced in ((H200_QK_NORM, "q/k norms", LAUNCHES_QK_NORM * shipped),
+                               (H200_KV_REPEAT, "K/V repeats", terms.prefill_kv_repeat_s_per_layer.value)):
+        for entry in json.loads(path.read_text(encoding="utf-8"))["models"]:
+            if "buckets" in entry:
+                fixed, slope = kv_repeat_line(entry)
+                print(f"  {what:11s} {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer (priced {priced * 1e6:.2f}), "
+                      f"{1e-12 / slope:.2f} TB/s")
+
+
 def main() -> None:
     repeats()
     walk()
     launches()
     qk_norms()
+    on_the_h200()
 
 
 if __name__ == "__main__":

@@ -341,6 +341,32 @@ def test_a_walk_the_launch_time_was_not_measured_on_lies_on_its_line():
         assert abs(p["launches"] * value + p["bytes"] * per_byte - p["seconds"]) < 2.5e-6, p["model"]
 
 
+def test_the_h200_shows_the_launches_the_h100s_priced():
+    """Device calls 128-129, the first on an H200 in two sessions (the acceptance card; in no term):
+    its kernel walk on qwen3-8b, llama-2-7b, qwen2.5-7b and pythia-6.9b launches what the loop's code
+    counts, and the line of its four models alone costs 2.24 us a launch where the shipped term (from
+    H100 walks) says 2.13; its q/k norms take 11.8 us a layer of fixed time in the graph (priced
+    8.5, the H100s' five lines 7.8-14.9) and its K/V repeats 4.07 and 4.68 (priced 4.22)."""
+    from roofline.model_spec import load_model
+    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, launch_s_from_walks, loop_elementwise_launches
+
+    data = Path(__file__).resolve().parents[1] / "docs" / "data" / "h200-2026-12-06"
+    terms = load_loop_terms(card="h200", engine="graph")
+    value, points = launch_s_from_walks([data / "call128" / "kernel-walk.json"])
+    assert json.loads((data / "call128" / "kernel-walk.json").read_text())["gpu"].startswith("NVIDIA H200")
+    assert [p["model"] for p in points] == ["qwen3-8b", "llama-2-7b", "qwen2.5-7b", "pythia-6.9b"]
+    for p in points:
+        spec = load_model(p["model"])
+        counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
+        assert 0 <= p["launches"] - counted < 0.4, p["model"]
+    assert 0.85 < value / terms.prefill_launch_s.value < 1.2
+    qk = [kv_repeat_line(e)[0] for e in json.loads((data / "call128" / "qk-norm.json").read_text())["models"]]
+    assert len(qk) == 1 and 0.85 * LAUNCHES_QK_NORM * terms.prefill_launch_s.value < qk[0] < 1.8 * (
+        LAUNCHES_QK_NORM * terms.prefill_launch_s.value)
+    repeats = [kv_repeat_line(e)[0] for e in json.loads((data / "call129" / "kv-repeat.json").read_text())["models"]]
+    assert len(repeats) == 2 and all(0.8 < r / terms.prefill_kv_repeat_s_per_layer.value < 1.25 for r in repeats)
+
+
 def test_the_shipped_terms_are_the_fit_on_the_fit_runs():
     shipped = load_loop_terms(card="h200", engine="graph")
     assert shipped.fitted_on == FIT
