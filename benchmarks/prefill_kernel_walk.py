@@ -37,9 +37,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -136,33 +133,32 @@ def walk() -> None:
               + "  ".join(f"{k} {v:5.3f}" for k, v in cells.items()))
 
 
-def launches() -> None:
+def launch_rows(points, line) -> None:
+    """One line a walked model: its launches (as counted from the code), its elementwise time and the line's."""
     from roofline.model_spec import load_model
-    from roofline.pass_costs import launch_s_from_walks, load_loop_terms, loop_elementwise_launches
+    from roofline.pass_costs import loop_walk_launches
 
-    value, points = launch_s_from_walks(WALKS)
+    for p in points:
+        fitted = (p["launches"] * line[0] + p["bytes"] * line[1]) * 1e6
+        print(f"  {p['walk']:40s} {p['model']:15s} {p['launches']:5.2f} ({loop_walk_launches(load_model(p['model'])):2d})"
+              f"              {p['seconds'] * 1e6:7.1f}  {fitted:7.1f}")
+
+
+def launches() -> None:
+    from roofline.pass_costs import launch_line, launch_s_from_walks, load_loop_terms
+
+    _, points = launch_s_from_walks(WALKS)
+    line = launch_line(points)
     terms = load_loop_terms(card=CARD, engine="graph")
-    rate = value, float(np.linalg.lstsq(np.array([[p["launches"], p["bytes"]] for p in points]),
-                                        np.array([p["seconds"] for p in points]), rcond=None)[0][1])
     print("\n4. The elementwise kernels' launches (roofline.pass_costs.launch_s_from_walks): at the smallest bucket "
-          f"(64 tokens), their time a layer = {value * 1e6:.2f} us a launch + their bytes at {1e-12 / rate[1]:.2f} TB/s "
+          f"(64 tokens), their time a layer = {line[0] * 1e6:.2f} us a launch + their bytes at {1e-12 / line[1]:.2f} TB/s "
           "(least squares through the origin)")
     print(f"  {'walk':40s} {'model':15s} launches (counted + repeats)  time us  fitted us")
-    for p in points:
-        spec = load_model(p["model"])
-        counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
-        fitted = (p["launches"] * value + p["bytes"] * rate[1]) * 1e6
-        print(f"  {p['walk']:40s} {p['model']:15s} {p['launches']:5.2f} ({counted:2d})              "
-              f"{p['seconds'] * 1e6:7.1f}  {fitted:7.1f}")
+    launch_rows(points, line)
     _, held = launch_s_from_walks([HELD_OUT_WALK])
     print(f"  held out ({HELD_OUT_WALK.parent.name}'s walk, one machine, not in the line; gemma-2-9b and gpt-neox-20b "
           "no walk had):")
-    for p in held:
-        spec = load_model(p["model"])
-        counted = loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
-        fitted = (p["launches"] * value + p["bytes"] * rate[1]) * 1e6
-        print(f"  {p['walk']:40s} {p['model']:15s} {p['launches']:5.2f} ({counted:2d})              "
-              f"{p['seconds'] * 1e6:7.1f}  {fitted:7.1f}")
+    launch_rows(held, line)
     print(f"  shipped prefill_launch_s: {terms.prefill_launch_s.value * 1e6:.2f} us; floor "
           f"{terms.prefill_floor_s_per_layer.value * 1e6:.2f} us a layer beyond the kernels")
 
@@ -188,17 +184,15 @@ def qk_norms() -> None:
 
 
 def on_the_h200() -> None:
-    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, launch_s_from_walks, load_loop_terms
+    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, launch_line, launch_s_from_walks, load_loop_terms
     from roofline.serving_replay import LAUNCH_WALKS
 
     terms = load_loop_terms(card="h200", engine="graph")
     shipped = terms.prefill_launch_s.value
-    value, points = launch_s_from_walks([ROOT / "hardware_profiles" / p for p in LAUNCH_WALKS])
-    per_byte = np.linalg.lstsq(np.array([[p["launches"], p["bytes"]] for p in points]),
-                               np.array([p["seconds"] for p in points]), rcond=None)[0][1]
-    h200_value, h200 = launch_s_from_walks([H200_WALK])
-    h200_rate = np.linalg.lstsq(np.array([[p["launches"], p["bytes"]] for p in h200]),
-                                np.array([p["seconds"] for p in h200]), rcond=None)[0][1]
+    _, points = launch_s_from_walks([ROOT / "hardware_profiles" / p for p in LAUNCH_WALKS])
+    value, per_byte = launch_line(points)
+    _, h200 = launch_s_from_walks([H200_WALK])
+    h200_value, h200_rate = launch_line(h200)
     print("\n6. On an H200 (device calls 128-129, the acceptance card; not in any term): the walk's elementwise "
           "kernels at 64 tokens against the H100s' line, the line of the H200's four models alone, the q/k norms "
           "and the K/V repeats in the graph")

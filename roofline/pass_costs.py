@@ -366,6 +366,21 @@ def loop_elementwise_launches(spec) -> int:
     return LAUNCHES_EVERY_LAYER + mlp + (LAUNCHES_QK_NORM if spec.qk_norm != "none" else 0)
 
 
+def loop_walk_launches(spec) -> int:
+    """The elementwise launches a layer a kernel walk counts in the loop's prefill: those of
+    ``loop_elementwise_launches`` and, with grouped queries, the two K/V repeats."""
+    return loop_elementwise_launches(spec) + (2 if spec.num_attention_heads > spec.num_key_value_heads else 0)
+
+
+def launch_line(points) -> tuple[float, float]:
+    """(seconds a launch, seconds a byte): the least-squares line through the origin of the
+    points' elementwise time a layer against their launches and bytes a layer (``launch_s_from_walks``'
+    points)."""
+    x = np.array([[p["launches"], p["bytes"]] for p in points])
+    coef, *_ = np.linalg.lstsq(x, np.array([p["seconds"] for p in points]), rcond=None)
+    return float(coef[0]), float(coef[1])
+
+
 def loop_launches_s(spec, launch_s: float | None) -> float:
     """The elementwise launches' fixed time a prefill pass at ``launch_s`` a launch (the terms'
     prefill_launch_s): ``loop_elementwise_launches`` x layers x ``launch_s``; 0 without the term."""
@@ -409,9 +424,7 @@ def launch_s_from_walks(paths) -> tuple[float, list[dict]]:
                            "bytes": loop_elementwise_elements(spec) * int(bucket) * 2.0})  # bf16, as walked
     if len(points) < 3:
         raise RooflineError(f"{', '.join(str(p) for p in paths)}: fewer than three walked models: nothing to measure")
-    x = np.array([[p["launches"], p["bytes"]] for p in points])
-    coef, *_ = np.linalg.lstsq(x, np.array([p["seconds"] for p in points]), rcond=None)
-    return float(coef[0]), points
+    return launch_line(points)[0], points
 
 
 def kv_repeat_line(entry: dict) -> tuple[float, float]:
