@@ -54,15 +54,11 @@ CARD = "h100-sxm"
 
 
 def repeats() -> None:
-    from roofline.pass_costs import kv_repeat_line
+    from roofline.pass_costs import paired_lines
 
     print("1. The extra kernels' paired difference a layer: fixed time (intercept) and rate over the buckets 64-2,048")
     for path in REPEAT_PROBES:
-        probe = json.loads(path.read_text(encoding="utf-8"))
-        for entry in probe["models"]:
-            if "buckets" not in entry:
-                continue
-            intercept, slope = kv_repeat_line(entry)
+        for entry, intercept, slope in paired_lines(path):
             first = abs(next(iter(entry["buckets"].values()))["diff_s"]) / entry["layers"]
             what = "K/V repeated vs as stored" if entry["variants"][0] == "repeated" else "two copies added"
             print(f"  {path.parent.name}  {entry['model']:14s} {what:26s} fixed {intercept * 1e6:5.2f} us a layer, "
@@ -115,7 +111,7 @@ def walk() -> None:
             print(f"  {m['model']:14s} {bucket:>6s} | {us(by['graph_s']):6.1f} {us(parts['matmul'][1]):6.1f} "
                   f"{us(parts['attention'][1]):5.1f} {us(parts['elementwise'][1]):5.1f} "
                   f"{parts['elementwise'][0] / layers:5.1f} {us(by['graph_s'] - total):5.1f} | {us(price):6.1f} "
-                  f"{us(cost.floor_s + cost.kv_repeat_s + cost.launch_s):5.1f} {us(linears):6.1f} {us(attention):5.1f} "
+                  f"{us(cost.fixed_s):5.1f} {us(linears):6.1f} {us(attention):5.1f} "
                   f"{us(elementwise):5.1f} | {price / by['graph_s']:.3f}")
             alone = by["linears_alone_s"]
             cells = {name: table.seconds(m["slots"] if name == "lm_head" else int(bucket), nn, kk) / alone[name]
@@ -164,19 +160,16 @@ def launches() -> None:
 
 
 def qk_norms() -> None:
-    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, load_loop_terms
+    from roofline.pass_costs import LAUNCHES_QK_NORM, load_loop_terms, paired_lines
 
     terms = load_loop_terms(card=CARD, engine="graph")
-    four = 4 * terms.prefill_launch_s.value
+    four = LAUNCHES_QK_NORM * terms.prefill_launch_s.value
     print("\n5. The q/k norms in the graph (calibrate/runs/qk_norm_probe.py, device calls 120 and 126, two H100s: the "
           "prefill graph with and without them, interleaved): the line of the paired difference a layer against their bytes "
           f"(4 x (q + kv) a token); priced: {LAUNCHES_QK_NORM} launches x {terms.prefill_launch_s.value * 1e6:.2f} us = "
           f"{four * 1e6:.2f} us a layer fixed")
     for path in QK_NORM_PROBES:
-        for entry in json.loads(path.read_text(encoding="utf-8"))["models"]:
-            if "buckets" not in entry:
-                continue
-            fixed, per_byte = kv_repeat_line(entry)
+        for entry, fixed, per_byte in paired_lines(path):
             at = "  ".join(f"{b}: {abs(by['diff_s']) / entry['layers'] * 1e6:6.1f}"
                            for b, by in entry["buckets"].items())
             print(f"  {path.parent.name}  {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer, "
@@ -184,7 +177,7 @@ def qk_norms() -> None:
 
 
 def on_the_h200() -> None:
-    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, launch_line, launch_s_from_walks, load_loop_terms
+    from roofline.pass_costs import LAUNCHES_QK_NORM, launch_line, launch_s_from_walks, load_loop_terms, paired_lines
     from roofline.serving_replay import LAUNCH_WALKS
 
     terms = load_loop_terms(card="h200", engine="graph")
@@ -203,11 +196,9 @@ def on_the_h200() -> None:
           f"{1e-12 / h200_rate:.2f} TB/s")
     for path, what, priced in ((H200_QK_NORM, "q/k norms", LAUNCHES_QK_NORM * shipped),
                                (H200_KV_REPEAT, "K/V repeats", terms.prefill_kv_repeat_s_per_layer.value)):
-        for entry in json.loads(path.read_text(encoding="utf-8"))["models"]:
-            if "buckets" in entry:
-                fixed, slope = kv_repeat_line(entry)
-                print(f"  {what:11s} {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer (priced {priced * 1e6:.2f}), "
-                      f"{1e-12 / slope:.2f} TB/s")
+        for entry, fixed, slope in paired_lines(path):
+            print(f"  {what:11s} {entry['model']:12s} fixed {fixed * 1e6:5.2f} us a layer (priced {priced * 1e6:.2f}), "
+                  f"{1e-12 / slope:.2f} TB/s")
 
 
 def main() -> None:

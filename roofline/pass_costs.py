@@ -381,6 +381,13 @@ def launch_line(points) -> tuple[float, float]:
     return float(coef[0]), float(coef[1])
 
 
+def loop_kernels_fixed_s(spec, repeat_s: float | None, launch_s: float | None) -> float:
+    """The measured fixed times of the kernels a prefill pass launches: the K/V repeats' (``repeat_s``
+    a layer, grouped queries only: ``loop_kv_repeat_s``) and the elementwise launches' (``launch_s``
+    each: ``loop_launches_s``); 0 for a term that is None."""
+    return loop_kv_repeat_s(spec, repeat_s) + loop_launches_s(spec, launch_s)
+
+
 def loop_launches_s(spec, launch_s: float | None) -> float:
     """The elementwise launches' fixed time a prefill pass at ``launch_s`` a launch (the terms'
     prefill_launch_s): ``loop_elementwise_launches`` x layers x ``launch_s``; 0 without the term."""
@@ -438,6 +445,13 @@ def kv_repeat_line(entry: dict) -> tuple[float, float]:
     return float(intercept), float(slope)
 
 
+def paired_lines(path) -> list[tuple[dict, float, float]]:
+    """(entry, intercept s a layer, slope s a byte) of every timed model of a paired probe's file
+    (calibrate/runs/kv_repeat_probe.py, qk_norm_probe.py: ``kv_repeat_line``); skipped models left out."""
+    probe = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [(entry, *kv_repeat_line(entry)) for entry in probe.get("models", []) if entry.get("buckets")]
+
+
 def kv_repeat_s_from_probe(paths) -> tuple[float, list[dict]]:
     """The fixed time a layer of the loop's two K/V repeat kernels from kv-repeat probes
     (calibrate/runs/kv_repeat_probe.py: a grouped-query model's prefill graph with the repeats and
@@ -449,11 +463,9 @@ def kv_repeat_s_from_probe(paths) -> tuple[float, list[dict]]:
     models' entries (extra copies, another kernel) are left out."""
     points = []
     for path in paths:
-        probe = json.loads(Path(path).read_text(encoding="utf-8"))
-        for entry in probe.get("models", []):
-            if entry.get("variants") != ["repeated", "native"] or len(entry.get("buckets", {})) < 3:
+        for entry, intercept, slope in paired_lines(path):
+            if entry.get("variants") != ["repeated", "native"] or len(entry["buckets"]) < 3:
                 continue
-            intercept, slope = kv_repeat_line(entry)
             points.append({"probe": Path(path).name, "model": entry["model"], "fixed_s": intercept,
                            "s_per_byte": slope, "buckets": len(entry["buckets"])})
     if not points:
@@ -787,11 +799,11 @@ class LoopCost:
         self.floor_s = terms.prefill_floor_s_per_layer.value * layers
         #: the K/V repeats' fixed time a pass (prefill_kv_repeat_s_per_layer; grouped queries only), in the
         #: part-by-part price beside the floor
-        repeats = terms.prefill_kv_repeat_s_per_layer
-        self.kv_repeat_s = loop_kv_repeat_s(step.spec, repeats.value if repeats is not None else None)
-        #: the elementwise launches' fixed time a pass (prefill_launch_s x loop_elementwise_launches x layers)
-        launch = terms.prefill_launch_s
-        self.launch_s = loop_launches_s(step.spec, launch.value if launch is not None else None)
+        repeats, launch = terms.prefill_kv_repeat_s_per_layer, terms.prefill_launch_s
+        #: a pass's fixed time: the floor, and the K/V repeats' (grouped queries only) and the elementwise
+        #: launches' (prefill_launch_s x loop_elementwise_launches x layers) measured fixed times
+        self.fixed_s = self.floor_s + loop_kernels_fixed_s(step.spec, repeats.value if repeats is not None else None,
+                                                           launch.value if launch is not None else None)
         self.exponent = terms.prefill_floor_exponent.value
         self.gemms = None
         self.chunk_table, self.chunk_copy_s = None, 0.0
@@ -891,17 +903,16 @@ class LoopCost:
         ``cont_tokens`` tokens after ``cont_cached`` cached ones); ``longest``: its longest prompt
         or chunk where known (the measured attention's; else taken from the counts)."""
         if not self.prefill_buckets:
-            return pnorm(self.floor_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)),
+            return pnorm(self.fixed_s, self.step.pass_s(prefill_work(tokens, pairs, chunks)),
                          self.exponent) * self.prefill_scale
         work = prefill_work(*padded_prefill(tokens, pairs, chunks, self.prefill_buckets, self.logit_rows))
-        if self.gemms is None:  # the fixed time: the floor, the launches and the repeats (the dense decoder's)
-            return pnorm(self.floor_s + self.launch_s + self.kv_repeat_s, self.step.work_s(work),
-                         self.exponent) * self.prefill_scale
+        if self.gemms is None:  # the fixed time with the dense decoder's launches and repeats
+            return pnorm(self.fixed_s, self.step.work_s(work), self.exponent) * self.prefill_scale
         # with the attention measured, a chunk graph's cached keys are the chunk table's (chunk_extra_s),
         # not the prefill graph's (the step model's price keeps them, as shipped: docs/serving.md)
         own = pairs - cont_tokens * cont_cached if cont_cached and self.attention_table is not None else pairs
         attention = loop_attention_s(self.attention_table, self.step, work, tokens, own, longest)
-        seconds = (self.floor_s + self.kv_repeat_s + self.launch_s + self.linears_s(work.prefill_tokens, work.logit_rows)
+        seconds = (self.fixed_s + self.linears_s(work.prefill_tokens, work.logit_rows)
                    + attention + self.elementwise_s_per_token * work.prefill_tokens
                    + self.empty_tiles_s(work.prefill_tokens, chunks))
         if cont_cached:

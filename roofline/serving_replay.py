@@ -133,6 +133,14 @@ LAUNCH_WALKS = ("measurements/h100-sxm-probe-kernel-walk-call110.json",
                 "measurements/h100-sxm-probe-kernel-walk-call117.json")
 
 
+def _probe_gpus(paths) -> str:
+    """The GPUs probe files (relative to hardware_profiles/) were measured on, as their ``gpu`` says."""
+    from roofline.hardware import profiles_dir
+
+    return ", ".join(sorted({json.loads((profiles_dir() / p).read_text(encoding="utf-8")).get("gpu", "a GPU")
+                             for p in paths}))
+
+
 def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str = "graph", held_out=(),
                    calibration="auto", gemm_table="auto", empty_tile_probe=None,
                    measured_attention: bool = False, kv_repeat_probes=(), launch_walks=()) -> LoopTerms:
@@ -161,7 +169,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
 
     from roofline.gemm import load_gemm_table
     from roofline.pass_costs import (empty_attention_tiles, loop_attention_s, loop_elementwise_bytes_per_token,
-                                     loop_kv_repeat_s, loop_launches_s, loop_layer_gemms, loop_linears_s)
+                                     loop_kernels_fixed_s, loop_layer_gemms, loop_linears_s)
 
     names = ", ".join(r.name for r in runs)
     cards = {run_card(r) for r in runs}
@@ -189,24 +197,20 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         from roofline.pass_costs import empty_tile_s_from_probe
 
         tile_s, tile_points = empty_tile_s_from_probe(profiles_dir() / empty_tile_probe)
-        tile_gpu = json.loads((profiles_dir() / empty_tile_probe).read_text(encoding="utf-8")).get("gpu", "a GPU")
     repeat_s = None
     if kv_repeat_probes and table is not None:
         from roofline.hardware import profiles_dir
         from roofline.pass_costs import kv_repeat_s_from_probe
 
-        repeat_paths = [profiles_dir() / p for p in kv_repeat_probes]
-        repeat_s, repeat_points = kv_repeat_s_from_probe(repeat_paths)
-        repeat_gpus = sorted({json.loads(p.read_text(encoding="utf-8")).get("gpu", "a GPU") for p in repeat_paths})
+        repeat_s, repeat_points = kv_repeat_s_from_probe([profiles_dir() / p for p in kv_repeat_probes])
         repeat_list = ", ".join(f"{p['fixed_s'] * 1e6:.2f}" for p in repeat_points)
     launch_s = None
     if launch_walks and table is not None:
         from roofline.hardware import profiles_dir
         from roofline.pass_costs import launch_s_from_walks
 
-        walk_paths = [profiles_dir() / p for p in launch_walks]
-        launch_s, launch_points = launch_s_from_walks(walk_paths)
-        walk_gpus = sorted({json.loads(p.read_text(encoding="utf-8")).get("gpu", "a GPU") for p in walk_paths})
+        launch_s, launch_points = launch_s_from_walks([profiles_dir() / p for p in launch_walks])
+        launches = [p["launches"] for p in launch_points]
     attention_table = None
     if measured_attention:
         if table is None or chunk_table_path(card) is None:
@@ -245,7 +249,7 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
                                      + (tile_s or 0.0) * empty_attention_tiles(
                                          step.spec, work.prefill_tokens, run.config["max_num_seqs"],
                                          float(it["prefill_seqs"]))
-                                     + loop_kv_repeat_s(step.spec, repeat_s) + loop_launches_s(step.spec, launch_s))
+                                     + loop_kernels_fixed_s(step.spec, repeat_s, launch_s))
                     pre_el.append(loop_elementwise_bytes_per_token(step, attention_table is not None)
                                   * work.prefill_tokens)  # bytes
                 elif buckets:  # a graph replay: the padded work, no eager overhead
@@ -321,12 +325,12 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
         prefill_gemm_table=gemm_table if table is not None else None,
         prefill_attention_measured=attention_table is not None,
         prefill_empty_tile_s=Term(
-            value=tile_s, source=f"{empty_tile_probe} ({tile_gpu}), "
+            value=tile_s, source=f"{empty_tile_probe} ({_probe_gpus([empty_tile_probe])}), "
             "roofline.pass_costs.empty_tile_s_from_probe: least squares through the origin over "
             f"{len(tile_points)} (model, slots, bucket) points of the prefill graphs' extra time at more slots "
             "against their extra empty attention tiles") if tile_s is not None else None,
         prefill_kv_repeat_s_per_layer=Term(
-            value=repeat_s, source=f"{', '.join(kv_repeat_probes)} ({', '.join(repeat_gpus)}), "
+            value=repeat_s, source=f"{', '.join(kv_repeat_probes)} ({_probe_gpus(kv_repeat_probes)}), "
             "roofline.pass_costs.kv_repeat_s_from_probe: the median over "
             f"{len(repeat_points)} measurements of grouped-query models "
             f"({', '.join(p['model'] for p in repeat_points)}) of the "
@@ -335,11 +339,11 @@ def fit_loop_terms(runs: list[ServingRun], card: str | None = None, engine: str 
             f"{repeat_list} us)")
         if repeat_s is not None else None,
         prefill_launch_s=Term(
-            value=launch_s, source=f"{', '.join(launch_walks)} ({', '.join(walk_gpus)}), "
+            value=launch_s, source=f"{', '.join(launch_walks)} ({_probe_gpus(launch_walks)}), "
             "roofline.pass_costs.launch_s_from_walks: least squares through the origin over "
             f"{len(launch_points)} walked models ({', '.join(p['model'] for p in launch_points)}) of the elementwise "
-            "kernels' device time a layer, at the smallest bucket (64 tokens), against their launches a layer "
-            "(18.2-25.3) and their bytes: the launches' coefficient")
+            "kernels' device time a layer, at each walk's smallest bucket, against their launches a layer "
+            f"({min(launches):.1f}-{max(launches):.1f}) and their bytes: the launches' coefficient")
         if launch_s is not None else None,
         chunk_attention_table=chunk_table_path(card) if table is not None else None,
         chunk_rows_table=chunk_rows_table_path(card) if table is not None else None,

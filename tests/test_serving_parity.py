@@ -297,16 +297,15 @@ def test_the_qk_norms_time_in_the_graph_is_the_priced_launches_and_bytes():
     the fitted elementwise rate's order (1.64 TB/s on the fit runs' H200)."""
     import statistics
 
-    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line
+    from roofline.pass_costs import LAUNCHES_QK_NORM, paired_lines
 
     data = Path(__file__).resolve().parents[1] / "docs" / "data" / "h100-2026-12-06"
     terms = load_loop_terms(card="h200", engine="graph")
     priced = LAUNCHES_QK_NORM * terms.prefill_launch_s.value
     lines = {}
     for call in ("call120", "call126"):
-        for entry in json.loads((data / call / "qk-norm.json").read_text())["models"]:
-            if "buckets" in entry:
-                lines[call, entry["model"]] = kv_repeat_line(entry)
+        for entry, fixed, per_byte in paired_lines(data / call / "qk-norm.json"):
+            lines[call, entry["model"]] = fixed, per_byte
     assert sorted(lines) == [("call120", "olmo-2-7b"), ("call120", "qwen3-32b"), ("call120", "qwen3-8b"),
                              ("call126", "olmo-2-7b"), ("call126", "qwen3-8b")]
     fixed = [f for f, _ in lines.values()]
@@ -358,7 +357,7 @@ def test_the_h200_shows_the_launches_the_h100s_priced():
     H100 walks) says 2.13; its q/k norms take 11.8 us a layer of fixed time in the graph (priced
     8.5, the H100s' five lines 7.8-14.9) and its K/V repeats 4.07 and 4.68 (priced 4.22)."""
     from roofline.model_spec import load_model
-    from roofline.pass_costs import LAUNCHES_QK_NORM, kv_repeat_line, launch_s_from_walks, loop_walk_launches
+    from roofline.pass_costs import LAUNCHES_QK_NORM, launch_s_from_walks, loop_walk_launches, paired_lines
 
     data = Path(__file__).resolve().parents[1] / "docs" / "data" / "h200-2026-12-06"
     terms = load_loop_terms(card="h200", engine="graph")
@@ -369,10 +368,10 @@ def test_the_h200_shows_the_launches_the_h100s_priced():
         spec = load_model(p["model"])
         assert 0 <= p["launches"] - loop_walk_launches(spec) < 0.4, p["model"]
     assert 0.85 < value / terms.prefill_launch_s.value < 1.2
-    qk = [kv_repeat_line(e)[0] for e in json.loads((data / "call128" / "qk-norm.json").read_text())["models"]]
+    qk = [fixed for _, fixed, _ in paired_lines(data / "call128" / "qk-norm.json")]
     assert len(qk) == 1 and 0.85 * LAUNCHES_QK_NORM * terms.prefill_launch_s.value < qk[0] < 1.8 * (
         LAUNCHES_QK_NORM * terms.prefill_launch_s.value)
-    repeats = [kv_repeat_line(e)[0] for e in json.loads((data / "call129" / "kv-repeat.json").read_text())["models"]]
+    repeats = [fixed for _, fixed, _ in paired_lines(data / "call129" / "kv-repeat.json")]
     assert len(repeats) == 2 and all(0.8 < r / terms.prefill_kv_repeat_s_per_layer.value < 1.25 for r in repeats)
 
 
