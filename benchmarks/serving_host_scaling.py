@@ -63,10 +63,20 @@ def host_part() -> None:
         print(f"{name:24s}  {len(rows):4d}  {r[0]:11.2f}  {r[1]:17.2f}  {r[2]:19.2f}")
 
 
-def replay_part() -> None:
-    import roofline.pass_costs as pc
+def bounds_missed(folders, label: str) -> tuple[int, int]:
+    """(runs, bounds missed) of every run in ``folders`` but the fit runs, replayed with the term set
+    ``label`` of prefill_loop_attention.variants (with whatever host scaling is in place)."""
     from prefill_loop_attention import variants
     from roofline.serving_replay import compare_rows
+
+    rows = [r for folder in folders for r in compare_rows(folder, variants()[label], fitted=FIT) if r["run"] not in FIT]
+    missed = sum(sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items()) + (not r["same_preemption_behaviour"])
+                 for r in rows)
+    return len(rows), missed
+
+
+def replay_part() -> None:
+    import roofline.pass_costs as pc
 
     print("\n2. Replays of every H200 graph run but the two fit runs, the host ratios raised to gamma: bounds missed")
     ratios = pc.host_ratios
@@ -80,17 +90,14 @@ def replay_part() -> None:
 
             pc.host_ratios = weaker
             for label in ("shipped", "attn+tiles"):
-                rows = [r for folder in folders for r in compare_rows(folder, variants()[label], fitted=FIT)
-                        if r["run"] not in FIT]
-                missed = sum(sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items())
-                             + (not r["same_preemption_behaviour"]) for r in rows)
-                print(f"  gamma {gamma:.2f}  {label:10s}: {len(rows)} runs, {missed} bounds missed")
+                runs, missed = bounds_missed(folders, label)
+                print(f"  gamma {gamma:.2f}  {label:10s}: {runs} runs, {missed} bounds missed")
     finally:
         pc.host_ratios = ratios
-    additive_part(folders, compare_rows, variants)
+    additive_part(folders)
 
 
-def additive_part(folders, compare_rows, variants) -> None:
+def additive_part(folders) -> None:
     """The same replays with the host probe's excess added to the host lines' intercepts instead of
     every host term scaled by its ratio (the thirty-fifth session's question: on a slow host the
     proportional scaling overshot one H100 run's prefill host time, 600 us against 395)."""
@@ -112,11 +119,8 @@ def additive_part(folders, compare_rows, variants) -> None:
     pc.scaled_for_host = additive
     try:
         for label in ("shipped", "attn+tiles"):
-            rows = [r for folder in folders for r in compare_rows(folder, variants()[label], fitted=FIT)
-                    if r["run"] not in FIT]
-            missed = sum(sum(abs(r[k]["error"]) > b for k, b in BOUNDS.items())
-                         + (not r["same_preemption_behaviour"]) for r in rows)
-            print(f"  additive    {label:10s}: {len(rows)} runs, {missed} bounds missed (the probe's excess added to "
+            runs, missed = bounds_missed(folders, label)
+            print(f"  additive    {label:10s}: {runs} runs, {missed} bounds missed (the probe's excess added to "
                   "the intercepts)")
     finally:
         pc.scaled_for_host = scaled
