@@ -128,10 +128,20 @@ def test_fit_takes_the_sustained_matmul_probe_on_the_command_line(tmp_path):
 
 
 def test_the_sustained_matmul_probe_runs_on_the_cpu(tmp_path):
+    import torch
+
     from calibrate import probes
 
     path = tmp_path / "probe-sustained-matmul.json"
-    data = probes.sustained_probe("cpu", probes.TINY_SUSTAINED, path, None, lambda m: None)
+    # One CPU thread: with torch's thread pool on a loaded two-core machine (CI), one descheduled worker
+    # held every tiny GEMM ~100 ms, so a load phase had a handful of windows and none in its first bins
+    # (seen once in CI; reproduced with four busy processes beside it, and gone with one thread).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        data = probes.sustained_probe("cpu", probes.TINY_SUSTAINED, path, None, lambda m: None)
+    finally:
+        torch.set_num_threads(threads)
     series = {w["series"] for w in data["windows"]}
     assert series == {"gemm", "prefill tiny-llama 2x16"} and not data["errors"]
     # every load phase's windows, back to back, ends past its length
