@@ -182,6 +182,13 @@ OTHER_CARDS = (
      "on 32 slots, gpt-neox-20b (a plain GELU MLP, 44 layers, 64 full heads of 96) mixed on 16, mistral-7b-v0.1 short "
      "on 64; seeds 821-823, rates picked before the call, calibrate/runs/pick_rates_call119.py, "
      "`docs/data/h100-2026-12-06/call119/`)"),
+    ("h100-sxm", "h100-sxm-graph-call134", "**Leave one card out: gemma-3 and qwen2.5-32b** "
+     "(`measurements/serving/h100-sxm-graph-call134/`, device call 134, the thirty-sixth session, asked for an H100 "
+     "or an H200 and lent an H100: gemma-3-4b (8 query heads of 256 over 4 K/V heads, q/k norms, a gated GELU MLP, "
+     "a 262,208-row LM head) short on 128 slots of 512 rows, gemma-3-12b long generations on 64 slots of 1,024 (its "
+     "1,024-token window the slot's width), qwen2.5-32b (64 layers) mixed on 16; three models no serving run had, "
+     "seeds 831-833, rates picked before the call, calibrate/runs/pick_rates_call134.py, "
+     "`docs/data/h100-2026-12-06/call134/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
