@@ -189,6 +189,11 @@ OTHER_CARDS = (
      "1,024-token window the slot's width), qwen2.5-32b (64 layers) mixed on 16; three models no serving run had, "
      "seeds 831-833, rates picked before the call, calibrate/runs/pick_rates_call134.py, "
      "`docs/data/h100-2026-12-06/call134/`)"),
+    ("h100-sxm", "h100-sxm-graph-call135", "**Leave one card out: call 134's new models under the server's other "
+     "regimes** (`measurements/serving/h100-sxm-graph-call135/`, device call 135, the thirty-sixth session, lent an "
+     "H100: gemma-3-4b long generations on 96 slots and a 20,000-token pool that preempts, qwen2.5-32b long prompts "
+     "chunked at 1,024 tokens on 16 slots, gemma-3-12b's fixed 256 + 128 chunked at 512 on 64; seeds 841-843, rates "
+     "picked before the call, calibrate/runs/pick_rates_call135.py, `docs/data/h100-2026-12-06/call135/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
