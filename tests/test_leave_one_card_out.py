@@ -220,3 +220,22 @@ def test_a_transferred_loop_says_so_in_simulate_and_compare_serving():
     notes = compare_folder(SERVING / "h100-sxm-graph-call93")["notes"]
     assert any("leave-one-card-out replay" in n for n in notes)
     assert not any("leave-one-card-out" in n for n in compare_folder(SERVING / "h200-graph-call91")["notes"])
+
+
+def test_the_rate_picker_says_which_sessions_the_card_cannot_hold():
+    # calibrate/runs/pick_rates_call102.py's session_refusal, the serving job's memory rule on the card:
+    # gpt-neox-20b on 32 slots of 1,280 rows needs 86.8 GB (call 118: the H100 job refused it before
+    # loading; the picker had named a rate); qwen3-32b on 16 of 1,280 and qwen2.5-32b on 16 of 1,792
+    # ran on H100s (calls 118 and 135)
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "calibrate" / "runs" / "pick_rates_call102.py"
+    spec = importlib.util.spec_from_file_location("runs_pick_rates_call102", path)
+    picker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(picker)
+    refusal = picker.session_refusal("h100-sxm", "gpt-neox-20b", 32, 1280)
+    assert refusal and "86.8 GB" in refusal
+    assert picker.session_refusal("h200", "gpt-neox-20b", 32, 1280) is None
+    assert picker.session_refusal("h100-sxm", "qwen3-32b", 16, 1280) is None
+    assert picker.session_refusal("h100-sxm", "qwen2.5-32b", 16, 1792) is None

@@ -36,7 +36,26 @@ CANDIDATES = [
 ]
 
 
+def session_refusal(card, model, slots, mml):
+    """What the serving job would say before loading (calibrate.serving_job.check_session_fits: the
+    weights and the static KV cache beyond 0.9 x the GPU's free memory), with the card's memory for
+    the free memory (a little more than the job sees): a line, or None when the session fits."""
+    from calibrate.configs import load_model_config
+    from calibrate.serving_job import session_memory_bytes
+    from roofline.hardware import load_card
+
+    need = session_memory_bytes(model, load_model_config(model), slots, mml, "bfloat16")
+    memory = load_card(card).memory_bytes
+    if need > 0.9 * memory:
+        return (f"does not fit {card}: weights and static KV cache need about {need / 1e9:.1f} GB, more than "
+                f"0.9 x {memory / 1e9:.1f} GB (the serving job refuses it before loading)")
+    return None
+
+
 def simulate(card, model, slots, mml, stream, rate, count, seed, extra, terms):
+    refusal = session_refusal(card, model, slots, mml)
+    if refusal:
+        return refusal
     path = TMP / f"{model}-{stream}-{rate}-{count}-{seed}.csv"
     if not path.exists():
         with open(path, "w", newline="") as f:
