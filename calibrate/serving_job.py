@@ -174,7 +174,6 @@ def check_session_fits(model: str, config: dict, device, max_num_seqs: int, max_
     from roofline.errors import RooflineError
 
     check_servable(Shapes.from_config(config), max_model_len, model)
-    need = session_memory_bytes(model, config, max_num_seqs, max_model_len, dtype)
     if device.type == "cuda":
         import torch
 
@@ -183,10 +182,23 @@ def check_session_fits(model: str, config: dict, device, max_num_seqs: int, max_
         where = "free on the GPU"
     else:
         free, where = mem_available_bytes(), "available (MemAvailable)"
-    if free is not None and need > headroom * free:
-        raise RooflineError(f"{model} does not fit: its weights and static KV cache ({max_num_seqs} slots of "
-                            f"{max_model_len} tokens) need about {need / 1e9:.1f} GB, {free / 1e9:.1f} GB {where}; "
-                            "use fewer --max-num-seqs, a smaller --max-model-len or a smaller model")
+    refusal = session_fit_refusal(model, config, max_num_seqs, max_model_len, free, where, dtype, headroom)
+    if refusal:
+        raise RooflineError(refusal)
+
+
+def session_fit_refusal(model: str, config: dict, max_num_seqs: int, max_model_len: int, free: float | None,
+                        where: str, dtype: str = "bfloat16", headroom: float = 0.9) -> str | None:
+    """The line refusing a session whose weights and static KV cache need more than ``headroom`` x
+    ``free`` bytes (``where``: what the free memory is), or None when it fits or ``free`` is unknown.
+    check_session_fits applies it to the device's free memory; the rate pickers
+    (calibrate/runs/pick_rates_call102.py) to a card's memory, before any call."""
+    need = session_memory_bytes(model, config, max_num_seqs, max_model_len, dtype)
+    if free is None or need <= headroom * free:
+        return None
+    return (f"{model} does not fit: its weights and static KV cache ({max_num_seqs} slots of {max_model_len} "
+            f"tokens) need about {need / 1e9:.1f} GB, {free / 1e9:.1f} GB {where}; "
+            "use fewer --max-num-seqs, a smaller --max-model-len or a smaller model")
 
 
 class ServingSession:

@@ -48,3 +48,7 @@ detect_card() {
     *) echo "unknown card: $name" >&2; return 1 ;;
   esac
 }
+# on an H200 the first argument, on any other card the second (a call's rates per card: rate H200 H100)
+rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
+# a serving job only while a whole one (serve_into: 150 s at most) still fits a 600 s call: fits NAME
+fits() { [ "$(elapsed)" -lt 430 ] || { echo "== $1 skipped at $(elapsed) s"; return 1; }; }

@@ -11,7 +11,6 @@ env_info > "$W105/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W105/env.txt"
 # rate on the H200, rate on the H100 (docs/data/h100-2026-12-06/call105/picks.txt)
-rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 sampled() { SAMPLER_MAX_S=150 sample_through "$W105" "$@"; }
 # in order of what a cut-short call should still bring back
 sampled l2 serve_into "$W105" l2 --max-num-seqs 64 --max-model-len 1280 --model llama-2-7b --runs "mixed@$(rate 25 15):400:781"

@@ -36,7 +36,6 @@ if [ "${PART:-}" = walk ]; then  # call 110: calibrate/runs/prefill_kernel_walk.
   fi
   echo "== total $(elapsed) s"; exit 0
 fi
-rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 repeats() { timeout 230 python3 calibrate/runs/kv_repeat_probe.py "$W107/kv-repeat.json" \
   llama-2-7b:32:2304 qwen2.5-7b:32:2304 phi-3-mini-4k:32:2040 qwen2.5-1.5b:32:2304 llama-3.1-8b:32:2304 \
   > "$W107/kv-repeat.log" 2>&1; }

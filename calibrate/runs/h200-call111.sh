@@ -12,7 +12,6 @@ W111="$W/call111"; mkdir -p "$W111"
 env_info > "$W111/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W111/env.txt"
-rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 sampled() { SAMPLER_MAX_S=150 sample_through "$W111" "$@"; }
 sampled p3m serve_into "$W111" p3m --max-num-seqs 64 --max-model-len 1536 --model phi-3-mini-4k --runs "mixed@$(rate 30 20):400:791"
 sampled l2s serve_into "$W111" l2s --max-num-seqs 128 --max-model-len 1024 --model llama-2-7b --runs "short@$(rate 120 90):500:792"

@@ -10,7 +10,6 @@ W115="$W/call115"; mkdir -p "$W115"
 env_info > "$W115/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W115/env.txt"
-rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 sampled() { SAMPLER_MAX_S=120 sample_through "$W115" "$@"; }
 sampled f7m serve_into "$W115" f7m --max-num-seqs 64 --max-model-len 1280 --model falcon-7b --runs "mixed@$(rate 35 25):300:801"
 sampled o7s serve_into "$W115" o7s --max-num-seqs 64 --max-model-len 1024 --model olmo-2-7b --runs "short@$(rate 70 50):400:802"

@@ -9,7 +9,6 @@ W118="$W/call118"; mkdir -p "$W118"
 env_info > "$W118/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W118/env.txt"
-rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
 serve_into "$W118" o7p --max-num-seqs 32 --max-model-len 1792 --model olmo-2-7b --runs "long-prompt@$(rate 14 10):200:813"
 serve_into "$W118" q8s --max-num-seqs 64 --max-model-len 1024 --model qwen3-8b --runs "short@60:400:814"
 serve_into "$W118" n20m --max-num-seqs 32 --max-model-len 1280 --model gpt-neox-20b --runs "mixed@$(rate 8 5):250:812"

@@ -11,9 +11,6 @@ W134="$W/call134"; mkdir -p "$W134"
 env_info > "$W134/env.txt" 2>&1
 CARD=$(detect_card) || exit 1; export CARD
 echo "card $CARD" | tee -a "$W134/env.txt"
-rate() { if [ "$CARD" = h200 ]; then echo "$1"; else echo "$2"; fi; }
-# a serving job only while a whole one (150 s at most) still fits the call's 600 s
-fits() { [ "$(elapsed)" -lt 430 ] || { echo "== $1 skipped at $(elapsed) s"; return 1; }; }
 if [ "$CARD" = h200 ]; then
   serve_into "$W134" o7p --max-num-seqs 32 --max-model-len 1792 --model olmo-2-7b --runs "long-prompt@14:200:813"
   serve_into "$W134" q8s --max-num-seqs 64 --max-model-len 1024 --model qwen3-8b --runs "short@60:400:814"

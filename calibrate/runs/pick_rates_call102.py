@@ -37,25 +37,17 @@ CANDIDATES = [
 
 
 def session_refusal(card, model, slots, mml):
-    """What the serving job would say before loading (calibrate.serving_job.check_session_fits: the
-    weights and the static KV cache beyond 0.9 x the GPU's free memory), with the card's memory for
-    the free memory (a little more than the job sees): a line, or None when the session fits."""
+    """The serving job's refusal before loading (calibrate.serving_job.session_fit_refusal), with the
+    card's memory for the free memory (a little more than the job sees): a line, or None."""
     from calibrate.configs import load_model_config
-    from calibrate.serving_job import session_memory_bytes
+    from calibrate.serving_job import session_fit_refusal
     from roofline.hardware import load_card
 
-    need = session_memory_bytes(model, load_model_config(model), slots, mml, "bfloat16")
-    memory = load_card(card).memory_bytes
-    if need > 0.9 * memory:
-        return (f"does not fit {card}: weights and static KV cache need about {need / 1e9:.1f} GB, more than "
-                f"0.9 x {memory / 1e9:.1f} GB (the serving job refuses it before loading)")
-    return None
+    return session_fit_refusal(model, load_model_config(model), slots, mml, load_card(card).memory_bytes,
+                               f"in {card}'s memory (the serving job refuses it before loading)")
 
 
 def simulate(card, model, slots, mml, stream, rate, count, seed, extra, terms):
-    refusal = session_refusal(card, model, slots, mml)
-    if refusal:
-        return refusal
     path = TMP / f"{model}-{stream}-{rate}-{count}-{seed}.csv"
     if not path.exists():
         with open(path, "w", newline="") as f:
@@ -84,7 +76,14 @@ def main(candidates=CANDIDATES):
     """Each candidate at each of its rates with both term sets, one line each (``--card CARD``: on
     that card, the terms carried there)."""
     card = sys.argv[sys.argv.index("--card") + 1] if "--card" in sys.argv else "h200"
-    jobs = [(c, r, t) for c in candidates for r in c[8] for t in (None, ALT)]
+    fitting = []
+    for c in candidates:  # a session the card cannot hold gets its refusal, not a rate
+        refusal = session_refusal(card, *c[1:4])
+        if refusal:
+            print(f"{c[0]:4s} {c[1]:16s} {c[2]:3d} slots x {c[3]:4d} {c[4]:11s} {refusal}", flush=True)
+        else:
+            fitting.append(c)
+    jobs = [(c, r, t) for c in fitting for r in c[8] for t in (None, ALT)]
     with ThreadPoolExecutor(2) as ex:
         results = ex.map(lambda j: simulate(card, *j[0][1:5], j[1], *j[0][5:8], j[2]), jobs)
         for (c, rate, terms), line in zip(jobs, results):
