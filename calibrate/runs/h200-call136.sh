@@ -15,8 +15,10 @@ echo "card $CARD" | tee -a "$W136/env.txt"
 RATES=$(rate "12.4 15.1 17.8 20.4 23.1" "7.9 9.6 11.2 12.9 14.6")
 RUNS=$(for r in $RATES; do printf "mixed@%s:400:851," "$r"; done); RUNS=${RUNS%,}
 echo "runs $RUNS" | tee -a "$W136/env.txt"
+snap_loop & SNAPPER=$!  # the runs served so far come back even if the call is cut short
 timeout 480 python3 -m calibrate.serving_job --out "$W136/serve" --card "$CARD" --model llama-3.1-8b \
   --max-num-seqs 64 --max-model-len 1280 --runs "$RUNS" --budget-s 450 > "$W136/cs8.log" 2>&1
 echo "== cs8 done at $(elapsed) s"
+kill $SNAPPER 2>/dev/null; wait $SNAPPER 2>/dev/null
 snap; echo "== total $(elapsed) s"
 grep -E "served in|Error|error|Traceback|refuse|skipped" "$W136/cs8.log" | tail -8
