@@ -60,18 +60,28 @@ def write_lengths(path: Path = LENGTHS) -> Path:
     return path
 
 
-def choose(card: str, rates=None, kv_capacity_tokens=None):
-    """choose-server's answer for the check's stream on ``card`` (at ``rates`` if given)."""
+def choose(card: str, rates=None, kv_capacity_tokens=None, whole: bool = False):
+    """choose-server's answer for the check's stream on ``card`` (at ``rates`` if given): its best
+    candidate, or (``whole``) the whole answer."""
+    import tempfile
+
     import roofline
 
-    return roofline.choose_server(card, MODEL, engine="graph", batch=SLOTS, requests=str(write_lengths()),
+    with tempfile.TemporaryDirectory() as tmp:
+        answer = _choose(roofline, card, write_lengths(Path(tmp) / "lengths.csv"), rates, kv_capacity_tokens)
+    return answer if whole else answer["best"]
+
+
+def _choose(roofline, card, lengths, rates, kv_capacity_tokens):
+    return roofline.choose_server(card, MODEL, engine="graph", batch=SLOTS, requests=str(lengths),
                                   seed=SEED, slo_ttft_s=SLO_TTFT_S, slo_tpot_s=SLO_TPOT_S,
                                   schedule="prefill-first", max_model_len=MAX_MODEL_LEN,
                                   kv_capacity_tokens=kv_capacity_tokens, pass_cost="serving-loop",
-                                  rates=rates).as_dict()["best"]
+                                  rates=rates).as_dict()
 
 
 def pick(card: str) -> None:
+    write_lengths()
     best = choose(card)
     r = best["best_rate_req_s"]
     rates = [round(r * f, 1) for f in RATE_FACTORS]
@@ -118,8 +128,9 @@ def check(folder: Path, card: str) -> int:
     pool = runs[0]["pool"]
     best = choose(card, kv_capacity_tokens=pool)
     r_star = best["best_rate_req_s"]
-    sim = {round(p["rate_req_s"], 6): p for p in choose(card, rates=[x["rate"] for x in runs],
-                                                       kv_capacity_tokens=pool)["points"]}
+    # each rate on its own (a sweep of given rates stops at the first that breaks an SLO)
+    sim = {x["rate"]: choose(card, rates=[x["rate"]], kv_capacity_tokens=pool, whole=True)["candidates"][0]["points"][0]
+           for x in runs}
     print(f"{MODEL} {STREAM} x {COUNT} seed {SEED} on {card}, SLOs TTFT p99 <= {SLO_TTFT_S * 1e3:.0f} ms, "
           f"TPOT p99 <= {SLO_TPOT_S * 1e3:.0f} ms; choose-server's rate {r_star:.2f} req/s (binding {best['binding']})")
     print(f"{'rate':>6}  {'x R*':>5}  {'TTFT p99 meas / sim (ms)':>25}  {'TPOT p99 meas / sim (ms)':>25}  "
@@ -127,7 +138,7 @@ def check(folder: Path, card: str) -> int:
     rates, tpots = [], []
     for x in runs:
         ttft, tpot = x["ttft_p99_s"], x["tpot_p99_s"]
-        s = sim.get(round(x["rate"], 6)) or min(sim.values(), key=lambda p: abs(p["rate_req_s"] - x["rate"]))
+        s = sim[x["rate"]]
         meets = ttft <= SLO_TTFT_S and tpot <= SLO_TPOT_S
         print(f"{x['rate']:6.2f}  {x['rate'] / r_star:5.2f}  {ttft * 1e3:11.1f} / {s['ttft_p99_s'] * 1e3:8.1f}  "
               f"{tpot * 1e3:11.2f} / {s['tpot_p99_s'] * 1e3:8.2f}  {'yes' if meets else 'no':>11} / "

@@ -194,6 +194,11 @@ OTHER_CARDS = (
      "H100: gemma-3-4b long generations on 96 slots and a 20,000-token pool that preempts, qwen2.5-32b long prompts "
      "chunked at 1,024 tokens on 16 slots, gemma-3-12b's fixed 256 + 128 chunked at 512 on 64; seeds 841-843, rates "
      "picked before the call, calibrate/runs/pick_rates_call135.py, `docs/data/h100-2026-12-06/call135/`)"),
+    ("h100-sxm", "h100-sxm-graph-call136", "**Leave one card out: choose-server's rate, served** "
+     "(`measurements/serving/h100-sxm-graph-call136/`, device call 136, the thirty-seventh session, asked for an H100 "
+     "or an H200 and lent an H100: llama-3.1-8b mixed x 400, seed 851, 64 slots of 1,280 rows, at 0.7-1.3x the rate "
+     "choose-server named for TTFT p99 <= 500 ms and TPOT p99 <= 16 ms, picked before the call, "
+     "benchmarks/choose_server_check.py, `docs/data/h100-2026-12-06/call136/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

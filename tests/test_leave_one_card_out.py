@@ -109,7 +109,7 @@ H100_MISSES = {
                                        ("h100-sxm-graph-call107", 2), ("h100-sxm-graph-call111", 5),
                                        ("h100-sxm-graph-call115", 4), ("h100-sxm-graph-call118", 3),
                                        ("h100-sxm-graph-call119", 3), ("h100-sxm-graph-call134", 3),
-                                       ("h100-sxm-graph-call135", 3)])
+                                       ("h100-sxm-graph-call135", 3), ("h100-sxm-graph-call136", 5)])
 def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
     rows = compare_rows(SERVING / sub, load_loop_terms(card="h100-sxm", engine="graph"), fitted=())
     assert len(rows) == count
@@ -145,6 +145,9 @@ def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
         by_run = {r["run"]: r for r in rows}
         assert by_run["gemma-3-4b-long-gen-r30-n300-s841"]["preemptions"]["measured"] > 0
         assert sum(r["policy"] == "chunked" for r in rows) == 2
+    if sub == "h100-sxm-graph-call136":  # one stream at five rates around choose-server's (benchmarks/choose_server_check.py)
+        assert sorted(float(r["run"].split("-r")[1].split("-n")[0].replace("p", ".")) for r in rows) == [
+            7.9, 9.6, 11.2, 12.9, 14.6]
     if sub == "h100-sxm-graph-call1":  # the 40,000-token pool preempted, as simulated
         assert {r["run"]: r["preemptions"]["measured"] > 0 for r in rows}["qwen2.5-1.5b-mixed-r120-n500-s705"]
 
@@ -239,3 +242,41 @@ def test_the_rate_picker_says_which_sessions_the_card_cannot_hold():
     assert picker.session_refusal("h200", "gpt-neox-20b", 32, 1280) is None
     assert picker.session_refusal("h100-sxm", "qwen3-32b", 16, 1280) is None
     assert picker.session_refusal("h100-sxm", "qwen2.5-32b", 16, 1792) is None
+
+
+def test_choose_servers_rate_is_where_the_real_loop_crossed_the_slo():
+    # device call 136 (benchmarks/choose_server_check.py): choose-server named 11.24 req/s for
+    # llama-3.1-8b's mixed stream on an H100 (TPOT p99 <= 16 ms binding); the real loop served the
+    # same stream (its lengths, and at each rate the same arrivals) at 0.7-1.3x that: measured TPOT
+    # p99 13.02, 14.09, 15.65, 17.35, 18.19 ms, crossing 16 ms at 11.54 req/s (choose-server -2.6%)
+    import csv
+    import sys
+
+    sys.path.insert(0, str(profiles_dir().parent / "benchmarks"))
+    import choose_server_check as check
+
+    runs = check.measured(SERVING / "h100-sxm-graph-call136")
+    assert [x["rate"] for x in runs] == [7.9, 9.6, 11.2, 12.9, 14.6]
+    with check.LENGTHS.open() as fh:  # the stream choose-server was asked about is the one served
+        lengths = [(int(r["prompt_tokens"]), int(r["gen_tokens"])) for r in csv.DictReader(fh)]
+    with (SERVING / "h100-sxm-graph-call136" / "stream-llama-3.1-8b-mixed-r11p2-n400-s851.csv").open() as fh:
+        assert [(int(r["prompt_tokens"]), int(r["gen_tokens"])) for r in csv.DictReader(fh)] == lengths
+    r_star = check.choose("h100-sxm", kv_capacity_tokens=runs[0]["pool"])["best_rate_req_s"]
+    assert r_star == pytest.approx(11.24, abs=0.05)  # the rate picked before the call (docs/data/h100-2026-12-06/call136)
+    crossed, where = check.crossing([x["rate"] for x in runs], [x["tpot_p99_s"] for x in runs], check.SLO_TPOT_S)
+    assert where == "between" and crossed == pytest.approx(11.54, abs=0.02)
+    assert abs(r_star / crossed - 1) < 0.05
+    assert [x["tpot_p99_s"] <= check.SLO_TPOT_S and x["ttft_p99_s"] <= check.SLO_TTFT_S for x in runs] == [
+        True, True, True, False, False]
+
+
+def test_the_slo_crossing_is_interpolated_in_log_rate_and_log_p99():
+    import sys
+
+    sys.path.insert(0, str(profiles_dir().parent / "benchmarks"))
+    from choose_server_check import crossing
+
+    # p99 proportional to the rate: 10 ms at 10 req/s, 20 at 20: 14 ms at 14 req/s
+    assert crossing([10.0, 20.0], [0.010, 0.020], 0.014)[0] == pytest.approx(14.0)
+    assert crossing([10.0, 20.0], [0.015, 0.020], 0.014) == (None, "below the lowest rate served")
+    assert crossing([10.0, 20.0], [0.010, 0.012], 0.014) == (None, "above the highest rate served")
