@@ -143,6 +143,8 @@ def check(folder: Path, card: str) -> int:
         print(f"{x['rate']:6.2f}  {x['rate'] / r_star:5.2f}  {ttft * 1e3:11.1f} / {s['ttft_p99_s'] * 1e3:8.1f}  "
               f"{tpot * 1e3:11.2f} / {s['tpot_p99_s'] * 1e3:8.2f}  {'yes' if meets else 'no':>11} / "
               f"{'yes' if s['meets'] else 'no'}")
+        if x["unserved"]:
+            print(f"        {x['name']}: {x['unserved']} requests unserved (the job's deadline): its p99s are not the stream's")
         rates.append(x["rate"])
         tpots.append(tpot)
     r_meas, where = crossing(rates, tpots, SLO_TPOT_S)
