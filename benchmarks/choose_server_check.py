@@ -4,7 +4,7 @@ crosses the SLO?
 `roofline choose-server` answers "the highest arrival rate at which this server keeps TTFT p99 and
 TPOT p99 within the SLOs". This check takes one stream shape and one pair of SLOs, asks
 choose-server for that rate R* on a card with the serving loop's price (`--pass-cost serving-loop`,
-the loop's configuration: prefill-first, the slots, the slot length, the pool the job sizes), has the
+the loop's configuration: prefill-first, the slots, the slot length; ``check`` the run's own pool), has the
 real loop (calibrate/serving_loop.py) serve the same stream -- the same lengths and, at each rate,
 the same Poisson arrivals (the job's generator is roofline.batching's, same seed) -- at rates around
 R*, and reports, per rate, the measured p99s against the SLOs and against choose-server's own
@@ -44,18 +44,22 @@ RATE_FACTORS = (0.7, 0.85, 1.0, 1.15, 1.3)
 LENGTHS = ROOT / "docs" / "data" / "cpu" / "choose-server-check-lengths.csv"
 
 
-def write_lengths(path: Path = LENGTHS) -> Path:
-    """The stream's lengths as the serving job draws them (calibrate.serving_job.stream_requests)."""
+def lengths() -> list[tuple[int, int]]:
+    """The stream's (prompt, generation) lengths as the serving job draws them
+    (calibrate.serving_job.stream_requests)."""
     from calibrate.serving_job import stream_requests
 
-    rows = stream_requests(STREAM, COUNT, None, seed=SEED)
+    return [(r.prompt_tokens, r.gen_tokens) for r in stream_requests(STREAM, COUNT, None, seed=SEED)]
+
+
+def write_lengths(path: Path = LENGTHS) -> Path:
+    """The stream's lengths as a request file (what ``pick`` commits beside its answer)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["prompt_tokens", "gen_tokens"])
-        for r in rows:
-            w.writerow([r.prompt_tokens, r.gen_tokens])
+        w.writerows(lengths())
     tmp.replace(path)
     return path
 
@@ -63,21 +67,19 @@ def write_lengths(path: Path = LENGTHS) -> Path:
 def choose(card: str, rates=None, kv_capacity_tokens=None, whole: bool = False):
     """choose-server's answer for the check's stream on ``card`` (at ``rates`` if given): its best
     candidate, or (``whole``) the whole answer."""
-    import tempfile
+    import numpy as np
 
     import roofline
+    from roofline.batching import Requests
 
-    with tempfile.TemporaryDirectory() as tmp:
-        answer = _choose(roofline, card, write_lengths(Path(tmp) / "lengths.csv"), rates, kv_capacity_tokens)
+    prompts, gens = zip(*lengths())
+    answer = roofline.choose_server(card, MODEL, engine="graph", batch=SLOTS,
+                                    requests=Requests(np.array(prompts), np.array(gens), source=f"{STREAM} seed {SEED}"),
+                                    seed=SEED, slo_ttft_s=SLO_TTFT_S, slo_tpot_s=SLO_TPOT_S,
+                                    schedule="prefill-first", max_model_len=MAX_MODEL_LEN,
+                                    kv_capacity_tokens=kv_capacity_tokens, pass_cost="serving-loop",
+                                    rates=rates).as_dict()
     return answer if whole else answer["best"]
-
-
-def _choose(roofline, card, lengths, rates, kv_capacity_tokens):
-    return roofline.choose_server(card, MODEL, engine="graph", batch=SLOTS, requests=str(lengths),
-                                  seed=SEED, slo_ttft_s=SLO_TTFT_S, slo_tpot_s=SLO_TPOT_S,
-                                  schedule="prefill-first", max_model_len=MAX_MODEL_LEN,
-                                  kv_capacity_tokens=kv_capacity_tokens, pass_cost="serving-loop",
-                                  rates=rates).as_dict()
 
 
 def pick(card: str) -> None:
