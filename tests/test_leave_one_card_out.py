@@ -263,11 +263,37 @@ def test_choose_servers_rate_is_where_the_real_loop_crossed_the_slo():
         assert [(int(r["prompt_tokens"]), int(r["gen_tokens"])) for r in csv.DictReader(fh)] == lengths
     r_star = check.choose("h100-sxm", kv_capacity_tokens=runs[0]["pool"])["best_rate_req_s"]
     assert r_star == pytest.approx(11.24, abs=0.05)  # the rate picked before the call (docs/data/h100-2026-12-06/call136)
-    crossed, where = check.crossing([x["rate"] for x in runs], [x["tpot_p99_s"] for x in runs], check.SLO_TPOT_S)
+    slo = check.CASES["tpot"]
+    crossed, where = check.crossing([x["rate"] for x in runs], [x["tpot_p99_s"] for x in runs], slo.slo_tpot_s)
     assert where == "between" and crossed == pytest.approx(11.54, abs=0.02)
     assert abs(r_star / crossed - 1) < 0.05
-    assert [x["tpot_p99_s"] <= check.SLO_TPOT_S and x["ttft_p99_s"] <= check.SLO_TTFT_S for x in runs] == [
-        True, True, True, False, False]
+    assert [check.meets(x, "tpot") for x in runs] == [True, True, True, False, False]
+    # TTFT p99 stays far under its 500 ms: the sustained rate is TPOT's crossing
+    assert check.sustained(runs, "tpot")[0] == pytest.approx(crossed)
+    # the ttft case's SLOs (200 ms, 40 ms) hold at every one of these rates: no bracket
+    assert check.sustained(runs, "ttft")[0] is None
+
+
+def test_the_sustained_rate_is_the_lower_crossing_and_zero_when_every_rate_misses():
+    import sys
+
+    sys.path.insert(0, str(profiles_dir().parent / "benchmarks"))
+    import choose_server_check as check
+
+    def run(rate, ttft, tpot):
+        return {"rate": rate, "ttft_p99_s": ttft, "tpot_p99_s": tpot}
+
+    # ttft case: TTFT p99 crosses 200 ms between 30 and 33 req/s, TPOT p99 (<= 40 ms) never
+    runs = [run(30.0, 0.100, 0.030), run(33.0, 0.400, 0.031)]
+    r, lines = check.sustained(runs, "ttft")
+    assert 30.0 < r < 33.0 and r == pytest.approx(check.crossing([30.0, 33.0], [0.1, 0.4], 0.2)[0])
+    assert lines[1] == "measured TPOT p99 crosses its SLO above the highest rate served"
+    # both cross: the lower crossing is the sustained rate
+    runs = [run(30.0, 0.100, 0.030), run(33.0, 0.400, 0.050)]
+    assert check.sustained(runs, "ttft")[0] == pytest.approx(
+        min(check.crossing([30.0, 33.0], [0.1, 0.4], 0.2)[0], check.crossing([30.0, 33.0], [0.03, 0.05], 0.04)[0]))
+    # every rate already over an SLO: zero
+    assert check.sustained([run(30.0, 0.300, 0.030), run(33.0, 0.400, 0.031)], "ttft")[0] == 0.0
 
 
 def test_the_slo_crossing_is_interpolated_in_log_rate_and_log_p99():
