@@ -199,6 +199,11 @@ OTHER_CARDS = (
      "or an H200 and lent an H100: llama-3.1-8b mixed x 400, seed 851, 64 slots of 1,280 rows, at 0.7-1.3x the rate "
      "choose-server named for TTFT p99 <= 500 ms and TPOT p99 <= 16 ms, picked before the call, "
      "benchmarks/choose_server_check.py, `docs/data/h100-2026-12-06/call136/`)"),
+    ("h100-sxm", "h100-sxm-graph-call137", "**Leave one card out: choose-server's rate where TTFT binds, served** "
+     "(`measurements/serving/h100-sxm-graph-call137/`, device call 137, the thirty-eighth session, asked for an H100 "
+     "or an H200 and lent an H100: the same stream and server as call 136, at 0.85-1.15x the rate choose-server named "
+     "for TTFT p99 <= 200 ms and TPOT p99 <= 40 ms, 96% of its capacity, picked before the call, "
+     "benchmarks/choose_server_check.py --case ttft, `docs/data/h100-2026-12-06/call137/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
