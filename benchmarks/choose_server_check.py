@@ -12,7 +12,7 @@ simulation of that rate; then the rate at which each measured p99 crosses its SL
 log rate and log p99 between the two runs that bracket it), the lower of the two -- the highest
 rate the real server sustains within both -- against R*.
 
-Two cases, one stream (both chosen before any run of them):
+Three cases (each chosen before any run of it):
 
 - ``tpot`` (device call 136): TTFT p99 <= 500 ms, TPOT p99 <= 16 ms. TPOT binds, at about half the
   capacity, where the p99 rises slowly with the rate.
@@ -20,18 +20,21 @@ Two cases, one stream (both chosen before any run of them):
   capacity, where the queue's tail climbs steeply with the rate. The p99 there is fragile, but the
   rate where it crosses follows the capacity: ``pick`` prints R* with every pass's GPU time 3%
   slower and faster, -2.9% .. +3.1% on the H200 (the tpot case: -11% .. +6%, its p99 rising slowly).
+- ``chunked`` (the thirty-eighth session): another stream and server -- qwen2.5-7b's long prompts
+  on 32 slots of 1,792 rows, chunked at 512 tokens beside the decodes (simulated decode-first with
+  512 batched tokens) --, TTFT p99 <= 500 ms, TPOT p99 <= 30 ms. TTFT binds at ~80% of the capacity.
 
 choose-server is used as a user would: the loop terms as shipped (carried over to the H100 where it
 runs there, docs/serving.md "Leave one card out"), no host probe of the machine that ran it (the
 replays of `roofline compare-serving` use it; these do not).
 
-    .venv/bin/python benchmarks/choose_server_check.py pick [--card h200|h100-sxm] [--case tpot|ttft]
-    .venv/bin/python benchmarks/choose_server_check.py check DIR [--card CARD] [--case tpot|ttft]
+    .venv/bin/python benchmarks/choose_server_check.py pick [--card h200|h100-sxm] [--case tpot|ttft|chunked]
+    .venv/bin/python benchmarks/choose_server_check.py check DIR [--card CARD] [--case tpot|ttft|chunked]
 
 ``pick`` prints R* and the rates to serve (R* x the case's rate factors, rounded to 0.1 req/s), and
-writes the stream's lengths to docs/data/cpu/choose-server-check-lengths.csv; ``check`` reads the
-serving runs (requests-*.csv[.gz], run-*.json) in DIR, every rate of the stream there whichever case
-picked it. No GPU needed.
+writes the stream's lengths to docs/data/cpu/ (the case's ``lengths_file``); ``check`` reads the
+serving runs (requests-*.csv[.gz], run-*.json) in DIR of the case's stream and server, every rate
+there whichever case picked it. No GPU needed.
 """
 
 from __future__ import annotations
@@ -46,47 +49,73 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-#: the check's stream and server (chosen before any run: docs/serving.md, "choose-server, checked
-#: against the real loop")
-MODEL = "llama-3.1-8b"
-STREAM, COUNT, SEED = "mixed", 400, 851
-SLOTS, MAX_MODEL_LEN = 64, 1280
+DATA = ROOT / "docs" / "data" / "cpu"
 
 
 @dataclass(frozen=True)
 class Case:
-    """A pair of SLOs to size the server by, and the rates (x R*) to serve around its answer."""
+    """A stream, the server that serves it, a pair of SLOs to size it by, and the rates (x R*) to
+    serve around choose-server's answer. ``policy`` is the loop's: ``prefill-first``, or
+    ``chunked`` (simulated as decode-first with ``max_num_batched_tokens``)."""
 
     slo_ttft_s: float
     slo_tpot_s: float
     rate_factors: tuple[float, ...]
+    model: str = "llama-3.1-8b"
+    stream: str = "mixed"
+    count: int = 400
+    seed: int = 851
+    slots: int = 64
+    max_model_len: int = 1280
+    policy: str = "prefill-first"
+    max_num_batched_tokens: int | None = None
+    lengths_file: str = "choose-server-check-lengths.csv"
+
+    @property
+    def schedule(self) -> str:
+        return "prefill-first" if self.policy == "prefill-first" else "decode-first"
+
+    def server(self) -> str:
+        chunks = f", chunks of {self.max_num_batched_tokens}" if self.max_num_batched_tokens else ""
+        return f"{self.slots} slots of {self.max_model_len}, {self.policy}{chunks}"
 
 
+#: the cases (each chosen before any run of it: docs/serving.md, "choose-server, checked against the
+#: real loop")
 CASES = {
     # TPOT binds at about half the capacity (device call 136)
     "tpot": Case(slo_ttft_s=0.5, slo_tpot_s=0.016, rate_factors=(0.7, 0.85, 1.0, 1.15, 1.3)),
-    # TTFT binds near the capacity; its p99 climbs steeply there, so the rates sit closer together
+    # the same stream and server; TTFT binds near the capacity, where its p99 climbs steeply, so the
+    # rates sit closer together (device call 137)
     "ttft": Case(slo_ttft_s=0.2, slo_tpot_s=0.040, rate_factors=(0.85, 0.93, 1.0, 1.07, 1.15)),
+    # long prompts chunked at 512 tokens beside the decodes; TTFT binds at ~80% of the capacity
+    "chunked": Case(slo_ttft_s=0.5, slo_tpot_s=0.030, rate_factors=(0.7, 0.85, 1.0, 1.15, 1.3),
+                    model="qwen2.5-7b", stream="long-prompt", seed=861, slots=32, max_model_len=1792,
+                    policy="chunked", max_num_batched_tokens=512,
+                    lengths_file="choose-server-check-lengths-chunked.csv"),
 }
-LENGTHS = ROOT / "docs" / "data" / "cpu" / "choose-server-check-lengths.csv"
+#: the stream of the tpot and ttft cases
+LENGTHS = DATA / CASES["tpot"].lengths_file
 
 
-def lengths() -> list[tuple[int, int]]:
-    """The stream's (prompt, generation) lengths as the serving job draws them
+def lengths(case: str = "tpot") -> list[tuple[int, int]]:
+    """The case's stream's (prompt, generation) lengths as the serving job draws them
     (calibrate.serving_job.stream_requests)."""
     from calibrate.serving_job import stream_requests
 
-    return [(r.prompt_tokens, r.gen_tokens) for r in stream_requests(STREAM, COUNT, None, seed=SEED)]
+    c = CASES[case]
+    return [(r.prompt_tokens, r.gen_tokens) for r in stream_requests(c.stream, c.count, None, seed=c.seed)]
 
 
-def write_lengths(path: Path = LENGTHS) -> Path:
-    """The stream's lengths as a request file (what ``pick`` commits beside its answer)."""
+def write_lengths(case: str = "tpot") -> Path:
+    """The case's stream's lengths as a request file (what ``pick`` commits beside its answer)."""
+    path = DATA / CASES[case].lengths_file
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["prompt_tokens", "gen_tokens"])
-        w.writerows(lengths())
+        w.writerows(lengths(case))
     tmp.replace(path)
     return path
 
@@ -101,11 +130,13 @@ def choose(card: str, rates=None, kv_capacity_tokens=None, whole: bool = False, 
     import roofline
     from roofline.batching import Requests
 
-    prompts, gens = zip(*lengths())
-    answer = roofline.choose_server(card, MODEL, engine="graph", batch=SLOTS,
-                                    requests=Requests(np.array(prompts), np.array(gens), source=f"{STREAM} seed {SEED}"),
-                                    seed=SEED, slo_ttft_s=CASES[case].slo_ttft_s, slo_tpot_s=CASES[case].slo_tpot_s,
-                                    schedule="prefill-first", max_model_len=MAX_MODEL_LEN,
+    c = CASES[case]
+    prompts, gens = zip(*lengths(case))
+    answer = roofline.choose_server(card, c.model, engine="graph", batch=c.slots,
+                                    requests=Requests(np.array(prompts), np.array(gens), source=f"{c.stream} seed {c.seed}"),
+                                    seed=c.seed, slo_ttft_s=c.slo_ttft_s, slo_tpot_s=c.slo_tpot_s,
+                                    schedule=c.schedule, max_num_batched_tokens=c.max_num_batched_tokens,
+                                    max_model_len=c.max_model_len,
                                     kv_capacity_tokens=kv_capacity_tokens, pass_cost="serving-loop",
                                     rates=rates, pass_time_scale=pass_time_scale).as_dict()
     return answer if whole else answer["best"]
@@ -116,13 +147,17 @@ def slos(case: str) -> str:
     return f"SLOs TTFT p99 <= {c.slo_ttft_s * 1e3:.0f} ms, TPOT p99 <= {c.slo_tpot_s * 1e3:.0f} ms"
 
 
+def describe(case: str) -> str:
+    c = CASES[case]
+    return f"{c.model} {c.stream} x {c.count} seed {c.seed}"
+
+
 def pick(card: str, case: str = "tpot") -> None:
-    write_lengths()
+    write_lengths(case)
     best = choose(card, case=case)
     r = best["best_rate_req_s"]
     rates = [round(r * f, 1) for f in CASES[case].rate_factors]
-    print(f"{MODEL} {STREAM} x {COUNT} seed {SEED}, {SLOTS} slots of {MAX_MODEL_LEN}, prefill-first, on {card}: "
-          f"{slos(case)}")
+    print(f"{describe(case)}, {CASES[case].server()}, on {card}: {slos(case)}")
     print(f"choose-server: best rate {r:.2f} req/s ({best['utilization']:.0%} of its capacity "
           f"{best['capacity_req_s']:.2f}), binding {best['binding']}, KV pool {best['at_best']['kv_capacity_tokens']:,} tokens")
     print("rates to serve: " + ",".join(f"{x:g}" for x in rates))
@@ -131,15 +166,22 @@ def pick(card: str, case: str = "tpot") -> None:
           f"({lo / r - 1:+.1%} .. {hi / r - 1:+.1%})")
 
 
-def measured(folder: Path) -> list[dict]:
-    """Per run in ``folder`` of the check's model, stream and seed: its rate, pool and measured p99s."""
+def measured(folder: Path, case: str = "tpot") -> list[dict]:
+    """Per run in ``folder`` of the case's model, stream, seed and server: its rate, pool and
+    measured p99s."""
     from roofline.serving_runs import read_run, run_names
 
+    c = CASES[case]
     out = []
     for name in run_names(folder):
         run = read_run(folder, name)
-        st = run.run.get("stream", {})
-        if run.config.get("model") != MODEL or st.get("stream") != STREAM or st.get("seed") != SEED:
+        st, cfg = run.run.get("stream", {}), run.config
+        if (cfg.get("model"), st.get("stream"), st.get("seed"), st.get("count")) != (c.model, c.stream, c.seed, c.count):
+            continue
+        if (cfg.get("max_num_seqs"), cfg.get("max_model_len"), cfg.get("policy", "prefill-first")) != (
+                c.slots, c.max_model_len, c.policy):
+            continue
+        if c.max_num_batched_tokens is not None and cfg.get("max_num_batched_tokens") != c.max_num_batched_tokens:
             continue
         out.append({"name": name, "rate": float(st["rate_per_s"]), "pool": run.config["kv_capacity_tokens"],
                     "ttft_p99_s": run.summary["ttft_p99_s"], "tpot_p99_s": run.summary["tpot_p99_s"],
@@ -184,9 +226,9 @@ def sustained(runs: list[dict], case: str) -> tuple[float | None, list[str]]:
 
 
 def check(folder: Path, card: str, case: str = "tpot") -> int:
-    runs = measured(folder)
+    runs = measured(folder, case)
     if not runs:
-        print(f"no runs of {MODEL} {STREAM} seed {SEED} in {folder}")
+        print(f"no runs of {describe(case)} on {CASES[case].server()} in {folder}")
         return 1
     pool = runs[0]["pool"]
     best = choose(card, kv_capacity_tokens=pool, case=case)
@@ -195,7 +237,7 @@ def check(folder: Path, card: str, case: str = "tpot") -> int:
     sim = {x["rate"]: choose(card, rates=[x["rate"]], kv_capacity_tokens=pool, whole=True,
                              case=case)["candidates"][0]["points"][0]
            for x in runs}
-    print(f"{MODEL} {STREAM} x {COUNT} seed {SEED} on {card}, {slos(case)}; choose-server's rate "
+    print(f"{describe(case)} on {card}, {slos(case)}; choose-server's rate "
           f"{r_star:.2f} req/s (binding {best['binding']})")
     print(f"{'rate':>6}  {'x R*':>5}  {'TTFT p99 meas / sim (ms)':>25}  {'TPOT p99 meas / sim (ms)':>25}  "
           f"{'SLOs met: meas / sim':>20}")

@@ -300,6 +300,8 @@ def test_choose_servers_rate_where_ttft_binds_is_where_the_real_loop_crossed_it(
     assert lines[1] == "measured TPOT p99 crosses its SLO above the highest rate served"  # TTFT binds
     assert abs(r_star / sustained - 1) < 0.03
     assert [check.meets(x, "ttft") for x in runs] == [True, True, False, False, False]
+    # the runs are the case's stream on the case's server: the chunked case's are not among them
+    assert check.measured(SERVING / "h100-sxm-graph-call137", "chunked") == []
     # with call 136's five slower rates (TTFT p99 47-51 ms) the crossing is the same
     both = sorted(runs + check.measured(SERVING / "h100-sxm-graph-call136"), key=lambda x: x["rate"])
     assert check.sustained(both, "ttft")[0] == pytest.approx(sustained)
