@@ -204,6 +204,12 @@ OTHER_CARDS = (
      "or an H200 and lent an H100: the same stream and server as call 136, at 0.85-1.15x the rate choose-server named "
      "for TTFT p99 <= 200 ms and TPOT p99 <= 40 ms, 96% of its capacity, picked before the call, "
      "benchmarks/choose_server_check.py --case ttft, `docs/data/h100-2026-12-06/call137/`)"),
+    ("h100-sxm", "h100-sxm-graph-call138", "**Leave one card out: choose-server's rate for a chunked server, served** "
+     "(`measurements/serving/h100-sxm-graph-call138/`, device call 138, the thirty-eighth session, asked for an H100 "
+     "or an H200 and lent an H100: qwen2.5-7b's long prompts chunked at 512 tokens beside the decodes on 32 slots of "
+     "1,792 rows, 400 requests, seed 861, at 0.7-1.3x the rate choose-server named for TTFT p99 <= 500 ms and TPOT p99 "
+     "<= 30 ms, picked before the call, benchmarks/choose_server_check.py --case chunked, "
+     "`docs/data/h100-2026-12-06/call138/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
