@@ -694,6 +694,10 @@ def simulate(fmt, **kw):
 @click.option("--slo-percentile", default=99, show_default=True, type=int,
               help="Which percentile of TTFT and TPOT must meet the SLOs.")
 @click.option("--rates", help="Arrival rates to sweep, req/s (e.g. 5,10,20); default: a grid up to the capacity, refined.")
+@click.option("--pass-time-spread", "pass_time_spread", type=float,
+              help="Also sweep the best candidate with every pass's GPU time this fraction slower and faster (0.03: "
+                   "+-3%) and print its answer there: how far a GPU a few percent off its price moves the rate "
+                   "(table and JSON meta; triples the best candidate's work).")
 @click.option("--chart", type=click.Path(dir_okay=False),
               help="Also write latency percentiles vs arrival rate, with the SLO and the chosen rate, to this HTML file "
                    "(self-contained, opens offline).")

@@ -327,6 +327,7 @@ def choose_server(
     pass_cost: str = "fused",
     loop_terms=None,
     pass_time_scale: float = 1.0,
+    pass_time_spread: float | None = None,
     **options,
 ):
     """The highest Poisson arrival rate a continuous server sustains with the ``slo_percentile``
@@ -334,9 +335,11 @@ def choose_server(
     shape (``requests`` -- its arrivals are replaced -- or ``mix`` + ``count``, 1,000 by
     default). ``cards``, ``batch`` (the running-sequence limit) and ``tp`` may each be a list:
     every combination is swept and the best is the highest rate per GPU. ``rates``: sweep these
-    instead of the automatic grid. The server options are simulate's. ``chart``: also write the
-    latency-vs-rate figure (self-contained HTML) there. Returns a roofline.server_choice.ServerChoice
-    (``.as_dict()`` for plain data)."""
+    instead of the automatic grid. The server options are simulate's. ``pass_time_spread`` x (e.g.
+    0.03): also sweep the best candidate with every pass's GPU time (1 + x) and (1 - x) times the
+    price and put its answer there in ``meta["pass_time_spread"]`` (how far a GPU a few percent off
+    its price moves the answer). ``chart``: also write the latency-vs-rate figure (self-contained
+    HTML) there. Returns a roofline.server_choice.ServerChoice (``.as_dict()`` for plain data)."""
     from roofline.server_choice import Candidate, choose_server as _choose
     from roofline.servers import ServerOptions
 
@@ -361,8 +364,22 @@ def choose_server(
     tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
     candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
                   for c in card_list for t in tp_list for b in batch_list]
+    spread = None
+    if pass_time_spread is not None:
+        spread = validate.positive(pass_time_spread, "pass_time_spread", "a fraction of the GPU time, e.g. 0.03",
+                                   maximum=0.5)
     result = _choose(candidates, stream, server_options, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
                      slo_percentile=slo_percentile, seed=seed, rates=rates)
+    if spread is not None and result.best is not None:
+        from roofline.server_choice import sweep
+
+        best = result.best
+        slower, faster = (sweep(best.candidate, stream, replace(server_options, pass_time_scale=pass_time_scale * f),
+                                result.slo, seed, rates) for f in (1.0 + spread, 1.0 - spread))
+        result.meta["pass_time_spread"] = {
+            "fraction": spread, "candidate": best.candidate.label,
+            "best_rate_req_s_slower": slower.best_rate_req_s, "best_rate_req_s_faster": faster.best_rate_req_s,
+            "binding_slower": slower.binding, "binding_faster": faster.binding}
     if chart is not None:
         from roofline.serving_figures import write_server_chart
 

@@ -304,5 +304,15 @@ def choose_server_view(choice, fmt: str) -> str:
             f"{b[f'tpot_p{q}_s'] * 1e3:.2f} ms, {b['slo_attainment'] * 100:.1f}% of requests within both; the next rate "
             f"breaks {best['binding']}")
         lines.append(server_line(best["server"]))
+        spread = data["meta"].get("pass_time_spread")
+        if spread:
+            x, r = spread["fraction"], best["best_rate_req_s"]
+
+            def rel(v):
+                return "none meets the SLOs" if v is None else f"{v:.3g} req/s ({v / r - 1:+.1%})"
+
+            lines.append(f"every pass's GPU time {x:.0%} slower: {rel(spread['best_rate_req_s_slower'])}; "
+                         f"{x:.0%} faster: {rel(spread['best_rate_req_s_faster'])} (a GPU off its price by that "
+                         "much moves the answer this far)")
     return "\n".join(lines)
 

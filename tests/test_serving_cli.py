@@ -184,6 +184,23 @@ def test_choose_server_matches_the_api():
     assert tps[2]["best_rate_req_s_per_gpu"] < tps[1]["best_rate_req_s_per_gpu"] and data["best"]["tp"] == 1
 
 
+def test_choose_server_pass_time_spread():
+    # a slower GPU sustains less, a faster one more; the answer as priced is unchanged by asking
+    plain = json.loads(run(*CHOOSE, "--slo-ttft", "0.2", "--format", "json").output)
+    data = json.loads(run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-spread", "0.05", "--format", "json").output)
+    assert data["best"] == plain["best"]
+    spread = data["meta"]["pass_time_spread"]
+    assert spread["fraction"] == 0.05 and spread["candidate"] == "h200 tp 1 max_num_seqs 64"
+    r = data["best"]["best_rate_req_s"]
+    assert spread["best_rate_req_s_slower"] < r < spread["best_rate_req_s_faster"]
+    # it is the answer of a choice priced that much slower (--pass-time-scale)
+    slower = json.loads(run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-scale", "1.05", "--format", "json").output)
+    assert spread["best_rate_req_s_slower"] == pytest.approx(slower["best"]["best_rate_req_s"])
+    table = run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-spread", "0.05").output
+    assert f"every pass's GPU time 5% slower: {spread['best_rate_req_s_slower']:.3g} req/s (" in table
+    one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-spread", "0.9"), "--pass-time-spread")
+
+
 def test_choose_server_errors():
     one_line_error(run(*CHOOSE), "--slo-ttft", "give at least one SLO")
     one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--count", "300000"), "--count", "at most 200,000")
