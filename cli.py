@@ -697,7 +697,8 @@ def simulate(fmt, **kw):
 @click.option("--pass-time-spread", "pass_time_spread", type=float,
               help="Also sweep the best candidate with every pass's GPU time this fraction slower and faster (0.03: "
                    "+-3%) and print its answer there: how far a GPU a few percent off its price moves the rate "
-                   "(table and JSON meta; triples the best candidate's work).")
+                   "(table and JSON meta; triples the best candidate's work; not with --rates; the sweep bisects "
+                   "to 1%, so under ~0.02 it reads mostly that step).")
 @click.option("--chart", type=click.Path(dir_okay=False),
               help="Also write latency percentiles vs arrival rate, with the SLO and the chosen rate, to this HTML file "
                    "(self-contained, opens offline).")

@@ -155,15 +155,21 @@ def describe(case: str) -> str:
 def pick(card: str, case: str = "tpot") -> None:
     write_lengths(case)
     best = choose(card, case=case)
+    print(f"{describe(case)}, {CASES[case].server()}, on {card}: {slos(case)}")
+    if best is None:
+        print("choose-server: no rate meets the SLOs")
+        return
     r = best["best_rate_req_s"]
     rates = [round(r * f, 1) for f in CASES[case].rate_factors]
-    print(f"{describe(case)}, {CASES[case].server()}, on {card}: {slos(case)}")
     print(f"choose-server: best rate {r:.2f} req/s ({best['utilization']:.0%} of its capacity "
           f"{best['capacity_req_s']:.2f}), binding {best['binding']}, KV pool {best['at_best']['kv_capacity_tokens']:,} tokens")
     print("rates to serve: " + ",".join(f"{x:g}" for x in rates))
-    lo, hi = (choose(card, case=case, pass_time_scale=f)["best_rate_req_s"] for f in (1.03, 0.97))
-    print(f"with every pass's GPU time 3% slower .. 3% faster: best rate {lo:.2f} .. {hi:.2f} req/s "
-          f"({lo / r - 1:+.1%} .. {hi / r - 1:+.1%})")
+    lo, hi = ((choose(card, case=case, pass_time_scale=f) or {}).get("best_rate_req_s") for f in (1.03, 0.97))
+    if lo is None or hi is None:
+        print("with every pass's GPU time 3% slower or faster: no rate meets the SLOs")
+    else:
+        print(f"with every pass's GPU time 3% slower .. 3% faster: best rate {lo:.2f} .. {hi:.2f} req/s "
+              f"({lo / r - 1:+.1%} .. {hi / r - 1:+.1%})")
 
 
 def measured(folder: Path, case: str = "tpot") -> list[dict]:
@@ -190,15 +196,18 @@ def measured(folder: Path, case: str = "tpot") -> list[dict]:
 
 
 def crossing(rates, p99s, slo):
-    """The rate where p99 crosses ``slo``, log-linear between the bracketing rates; None without a
-    bracket (with which side it lies)."""
-    for (r0, y0), (r1, y1) in zip(zip(rates, p99s), zip(rates[1:], p99s[1:])):
-        if y0 <= slo < y1:
-            w = (math.log(slo) - math.log(y0)) / (math.log(y1) - math.log(y0))
-            return math.exp(math.log(r0) + w * (math.log(r1) - math.log(r0))), "between"
-    if p99s and p99s[0] > slo:
+    """The rate where p99 crosses ``slo``: log-linear between the first run over it and the one
+    before; None without such a pair (with which side it lies: a first run already over it is
+    below, whatever the later runs measured)."""
+    over = [i for i, y in enumerate(p99s) if y > slo]
+    if not over:
+        return None, "above the highest rate served"
+    i = over[0]
+    if i == 0:
         return None, "below the lowest rate served"
-    return None, "above the highest rate served"
+    (r0, y0), (r1, y1) = (rates[i - 1], p99s[i - 1]), (rates[i], p99s[i])
+    w = (math.log(slo) - math.log(y0)) / (math.log(y1) - math.log(y0))
+    return math.exp(math.log(r0) + w * (math.log(r1) - math.log(r0))), "between"
 
 
 def meets(x: dict, case: str) -> bool:
@@ -208,8 +217,9 @@ def meets(x: dict, case: str) -> bool:
 
 
 def sustained(runs: list[dict], case: str) -> tuple[float | None, list[str]]:
-    """The highest rate the runs sustain within both SLOs: the lower of the two p99s' crossings
-    (None when neither crosses between two runs), with a line per SLO saying where it crossed."""
+    """The highest rate the runs sustain within both SLOs: the lower of the two p99s' crossings;
+    0.0 when the lowest rate already breaks one, None when neither breaks at any rate served; with
+    a line per SLO saying where it crossed."""
     c = CASES[case]
     rates = [x["rate"] for x in runs]
     found, lines = [], []

@@ -8,7 +8,7 @@ Replays every held-out run benchmarks/fit_serving_loop.py sums up -- the H200's 
 with the host probe and its chunked runs with chunk graphs, and every H100 run (leave one card out)
 -- with the host terms scaled by the run's host probe over the fit runs' raised to 1 (as shipped),
 0.5 (half the way, in log) and 0 (the terms as fitted), and prints how many runs each acceptance
-bound holds on. No GPU needed. Output: docs/data/cpu/host-probe-exponent.txt.
+bound holds on. No GPU needed. Its output, redirected, is docs/data/cpu/host-probe-exponent.txt.
 """
 
 from __future__ import annotations

@@ -195,12 +195,7 @@ def simulate(
     server_options = ServerOptions(schedule, max_num_batched_tokens, max_model_len, kv_capacity_tokens,
                                    gpu_memory_utilization, block_size, engine_reserve_bytes, pass_cost, loop_terms,
                                    pass_time_scale, decode_time_scales)
-    spread_options = []
-    if pass_time_spread is not None:
-        x = validate.positive(pass_time_spread, "pass_time_spread", "a fraction of the GPU time, e.g. 0.03",
-                              maximum=0.5)
-        spread_options = [replace(server_options, pass_time_scale=server_options.pass_time_scale * f)
-                          for f in (1.0 - x, 1.0 + x)]
+    spread_options = [] if pass_time_spread is None else _spread_options(server_options, pass_time_spread)
     stream = request_stream(requests, mix, count, prompt_tokens, arrival_rate, seed)
     check_work(stream.gen_tokens, batch, *(("count", "mix") if mix is not None else ("requests",)))
     sc = _scenario(card, model, scenario, options)
@@ -301,6 +296,20 @@ def request_stream(requests=None, mix: str | None = None, count: int | None = No
     return stream
 
 
+def _spread_options(server_options, pass_time_spread) -> list:
+    """``server_options`` with every pass's GPU time (1 - x) and (1 + x) times theirs, x =
+    ``pass_time_spread``; an error names the spread when the scale it makes is out of bounds."""
+    x = validate.positive(pass_time_spread, "pass_time_spread", "a fraction of the GPU time, e.g. 0.03", maximum=0.5)
+    scale = server_options.pass_time_scale
+    try:
+        return [replace(server_options, pass_time_scale=scale * f) for f in (1.0 - x, 1.0 + x)]
+    except RooflineError as e:
+        if e.field != "pass_time_scale":
+            raise
+        raise RooflineError(f"with pass_time_scale {scale:g} it makes {scale * (1 - x):g} .. {scale * (1 + x):g}: "
+                            "the scale must stay within 0.1 .. 10", "pass_time_spread") from None
+
+
 def choose_server(
     cards="rtx3060",
     model=None,
@@ -336,10 +345,12 @@ def choose_server(
     default). ``cards``, ``batch`` (the running-sequence limit) and ``tp`` may each be a list:
     every combination is swept and the best is the highest rate per GPU. ``rates``: sweep these
     instead of the automatic grid. The server options are simulate's. ``pass_time_spread`` x (e.g.
-    0.03): also sweep the best candidate with every pass's GPU time (1 + x) and (1 - x) times the
-    price and put its answer there in ``meta["pass_time_spread"]`` (how far a GPU a few percent off
-    its price moves the answer). ``chart``: also write the latency-vs-rate figure (self-contained
-    HTML) there. Returns a roofline.server_choice.ServerChoice (``.as_dict()`` for plain data)."""
+    0.03; not with ``rates``): also sweep the best candidate with every pass's GPU time (1 + x) and
+    (1 - x) times what ``pass_time_scale`` makes it, and put its answer there in
+    ``meta["pass_time_spread"]`` (how far a GPU a few percent off its price moves the answer; the
+    sweep bisects to 1%, so a spread under ~2% reads mostly that step). ``chart``: also write the
+    latency-vs-rate figure (self-contained HTML) there. Returns a
+    roofline.server_choice.ServerChoice (``.as_dict()`` for plain data)."""
     from roofline.server_choice import Candidate, choose_server as _choose
     from roofline.servers import ServerOptions
 
@@ -364,20 +375,27 @@ def choose_server(
     tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
     candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
                   for c in card_list for t in tp_list for b in batch_list]
-    spread = None
     if pass_time_spread is not None:
-        spread = validate.positive(pass_time_spread, "pass_time_spread", "a fraction of the GPU time, e.g. 0.03",
-                                   maximum=0.5)
+        if rates is not None:
+            raise RooflineError("not with given rates: the spread's sweeps take the automatic grid",
+                                "pass_time_spread")
+        faster_options, slower_options = _spread_options(server_options, pass_time_spread)
+        from roofline.server_choice import MAX_WORK_REQUESTS
+
+        work = (len(candidates) + 2) * len(stream)
+        if work > MAX_WORK_REQUESTS:
+            raise RooflineError(f"({len(candidates)} candidate(s) + the spread's 2 sweeps) x {len(stream):,} requests "
+                                f"= {work:,}: at most {MAX_WORK_REQUESTS:,}; use fewer requests or candidates",
+                                "count" if mix is not None else "requests")
     result = _choose(candidates, stream, server_options, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
                      slo_percentile=slo_percentile, seed=seed, rates=rates)
-    if spread is not None and result.best is not None:
+    if pass_time_spread is not None and result.best is not None:
         from roofline.server_choice import sweep
 
         best = result.best
-        slower, faster = (sweep(best.candidate, stream, replace(server_options, pass_time_scale=pass_time_scale * f),
-                                result.slo, seed, rates) for f in (1.0 + spread, 1.0 - spread))
+        slower, faster = (sweep(best.candidate, stream, o, result.slo, seed) for o in (slower_options, faster_options))
         result.meta["pass_time_spread"] = {
-            "fraction": spread, "candidate": best.candidate.label,
+            "fraction": float(pass_time_spread), "candidate": best.candidate.label,
             "best_rate_req_s_slower": slower.best_rate_req_s, "best_rate_req_s_faster": faster.best_rate_req_s,
             "binding_slower": slower.binding, "binding_faster": faster.binding}
     if chart is not None:

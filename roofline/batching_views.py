@@ -311,8 +311,9 @@ def choose_server_view(choice, fmt: str) -> str:
             def rel(v):
                 return "none meets the SLOs" if v is None else f"{v:.3g} req/s ({v / r - 1:+.1%})"
 
-            lines.append(f"every pass's GPU time {x:.0%} slower: {rel(spread['best_rate_req_s_slower'])}; "
-                         f"{x:.0%} faster: {rel(spread['best_rate_req_s_faster'])} (a GPU off its price by that "
+            pct = f"{x * 100:g}%"
+            lines.append(f"every pass's GPU time {pct} slower: {rel(spread['best_rate_req_s_slower'])}; "
+                         f"{pct} faster: {rel(spread['best_rate_req_s_faster'])} (a GPU off its price by that "
                          "much moves the answer this far)")
     return "\n".join(lines)
 

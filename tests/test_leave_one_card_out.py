@@ -362,6 +362,9 @@ def test_the_sustained_rate_is_the_lower_crossing_and_zero_when_every_rate_misse
         min(check.crossing([30.0, 33.0], [0.1, 0.4], 0.2)[0], check.crossing([30.0, 33.0], [0.03, 0.05], 0.04)[0]))
     # every rate already over an SLO: zero
     assert check.sustained([run(30.0, 0.300, 0.030), run(33.0, 0.400, 0.031)], "ttft")[0] == 0.0
+    # the lowest rate over, a later one under: still zero, not a later crossing
+    assert check.sustained([run(30.0, 0.300, 0.030), run(31.0, 0.100, 0.030), run(33.0, 0.400, 0.031)],
+                           "ttft")[0] == 0.0
 
 
 def test_the_slo_crossing_is_interpolated_in_log_rate_and_log_p99():
@@ -374,3 +377,9 @@ def test_the_slo_crossing_is_interpolated_in_log_rate_and_log_p99():
     assert crossing([10.0, 20.0], [0.010, 0.020], 0.014)[0] == pytest.approx(14.0)
     assert crossing([10.0, 20.0], [0.015, 0.020], 0.014) == (None, "below the lowest rate served")
     assert crossing([10.0, 20.0], [0.010, 0.012], 0.014) == (None, "above the highest rate served")
+    # the first run over the SLO decides: a lowest rate already over it is below, even if a later
+    # (noisier) run dips under and a third crosses again
+    assert crossing([10.0, 12.0, 14.0], [0.3, 0.1, 0.4], 0.2) == (None, "below the lowest rate served")
+    # under, over, under again: the crossing is the first, between 10 and 12
+    r, where = crossing([10.0, 12.0, 14.0], [0.1, 0.4, 0.15], 0.2)
+    assert where == "between" and 10.0 < r < 12.0

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import roofline
+from roofline.hardware import profiles_dir
 from cli import main
 from roofline.serving_replay import shipped_folder
 
@@ -199,6 +200,52 @@ def test_choose_server_pass_time_spread():
     table = run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-spread", "0.05").output
     assert f"every pass's GPU time 5% slower: {spread['best_rate_req_s_slower']:.3g} req/s (" in table
     one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-spread", "0.9"), "--pass-time-spread")
+    # the spread sweeps the automatic grid: not with given rates
+    one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--rates", "1,2", "--pass-time-spread", "0.05"),
+                   "--pass-time-spread", "not with given rates")
+    # a scale the spread pushes out of bounds names the spread, before any sweep
+    one_line_error(run(*CHOOSE, "--slo-ttft", "0.2", "--pass-time-scale", "10", "--pass-time-spread", "0.05"),
+                   "--pass-time-spread", "10.5")
+    # the spread's two sweeps count against the work bound: 3 x 80,000 requests is over 200,000
+    one_line_error(run(*CHOOSE[:-2], "--count", "80000", "--slo-ttft", "0.2", "--pass-time-spread", "0.05"),
+                   "--count", "240,000")
+
+
+def test_choose_server_pass_time_spread_where_ttft_binds():
+    # benchmarks/choose_server_check.py's ttft case on the H100 (docs/data/cpu/call137-picks/picks-ttft-h100-sxm.txt:
+    # 28.61 req/s, 96% of capacity, TTFT binding; 27.79 and 29.49 with every pass 3% slower and faster)
+    import sys
+
+    sys.path.insert(0, str(profiles_dir().parent / "benchmarks"))
+    import choose_server_check as check
+
+    data = run("choose-server", "--card", "h100-sxm", "--model", "llama-3.1-8b", "--engine", "graph", "--batch", "64",
+               "--requests", str(check.LENGTHS), "--seed", "851", "--slo-ttft", "200ms", "--slo-tpot", "40ms",
+               "--schedule", "prefill-first", "--max-model-len", "1280", "--pass-cost", "serving-loop",
+               "--pass-time-spread", "0.03", "--format", "json")
+    assert data.exit_code == 0, data.output
+    data = json.loads(data.output)
+    assert data["best"]["binding"] == "ttft" and data["best"]["best_rate_req_s"] == pytest.approx(28.61, abs=0.05)
+    spread = data["meta"]["pass_time_spread"]
+    assert spread["best_rate_req_s_slower"] == pytest.approx(27.79, abs=0.05)
+    assert spread["best_rate_req_s_faster"] == pytest.approx(29.49, abs=0.05)
+    assert spread["binding_slower"] == spread["binding_faster"] == "ttft"
+    # where the real loop crossed the SLO (device call 137: 28.39 req/s) lies inside the band
+    assert spread["best_rate_req_s_slower"] < 28.39 < spread["best_rate_req_s_faster"]
+
+
+def test_choose_server_view_when_a_spread_sweep_meets_nothing():
+    from roofline.batching_views import choose_server_view
+
+    choice = roofline.api.choose_server("h200", "qwen2.5-1.5b", engine="graph", mix="4x64,1x512", count=400,
+                                        slo_ttft_s=0.2)
+    r = choice.best.best_rate_req_s
+    # as if the slower sweep met no rate and the faster one 10% more
+    choice.meta["pass_time_spread"] = {"fraction": 0.005, "best_rate_req_s_slower": None,
+                                       "best_rate_req_s_faster": 1.1 * r}
+    out = choose_server_view(choice, "table").splitlines()[-1]
+    assert out.startswith(f"every pass's GPU time 0.5% slower: none meets the SLOs; 0.5% faster: {1.1 * r:.3g} "
+                          "req/s (+10.0%)")
 
 
 def test_choose_server_errors():
