@@ -210,6 +210,10 @@ OTHER_CARDS = (
      "1,792 rows, 400 requests, seed 861, at 0.7-1.3x the rate choose-server named for TTFT p99 <= 500 ms and TPOT p99 "
      "<= 30 ms, picked before the call, benchmarks/choose_server_check.py --case chunked, "
      "`docs/data/h100-2026-12-06/call138/`)"),
+    ("h100-sxm", "h100-sxm-graph-call139", "**Leave one card out: call 137 again, on another H100** "
+     "(`measurements/serving/h100-sxm-graph-call139/`, device call 139, the thirty-eighth session, asked for an H100 "
+     "or an H200 and lent an H100: `calibrate/runs/h200-call137.sh` again, the same stream at the same rates, on a "
+     "machine whose decode graphs ran 0.963x their price, `docs/data/h100-2026-12-06/call139/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
