@@ -306,7 +306,7 @@ def _spread_options(server_options, pass_time_spread) -> list:
     except RooflineError as e:
         if e.field != "pass_time_scale":
             raise
-        raise RooflineError(f"with pass_time_scale {scale:g} it makes {scale * (1 - x):g} .. {scale * (1 + x):g}: "
+        raise RooflineError(f"with a pass time scale of {scale:g} it makes {scale * (1 - x):g} .. {scale * (1 + x):g}: "
                             "the scale must stay within 0.1 .. 10", "pass_time_spread") from None
 
 
