@@ -121,10 +121,10 @@ def write_lengths(case: str = "tpot") -> Path:
 
 
 def choose(card: str, rates=None, kv_capacity_tokens=None, whole: bool = False, case: str = "tpot",
-           pass_time_scale: float = 1.0):
+           pass_time_spread: float | None = None):
     """choose-server's answer for the check's stream and ``case``'s SLOs on ``card`` (at ``rates``
-    if given; every pass's GPU time x ``pass_time_scale``): its best candidate, or (``whole``) the
-    whole answer."""
+    if given; with ``pass_time_spread``, also the answer with every pass that much slower and
+    faster): its best candidate, or (``whole``) the whole answer."""
     import numpy as np
 
     import roofline
@@ -138,7 +138,7 @@ def choose(card: str, rates=None, kv_capacity_tokens=None, whole: bool = False, 
                                     schedule=c.schedule, max_num_batched_tokens=c.max_num_batched_tokens,
                                     max_model_len=c.max_model_len,
                                     kv_capacity_tokens=kv_capacity_tokens, pass_cost="serving-loop",
-                                    rates=rates, pass_time_scale=pass_time_scale).as_dict()
+                                    rates=rates, pass_time_spread=pass_time_spread).as_dict()
     return answer if whole else answer["best"]
 
 
@@ -154,7 +154,8 @@ def describe(case: str) -> str:
 
 def pick(card: str, case: str = "tpot") -> None:
     write_lengths(case)
-    best = choose(card, case=case)
+    answer = choose(card, case=case, whole=True, pass_time_spread=0.03)
+    best, spread = answer["best"], answer["meta"].get("pass_time_spread", {})
     print(f"{describe(case)}, {CASES[case].server()}, on {card}: {slos(case)}")
     if best is None:
         print("choose-server: no rate meets the SLOs")
@@ -164,7 +165,7 @@ def pick(card: str, case: str = "tpot") -> None:
     print(f"choose-server: best rate {r:.2f} req/s ({best['utilization']:.0%} of its capacity "
           f"{best['capacity_req_s']:.2f}), binding {best['binding']}, KV pool {best['at_best']['kv_capacity_tokens']:,} tokens")
     print("rates to serve: " + ",".join(f"{x:g}" for x in rates))
-    lo, hi = ((choose(card, case=case, pass_time_scale=f) or {}).get("best_rate_req_s") for f in (1.03, 0.97))
+    lo, hi = spread.get("best_rate_req_s_slower"), spread.get("best_rate_req_s_faster")
     if lo is None or hi is None:
         print("with every pass's GPU time 3% slower or faster: no rate meets the SLOs")
     else:
@@ -189,7 +190,7 @@ def measured(folder: Path, case: str = "tpot") -> list[dict]:
             continue
         if c.max_num_batched_tokens is not None and cfg.get("max_num_batched_tokens") != c.max_num_batched_tokens:
             continue
-        out.append({"name": name, "rate": float(st["rate_per_s"]), "pool": run.config["kv_capacity_tokens"],
+        out.append({"name": name, "rate": float(st["rate_per_s"]), "pool": cfg["kv_capacity_tokens"],
                     "ttft_p99_s": run.summary["ttft_p99_s"], "tpot_p99_s": run.summary["tpot_p99_s"],
                     "unserved": run.summary["unserved"]})
     return sorted(out, key=lambda x: x["rate"])

@@ -375,29 +375,13 @@ def choose_server(
     tp_list = [validate.whole(t, "tp", maximum=MAX_TP) for t in tp_list]
     candidates = [Candidate(_scenario(c, model, None, {**options, "tp": t}), b)
                   for c in card_list for t in tp_list for b in batch_list]
+    spread_options = None
     if pass_time_spread is not None:
-        if rates is not None:
-            raise RooflineError("not with given rates: the spread's sweeps take the automatic grid",
-                                "pass_time_spread")
-        faster_options, slower_options = _spread_options(server_options, pass_time_spread)
-        from roofline.server_choice import MAX_WORK_REQUESTS
-
-        work = (len(candidates) + 2) * len(stream)
-        if work > MAX_WORK_REQUESTS:
-            raise RooflineError(f"({len(candidates)} candidate(s) + the spread's 2 sweeps) x {len(stream):,} requests "
-                                f"= {work:,}: at most {MAX_WORK_REQUESTS:,}; use fewer requests or candidates",
-                                "count" if mix is not None else "requests")
+        faster, slower = _spread_options(server_options, pass_time_spread)
+        spread_options = [slower, faster]
     result = _choose(candidates, stream, server_options, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-                     slo_percentile=slo_percentile, seed=seed, rates=rates)
-    if pass_time_spread is not None and result.best is not None:
-        from roofline.server_choice import sweep
-
-        best = result.best
-        slower, faster = (sweep(best.candidate, stream, o, result.slo, seed) for o in (slower_options, faster_options))
-        result.meta["pass_time_spread"] = {
-            "fraction": float(pass_time_spread), "candidate": best.candidate.label,
-            "best_rate_req_s_slower": slower.best_rate_req_s, "best_rate_req_s_faster": faster.best_rate_req_s,
-            "binding_slower": slower.binding, "binding_faster": faster.binding}
+                     slo_percentile=slo_percentile, seed=seed, rates=rates, spread_options=spread_options,
+                     spread=None if pass_time_spread is None else float(pass_time_spread))
     if chart is not None:
         from roofline.serving_figures import write_server_chart
 

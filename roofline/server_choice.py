@@ -17,7 +17,9 @@ continuous server's options (roofline.servers) -- ``sweep``:
    ``capacity``), or ``none`` when the smallest rate already fails.
 
 ``choose_server`` sweeps every candidate (cards x TP degrees x running-sequence limits) and picks
-the highest rate per GPU (rate / TP), ties to fewer GPUs, then the smaller limit.
+the highest rate per GPU (rate / TP), ties to fewer GPUs, then the smaller limit; given
+``spread_options`` (the server options with every pass slower, then faster), it sweeps the best
+candidate again under each and puts its answer there in ``meta["pass_time_spread"]``.
 """
 
 from __future__ import annotations
@@ -174,8 +176,11 @@ def _extra_percentile(served, q: int) -> dict:
 
 
 def choose_server(candidates: list[Candidate], stream, options, *, slo_ttft_s=None, slo_tpot_s=None,
-                  slo_percentile: int = 99, seed: int = 0, rates=None) -> ServerChoice:
-    """Sweep every candidate; the best is the highest rate per GPU (module docstring)."""
+                  slo_percentile: int = 99, seed: int = 0, rates=None, spread_options=None,
+                  spread: float | None = None) -> ServerChoice:
+    """Sweep every candidate; the best is the highest rate per GPU; with ``spread_options``
+    (slower, faster; ``spread`` the fraction they stand for) the best again under each (module
+    docstring)."""
     if slo_ttft_s is None and slo_tpot_s is None:
         raise RooflineError("give at least one SLO: a TTFT or a TPOT limit", "slo_ttft_s")
     slo = {"slo_ttft_s": slo_ttft_s, "slo_tpot_s": slo_tpot_s,
@@ -184,14 +189,25 @@ def choose_server(candidates: list[Candidate], stream, options, *, slo_ttft_s=No
         rates = [validate.positive(r, "rates", "a positive number of requests per second") for r in rates]
         if not rates:
             raise RooflineError("give one or more rates", "rates")
-    work = len(candidates) * len(stream)
+    if spread_options and rates is not None:
+        raise RooflineError("not with given rates: the spread's sweeps take the automatic grid", "pass_time_spread")
+    sweeps_asked = len(candidates) + (len(spread_options) if spread_options else 0)
+    work = sweeps_asked * len(stream)
     if work > MAX_WORK_REQUESTS:
-        raise RooflineError(f"{len(candidates)} candidate(s) x {len(stream):,} requests = {work:,}: at most "
+        what = f"({len(candidates)} candidate(s) + the spread's {len(spread_options)} sweeps)" if spread_options \
+            else f"{len(candidates)} candidate(s)"
+        raise RooflineError(f"{what} x {len(stream):,} requests = {work:,}: at most "
                             f"{MAX_WORK_REQUESTS:,} (each is simulated at about {GRID_POINTS + 8} rates); use fewer "
                             "requests or candidates", "count")
     sweeps = [sweep(c, stream, options, slo, seed, rates) for c in candidates]
     feasible = [s for s in sweeps if s.best is not None]
     best = max(feasible, key=lambda s: (s.per_gpu, -s.candidate.scenario.tp, -s.candidate.max_num_seqs)) \
         if feasible else None
-    return ServerChoice(best, sweeps, slo, {"requests": len(stream), "source": stream.source, "seed": seed,
-                                            "model": candidates[0].scenario.model.name})
+    meta = {"requests": len(stream), "source": stream.source, "seed": seed, "model": candidates[0].scenario.model.name}
+    if spread_options and best is not None:
+        slower, faster = (sweep(best.candidate, stream, o, slo, seed) for o in spread_options)
+        meta["pass_time_spread"] = {
+            "fraction": spread, "candidate": best.candidate.label,
+            "best_rate_req_s_slower": slower.best_rate_req_s, "best_rate_req_s_faster": faster.best_rate_req_s,
+            "binding_slower": slower.binding, "binding_faster": faster.binding}
+    return ServerChoice(best, sweeps, slo, meta)
