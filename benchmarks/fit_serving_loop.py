@@ -29,6 +29,32 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call137", "**Held out: choose-server's rate, served on an H200** (`measurements/serving/"
+     "h200-graph-call137/`, device call 137's script run in the fortieth session on an H200: llama-3.1-8b, the "
+     "mixed stream, seed 851, 64 slots of 1,280 rows, prefill-first, at the H200's choose-server rates picked "
+     "before any ran -- case ttft R* x 0.85-1.15 and case tpot 12.4-23.1 req/s (benchmarks/choose_server_check.py); "
+     "`docs/data/h200-2026-12-06/call137/`)"),
+    ("h200-graph-call138", "**Held out: choose-server's rate for a chunked server, served on an H200** "
+     "(`measurements/serving/h200-graph-call138/`, device call 138's script run in the fortieth session on an "
+     "H200: qwen2.5-7b, the long-prompt stream, seed 861, 32 slots of 1,792 rows, prompts chunked at 512 tokens, "
+     "at the H200's choose-server rate R* x 0.7-1.3 picked before the call; `docs/data/h200-2026-12-06/call138/`)"),
+    ("h200-graph-call133", "**Held out, five models no H200 serving run had** (`measurements/serving/"
+     "h200-graph-call133/`, `calibrate/runs/h200-call133.sh` run in the fortieth session on an H200: call 118's "
+     "olmo-2-7b long prompts, qwen3-8b short and qwen3-32b mixed, and call 134's gemma-3-4b short on 128 slots, "
+     "gemma-3-12b long-gen and qwen2.5-32b mixed, at the H200 rates picked before calls 118 and 134; "
+     "`docs/data/h200-2026-12-06/call133/`)"),
+    ("h200-graph-call132", "**Held out, the stream no H100 could hold** (`measurements/serving/h200-graph-call132/`, "
+     "`calibrate/runs/h200-call132.sh` run in the fortieth session on an H200: gpt-neox-20b mixed on 32 slots of "
+     "1,280 rows, 86.8 GB of weights and cache, at the H200 rate picked before call 118; "
+     "`docs/data/h200-2026-12-06/call132/`)"),
+    ("h200-graph-call131", "**Held out, three models no H200 serving run had** (`measurements/serving/"
+     "h200-graph-call131/`, `calibrate/runs/h200-call131.sh` run in the fortieth session on an H200: call 119's "
+     "gemma-2-9b mixed on 32 slots, gpt-neox-20b mixed on 16, mistral-7b-v0.1 short on 64, seeds 821-823, at the "
+     "H200 rates picked before call 119; `docs/data/h200-2026-12-06/call131/`)"),
+    ("h200-graph-call117", "**Held out, the stream call 111's H100 could not hold** (`measurements/serving/"
+     "h200-graph-call117/`, `calibrate/runs/h200-call117.sh` run in the fortieth session on an H200: llama-2-7b "
+     "short at 120 req/s, 128 slots of 1,024 rows, the rate picked before call 111; "
+     "`docs/data/h200-2026-12-06/call117/`)"),
     ("h200-graph-call106", "**Held out, three models no serving run had, on an H200** (`measurements/serving/"
      "h200-graph-call106/`, device call 106, the thirty-third session: `calibrate/runs/h200-call105.sh` on an "
      "H200 with the H200's rates picked before call 105 (calibrate/runs/pick_rates_call105.py), cut at 240 s by "
@@ -105,10 +131,12 @@ OTHERS = (
 PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h200-graph-call13-spin",
           "h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
           "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
-          "h200-graph-call98", "h200-graph-call99", "h200-graph-call100", "h200-graph-call106")
+          "h200-graph-call98", "h200-graph-call99", "h200-graph-call100", "h200-graph-call106",
+          "h200-graph-call117", "h200-graph-call131", "h200-graph-call132", "h200-graph-call133",
+          "h200-graph-call137", "h200-graph-call138")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
                 "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
-                "h200-graph-call106")
+                "h200-graph-call106", "h200-graph-call138")
 #: Folders of runs on other cards, replayed with the terms transferred to the card
 #: (roofline.pass_costs.transferred_loop_terms: the fitted terms, the card's own probe tables) on
 #: the card's transferred step model: leave-one-card-out, nothing fitted on that card.
@@ -301,9 +329,9 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-106, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-138, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-106, "
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-138, "
               f"{len(chunked)} runs):",
               "", summary(chunked)]
     for card, sub, what in OTHER_CARDS:

@@ -8,7 +8,8 @@ probe's line (``ChunkTable.prefill_attention_s``, fitted on one or two sequences
     .venv/bin/python benchmarks/loop_attention_check.py [PROBE_JSON]
 
 (default: the H100's, hardware_profiles/measurements/h100-sxm-probe-loop-attention-call103.json, device
-call 103; the H200's is calibrate/runs/h200-call101.sh's, not yet run).
+call 103; the H200's, calibrate/runs/h200-call101.sh's, run in the fortieth session:
+docs/data/h200-2026-12-06/call101/probe-loop-attention.json).
 Prints, per slot count and prompt layout, measured / the line, measured / (line + tiles), and the
 time per empty tile measured at the attention itself: the probe's time at 64 and 256 slots less
 its time at 1 slot, over the empty tiles' difference (least squares through the origin, per head

@@ -401,3 +401,32 @@ def test_the_slo_crossing_is_interpolated_in_log_rate_and_log_p99():
     # under, over, under again: the crossing is the first, between 10 and 12
     r, where = crossing([10.0, 12.0, 14.0], [0.1, 0.4, 0.15], 0.2)
     assert where == "between" and 10.0 < r < 12.0
+
+
+@pytest.mark.parametrize("case,sub,rates,r_star,crossed,meets", [
+    # the same stream and server at both cases' H200 rates (calibrate/runs/h200-call137.sh on an H200)
+    ("ttft", "h200-graph-call137", [12.4, 15.1, 17.8, 20.4, 23.1, 28.5, 31.2, 33.6, 35.9, 38.6], 33.55, 33.63,
+     [True] * 8 + [False] * 2),
+    ("tpot", "h200-graph-call137", [12.4, 15.1, 17.8, 20.4, 23.1, 28.5, 31.2, 33.6, 35.9, 38.6], 17.77, 17.95,
+     [True] * 3 + [False] * 7),
+    ("chunked", "h200-graph-call138", [13.0, 15.8, 18.6, 21.4, 24.1], 18.57, 18.86, [True] * 3 + [False] * 2),
+])
+def test_choose_servers_rates_on_the_h200_are_where_the_real_loop_crossed(case, sub, rates, r_star, crossed, meets):
+    # the fortieth session, one lent H200 (the card the loop's terms were fitted on), rates picked
+    # before any ran (docs/data/cpu/call137-picks/picks-*-h200.txt, call138-picks/): the real loop
+    # crossed its SLO at 33.63 (ttft), 17.95 (tpot) and 18.86 req/s (chunked), choose-server named
+    # 33.55, 17.77 and 18.57 (-0.2%, -1.0%, -1.5%; docs/data/h200-2026-12-06/call137/, call138/)
+    import sys
+
+    sys.path.insert(0, str(profiles_dir().parent / "benchmarks"))
+    import choose_server_check as check
+
+    runs = check.measured(SERVING / sub, case)
+    assert [x["rate"] for x in runs] == rates
+    assert not any(x["unserved"] for x in runs)
+    named = check.choose("h200", kv_capacity_tokens=runs[0]["pool"], case=case)["best_rate_req_s"]
+    assert named == pytest.approx(r_star, abs=0.05)
+    sustained = check.sustained(runs, case)[0]
+    assert sustained == pytest.approx(crossed, abs=0.03)
+    assert -0.03 < named / sustained - 1 < 0.0  # on the safe side, within 3%
+    assert [check.meets(x, case) for x in runs] == meets

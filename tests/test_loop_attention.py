@@ -177,9 +177,11 @@ def test_the_alternative_terms_file_is_what_the_benchmark_fits():
     runs = [read_run(SERVING / "h200-graph-probe", n) for n in FIT]
     refit = fit_loop_terms(runs, measured_attention=True,
                            empty_tile_probe="measurements/h200-probe-prefill-slots-call98.json")
-    assert alt.prefill_floor_s_per_layer.value == pytest.approx(refit.prefill_floor_s_per_layer.value, rel=1e-9)
+    # a refit through scipy's least_squares (its tolerances 1e-8): the last digits move with the
+    # installed scipy and numpy (2.4e-9 apart with scipy 1.17.1 and numpy 2.4.6), so 1e-6
+    assert alt.prefill_floor_s_per_layer.value == pytest.approx(refit.prefill_floor_s_per_layer.value, rel=1e-6)
     assert alt.prefill_elementwise_bytes_per_s.value == pytest.approx(
-        refit.prefill_elementwise_bytes_per_s.value, rel=1e-9)
+        refit.prefill_elementwise_bytes_per_s.value, rel=1e-6)
     # the H200's own empty tile, device call 98: 1.24 ns (benchmarks/prefill_empty_tiles.py part 1c)
     assert alt.prefill_empty_tile_s.value == pytest.approx(1.243e-9, rel=0.01)
 

@@ -74,7 +74,9 @@ def test_the_fit_option_stores_the_walk(tmp_path):
 def test_the_shipped_calibration_holds_what_its_probes_give():
     cal = load_calibration(SHIPPED)
     slope, after = softmax_warp_floor([f"{M}/h200-probe-attention.json", f"{M}/h200-probe-attention-widths.json"])
-    assert cal.attention_softmax_warp_s_per_token == slope and cal.attention_softmax_warp_after_tokens == after
+    # the same fit: equal but for the last digits, which move with the installed numpy (2.4.6: 6e-14 apart)
+    assert cal.attention_softmax_warp_s_per_token == pytest.approx(slope, rel=1e-9)
+    assert cal.attention_softmax_warp_after_tokens == pytest.approx(after, rel=1e-9)
     # golden: the H200's softmax alone at batches 1-4 runs 3.1-3.6 us at 512-528 positions and 8.1-8.3 us at
     # 2,048 (h200-probe-attention.json, h200-probe-attention-widths.json): ~3.1 ns a position, from ~140 on
     assert 2.8e-9 < slope < 3.4e-9 and 100 < after < 200
