@@ -242,6 +242,12 @@ OTHER_CARDS = (
      "(`measurements/serving/h100-sxm-graph-call139/`, device call 139, the thirty-eighth session, asked for an H100 "
      "or an H200 and lent an H100: `calibrate/runs/h200-call137.sh` again, the same stream at the same rates, on a "
      "machine whose decode graphs ran 0.963x their price, `docs/data/h100-2026-12-06/call139/`)"),
+    ("h100-sxm", "h100-sxm-graph-call140", "**Leave one card out: six streams picked after the fortieth session's H200 "
+     "runs** (`measurements/serving/h100-sxm-graph-call140/`, device call 140, the fortieth session, asked for an H200 "
+     "and lent an H100: falcon-7b short on 96 slots, internlm2.5-7b mixed, llama-3.2-3b mixed on a 12,000-token pool "
+     "that preempts, qwen2.5-14b long prompts chunked at 1,024 tokens, gpt-j-6b long-gen overloaded, qwen3-8b fixed; "
+     "seeds 871-876, rates picked before the call, calibrate/runs/pick_rates_call140.py, "
+     "`docs/data/h100-2026-12-06/call140/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

@@ -115,6 +115,12 @@ H100_MISSES = {
     ("h100-sxm-graph-call139", "llama-3.1-8b-mixed-r30p6-n400-s851", "ttft_p99_s"): 0.50,  # +47.8%
     ("h100-sxm-graph-call139", "llama-3.1-8b-mixed-r32p9-n400-s851", "ttft_p99_s"): 0.25,  # +22.6%
     ("h100-sxm-graph-call139", "llama-3.1-8b-mixed-r32p9-n400-s851", "ttft_p50_s"): 0.14,  # +12.8%
+    # call 140 (the fortieth session; six streams picked before the call, pick_rates_call140.py, asked
+    # for an H200 and lent an H100): two of 36 out, the two overloaded queues' TTFT p50 on a machine
+    # whose decode graphs ran 0.961x and 0.978x their price; at the device probe's speed both within
+    # (-7.5%, +4.5%), while falcon-7b's TTFT p99 goes from +4.4% to +43.0% there
+    ("h100-sxm-graph-call140", "gpt-j-6b-long-gen-r16-n250-s875", "ttft_p50_s"): 0.13,  # +11.8%
+    ("h100-sxm-graph-call140", "llama-3.2-3b-mixed-r40-n400-s873", "ttft_p50_s"): 0.15,  # +13.9%
 }
 
 
@@ -127,7 +133,7 @@ H100_MISSES = {
                                        ("h100-sxm-graph-call119", 3), ("h100-sxm-graph-call134", 3),
                                        ("h100-sxm-graph-call135", 3), ("h100-sxm-graph-call136", 5),
                                        ("h100-sxm-graph-call137", 5), ("h100-sxm-graph-call138", 5),
-                                       ("h100-sxm-graph-call139", 5)])
+                                       ("h100-sxm-graph-call139", 5), ("h100-sxm-graph-call140", 6)])
 def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
     rows = compare_rows(SERVING / sub, load_loop_terms(card="h100-sxm", engine="graph"), fitted=())
     assert len(rows) == count
@@ -172,6 +178,9 @@ def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
         assert not any(r["preemptions"]["measured"] for r in rows)
     if sub == "h100-sxm-graph-call138":  # choose-server's chunked case: long prompts chunked at 512 beside the decodes
         assert all(r["policy"] == "chunked" for r in rows)
+    if sub == "h100-sxm-graph-call140":  # the 12,000-token pool preempted (68 measured, 71 simulated); one stream chunked
+        assert {r["run"]: r["preemptions"]["measured"] for r in rows}["llama-3.2-3b-mixed-r40-n400-s873"] == 68
+        assert sum(r["policy"] == "chunked" for r in rows) == 1
     if sub == "h100-sxm-graph-call1":  # the 40,000-token pool preempted, as simulated
         assert {r["run"]: r["preemptions"]["measured"] > 0 for r in rows}["qwen2.5-1.5b-mixed-r120-n500-s705"]
 
