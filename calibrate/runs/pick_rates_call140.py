@@ -2,10 +2,10 @@
 
 Like calibrate/runs/pick_rates_call102.py (whose ``main`` it runs on these candidates), with the
 terms as shipped and the alternative: six streams on seeds no run had, picked after the fortieth
-session's 26 H200 runs were replayed and before any of these ran -- falcon-7b (one K/V head) and
-gpt-j-6b (256-wide heads), never served on an H200; internlm2.5-7b, never on an H200; llama-3.2-3b
+session's 26 H200 runs were replayed and before any of these ran -- falcon-7b (one K/V head),
+gpt-j-6b (256-wide heads) and internlm2.5-7b, never served on an H200; llama-3.2-3b
 on a 12,000-token pool that preempts; qwen2.5-14b's long prompts chunked at 1,024 tokens; qwen3-8b's
-fixed stream overloaded. Output: docs/data/cpu/call140-picks/picks-CARD.txt, then picks.txt (the
+fixed stream under load. Output: docs/data/cpu/call140-picks/picks-CARD.txt, then picks.txt (the
 rates chosen), committed before the call; calibrate/runs/h200-call140.sh serves them. Run from the
 repository root: ``.venv/bin/python calibrate/runs/pick_rates_call140.py [--card h100-sxm]``.
 """
