@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from calibrate.runs.pick_rates_call102 import CHUNKED  # noqa: E402  (chunks of 1,024 tokens, decode-first)
 from calibrate.runs.pick_rates_call102 import main as pick  # noqa: E402
-
-CHUNKED = ("--max-num-batched-tokens", "1024", "--schedule", "decode-first")
 #: name, model, slots, max_model_len, stream, count, seed, simulate's extra knobs, rates scanned
 CANDIDATES = [
     ("f7s", "falcon-7b", 96, 512, "short", 500, 871, (), [60, 90, 120, 150]),
