@@ -19,6 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 M = ROOT / "hardware_profiles" / "measurements"
+
+from roofline.atomic import read_json  # noqa: E402  (plain or gzip-compressed)
 #: the values' weighted sum, the scores' product and the softmax: cuBLAS's and PyTorch's kernel names
 ATTENTION_KERNELS = ("_NNT", "badd", "SoftMax", "softmax")
 
@@ -76,8 +78,8 @@ def table(cal, card) -> None:
 
 
 def repeat() -> None:
-    old = json.loads((M / "h200-probe-attention-table.json").read_text())["points"]
-    new = json.loads((M / "h200-probe-attention-table-call68.json").read_text())["points"]
+    old = read_json(M / "h200-probe-attention-table.json")["points"]
+    new = read_json(M / "h200-probe-attention-table-call68.json")["points"]
     key = lambda p: (p["shape"], p["batch"], p["kv_heads"], p["context_tokens"])  # noqa: E731
     first = {key(p): p["s"] for p in old if p.get("s")}
     ratio = np.array([p["s"] / first[key(p)] for p in new if p.get("s") and key(p) in first])

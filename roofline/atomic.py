@@ -39,22 +39,39 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 
 def read_json(path: str | os.PathLike, what: str = ""):
-    """Parse a JSON file; a missing file or bad JSON raises RooflineError with one line naming
-    the file (and ``what`` it was meant to be)."""
+    """Parse a JSON file, plain or gzip-compressed (a name ending in .gz; a missing ``x.json``
+    whose ``x.json.gz`` exists is read from that, as the large measurement probes are stored); a
+    missing file or bad JSON raises RooflineError with one line naming the file (and ``what`` it
+    was meant to be)."""
+    import gzip
     import json
+    import zlib
 
     from roofline.errors import RooflineError
 
     path = Path(path)
+    if path.suffix != ".gz" and not path.exists() and path.with_name(path.name + ".gz").is_file():
+        path = path.with_name(path.name + ".gz")
     label = f"{what} {short(path)}" if what else short(path)
+    too_large = (f"{label}: larger than any profile, calibration or config "
+                 f"({MAX_JSON_BYTES / 1e6:.0f} MB at most)")
     try:
         size = path.stat().st_size
         if size > MAX_JSON_BYTES:
             raise RooflineError(f"{label}: {size / 1e6:,.0f} MB, larger than any profile, calibration or "
                                 f"config ({MAX_JSON_BYTES / 1e6:.0f} MB at most)")
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as f:  # bounded: never more than the cap is decompressed
+                data = f.read(MAX_JSON_BYTES + 1)
+            if len(data) > MAX_JSON_BYTES:
+                raise RooflineError(too_large)
+            text = data.decode("utf-8-sig")
+        else:
+            text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:  # gzip.BadGzipFile is an OSError
         raise RooflineError(f"cannot read {label}: {exc.strerror or exc}") from None
+    except (EOFError, zlib.error):
+        raise RooflineError(f"cannot read {label}: a damaged gzip file") from None
     except UnicodeDecodeError:
         raise RooflineError(f"{label}: not a UTF-8 text file (binary?)") from None
     try:

@@ -117,3 +117,39 @@ def test_calibrate_rejects_an_unknown_card_or_model_before_measuring(tmp_path):
     one_line_error(run("calibrate", "--card", "nope", "--model", "qwen2.5-0.5b", "--out", str(tmp_path)), "unknown card")
     one_line_error(run("calibrate", "--card", "h200", "--model", "nope", "--out", str(tmp_path)), "unknown model")
     assert not any(tmp_path.iterdir())  # nothing was measured or written
+
+
+def test_a_gzip_compressed_json_reads_as_the_plain_one_and_a_damaged_or_oversized_one_is_one_line(tmp_path,
+                                                                                                  monkeypatch):
+    """The large measurement probes are stored gzip-compressed (``x.json.gz``; roofline.atomic.read_json
+    reads ``x.json`` from it where the plain file is absent)."""
+    import gzip
+    import json
+
+    from roofline import atomic
+    from roofline.atomic import read_json
+
+    data = {"probe": "attention-table", "points": [{"seconds": 1.5e-5, "matrices": 8}] * 50}
+    (tmp_path / "p.json.gz").write_bytes(gzip.compress(json.dumps(data).encode(), mtime=0))
+    assert read_json(tmp_path / "p.json") == data  # the fallback to p.json.gz
+    assert read_json(tmp_path / "p.json.gz") == data
+    (tmp_path / "p.json").write_text(json.dumps({"plain": True}))
+    assert read_json(tmp_path / "p.json") == {"plain": True}  # a plain file, where present, wins
+    (tmp_path / "bad.json.gz").write_bytes(gzip.compress(b'{"a": 1}')[:-6])  # truncated
+    with pytest.raises(RooflineError, match="damaged gzip"):
+        read_json(tmp_path / "bad.json.gz", "probe")
+    (tmp_path / "notgz.json.gz").write_bytes(b'{"a": 1}')
+    with pytest.raises(RooflineError, match="cannot read probe"):
+        read_json(tmp_path / "notgz.json.gz", "probe")
+    monkeypatch.setattr(atomic, "MAX_JSON_BYTES", 1000)  # a small file that inflates past the cap
+    (tmp_path / "bomb.json.gz").write_bytes(gzip.compress(b"[" + b"0," * 5000 + b"0]"))
+    assert (tmp_path / "bomb.json.gz").stat().st_size < 1000
+    with pytest.raises(RooflineError, match="larger than any profile"):
+        read_json(tmp_path / "bomb.json.gz")
+
+
+def test_the_shipped_compressed_probes_read():
+    from roofline.atomic import read_json
+
+    table = read_json("hardware_profiles/measurements/h200-probe-attention-table-call68.json", "probe")
+    assert table["probe"] == "attention-table" and len(table["points"]) > 1000
