@@ -248,6 +248,14 @@ OTHER_CARDS = (
      "that preempts, qwen2.5-14b long prompts chunked at 1,024 tokens, gpt-j-6b long-gen overloaded, qwen3-8b fixed; "
      "seeds 871-876, rates picked before the call, calibrate/runs/pick_rates_call140.py, "
      "`docs/data/h100-2026-12-06/call140/`)"),
+    ("h100-sxm", "h100-sxm-graph-call141", "**Leave one card out: request files shaped as a user would write them** "
+     "(`measurements/serving/h100-sxm-graph-call141/`, device calls 141 and 142, the forty-first session, asked for "
+     "an H200, lent an H100 after none came: heavy-tailed chat lengths (prompts 8-3,000 tokens, generations "
+     "4-1,000) on qwen2.5-7b and llama-3.2-3b (128 slots), code-completion lengths (prompts 200-3,500) on "
+     "llama-3.1-8b chunked at 2,048 tokens, gamma arrivals of CV 2 on mistral-7b-v0.3; a new user's settings: "
+     "the slots as long as the longest request (3,328-3,840 rows), the pool from memory; seeds 881-885, rates "
+     "picked before the call, calibrate/runs/make_call141_streams.py and pick_rates_call141.py, "
+     "`docs/data/h100-2026-12-06/call141/`, `call142/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

@@ -16,6 +16,7 @@ from roofline.errors import RooflineError
 from roofline.hardware import profiles_dir
 from roofline.pass_costs import load_loop_terms
 from roofline.serving_replay import COMPARED, compare_rows
+from roofline.serving_runs import read_run
 
 M = profiles_dir() / "measurements"
 SERVING = M / "serving"
@@ -121,6 +122,12 @@ H100_MISSES = {
     # (-7.5%, +4.5%), while falcon-7b's TTFT p99 goes from +4.4% to +43.0% there
     ("h100-sxm-graph-call140", "gpt-j-6b-long-gen-r16-n250-s875", "ttft_p50_s"): 0.13,  # +11.8%
     ("h100-sxm-graph-call140", "llama-3.2-3b-mixed-r40-n400-s873", "ttft_p50_s"): 0.15,  # +13.9%
+    # calls 141-142 (the forty-first session; request files shaped as a user would write them --
+    # heavy-tailed chat and code lengths, gamma arrivals, rates picked before the call,
+    # pick_rates_call141.py -- with a new user's settings; asked for an H100 after the H200s did not
+    # come): one of 42 out, llama-3.2-3b's chat stream at 30 req/s on 128 slots, past the capacity
+    # (its throughput +1.6%: an overloaded queue's TTFT p50 moves several times the service rate's error)
+    ("h100-sxm-graph-call141", "llama-3.2-3b-chat-s885-r30", "ttft_p50_s"): 0.17,  # -15.9%
 }
 
 
@@ -133,7 +140,8 @@ H100_MISSES = {
                                        ("h100-sxm-graph-call119", 3), ("h100-sxm-graph-call134", 3),
                                        ("h100-sxm-graph-call135", 3), ("h100-sxm-graph-call136", 5),
                                        ("h100-sxm-graph-call137", 5), ("h100-sxm-graph-call138", 5),
-                                       ("h100-sxm-graph-call139", 5), ("h100-sxm-graph-call140", 6)])
+                                       ("h100-sxm-graph-call139", 5), ("h100-sxm-graph-call140", 6),
+                                       ("h100-sxm-graph-call141", 7)])
 def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
     rows = compare_rows(SERVING / sub, load_loop_terms(card="h100-sxm", engine="graph"), fitted=())
     assert len(rows) == count
@@ -180,6 +188,10 @@ def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
         assert all(r["policy"] == "chunked" for r in rows)
     if sub == "h100-sxm-graph-call140":  # the 12,000-token pool preempted (68 measured, 71 simulated); one stream chunked
         assert {r["run"]: r["preemptions"]["measured"] for r in rows}["llama-3.2-3b-mixed-r40-n400-s873"] == 68
+        assert sum(r["policy"] == "chunked" for r in rows) == 1
+    if sub == "h100-sxm-graph-call141":  # request files, not canned streams: the slots as long as the longest request
+        runs = [read_run(SERVING / sub, r["run"]) for r in rows]
+        assert {r.config["max_model_len"] for r in runs} == {3584, 3840, 3328}
         assert sum(r["policy"] == "chunked" for r in rows) == 1
     if sub == "h100-sxm-graph-call1":  # the 40,000-token pool preempted, as simulated
         assert {r["run"]: r["preemptions"]["measured"] > 0 for r in rows}["qwen2.5-1.5b-mixed-r120-n500-s705"]
