@@ -141,10 +141,13 @@ class ScaledPasses:
         return self.step.pass_s(work) * self.scale
 
 
-#: The most prices one memo keeps (FusedCost has two: its decode steps and its stretches' steps;
-#: LoopCost one, its prefill passes): ~150 bytes each, so ~40 MB a memo at most (a simulate with
-#: --pass-time-spread builds three cost objects); past it, new prices are computed every time.
+#: The most prices one memo keeps (FusedCost's decode steps; LoopCost's prefill passes): ~150 bytes
+#: each, so ~40 MB a memo at most (a simulate with --pass-time-spread builds three cost objects);
+#: past it, new prices are computed every time.
 MEMO_MAX = 1 << 18
+#: The most cells FusedCost.decode_costs's tables hold (8 bytes each: 32 MiB); past it, a stretch
+#: whose table would grow is priced every time.
+STRETCH_CELLS_MAX = MEMO_MAX * 16
 
 
 class FusedCost:
@@ -181,22 +184,46 @@ class FusedCost:
             return ps((float(decoding), kv_read, prefill_tokens, prefill_pairs, chunks, None, None))
 
         self.decode_s, self.pass_s = decode_s, pass_s
-        self._stretches: dict = {}  # decode_costs' prices, apart from decode_s's scalar ones
+        #: decode_costs' prices, apart from decode_s's scalar ones: per decoding count, an array
+        #: indexed by the whole number of cached tokens read (NaN: not priced yet)
+        self._stretches: dict = {}
+        self._stretch_cells = 0
+
+    def _price_steps(self, decoding, kv_read):
+        seconds = self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
+        return seconds * self.scale if self.scale != 1.0 else seconds
 
     def decode_costs(self, slots, decoding, kv_read):
         """decode_s for an array of ``kv_read`` (one vectorised pass-model call). Each step's price
-        is remembered (MEMO_MAX of them) and a stretch whose every step was priced before costs no
-        call: with few slots the same (decoding, kv_read) pairs come back all through a stream."""
-        memo = self._stretches
-        keys = [(decoding, k) for k in kv_read.tolist()]
-        known = [memo.get(k) for k in keys]
-        if None not in known:
-            return np.array(known)
-        seconds = self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
-        if self.scale != 1.0:
-            seconds = seconds * self.scale
-        if len(memo) + len(keys) <= MEMO_MAX:
-            memo.update(zip(keys, seconds.tolist()))
+        is remembered (MEMO_MAX x 16 of them, in one array per decoding count indexed by the tokens
+        read) and only the steps not priced before are priced: with few slots the same (decoding,
+        kv_read) pairs come back all through a stream. The same numbers either way."""
+        n = len(kv_read)
+        if not n:
+            return self._price_steps(decoding, kv_read)
+        first, last = float(kv_read[0]), float(kv_read[-1])
+        if not (0.0 <= first <= last and first.is_integer() and last.is_integer()):
+            return self._price_steps(decoding, kv_read)  # (the scheduler's are whole and ascending)
+        table = self._stretches.get(decoding)
+        top = int(last) + 1
+        if table is None or len(table) < top:
+            size = max(top, 2 * len(table) if table is not None else 1024)
+            grown = self._stretch_cells + size - (len(table) if table is not None else 0)
+            if grown > STRETCH_CELLS_MAX:
+                return self._price_steps(decoding, kv_read)
+            wider = np.full(size, np.nan)
+            if table is not None:
+                wider[:len(table)] = table
+            self._stretches[decoding], self._stretch_cells, table = wider, grown, wider
+        at = kv_read.astype(np.int64)
+        seconds = table[at]
+        todo = np.isnan(seconds)
+        if todo.any():
+            if todo.all():
+                seconds = self._price_steps(decoding, kv_read)
+            else:
+                seconds[todo] = self._price_steps(decoding, kv_read[todo])
+            table[at] = seconds
         return seconds
 
 

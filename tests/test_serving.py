@@ -237,9 +237,10 @@ def test_a_small_pool_preempts_and_holds_fewer_sequences():
 
 # ---- remembered prices: the same numbers, bounded -------------------------------------------
 def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
-    """FusedCost remembers each decode step's price by (decoding, kv_read) and each stretch's by step:
-    a repeat gives the very number the step model does, without calling it; a stretch whose every step
-    was seen costs no step-model call; past MEMO_MAX prices nothing more is kept."""
+    """FusedCost remembers each decode step's price by (decoding, kv_read), for single steps and for
+    stretches: a repeat gives the very number the step model does, without calling it; a stretch prices
+    only its steps not seen before; past the caps (MEMO_MAX prices, STRETCH_CELLS_MAX cells) nothing
+    more is kept."""
     from roofline import pass_costs
     from roofline.pass_costs import FusedCost
 
@@ -265,19 +266,33 @@ def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
     np.testing.assert_array_equal(a, real((8.0, kv, 0.0, 0.0, 0.0, None, None)))  # the vectorised prices
     np.testing.assert_array_equal(cost.decode_costs(8, 8, kv[5:30]), a[5:30])
     assert len(calls) == 2  # every step known: no call
-    cost.decode_costs(8, 8, np.append(kv[:3], 1e5))  # one unknown step: one call for the stretch
-    assert len(calls) == 3
+    mixed = cost.decode_costs(8, 8, np.append(kv[:3], 1e5))  # one unknown step: one call, for it alone
+    assert len(calls) == 3 and np.array_equal(calls[-1][1], [1e5])
+    np.testing.assert_array_equal(mixed, np.append(a[:3], real((8.0, 1e5, 0.0, 0.0, 0.0, None, None))))
+    np.testing.assert_array_equal(cost.decode_costs(4, 4, kv), real((4.0, kv, 0.0, 0.0, 0.0, None, None)))
+    assert len(calls) == 4  # another decoding count: its own prices
+    halves = kv + 0.5  # not whole numbers of tokens: priced every time, never kept
+    np.testing.assert_array_equal(cost.decode_costs(8, 8, halves), real((8.0, halves, 0.0, 0.0, 0.0, None, None)))
+    cost.decode_costs(8, 8, halves)
+    assert len(calls) == 6
     monkeypatch.setattr(pass_costs, "MEMO_MAX", 5)
     small = FusedCost(Counting())
     for i in range(20):
         assert small.decode_s(4, 4, float(1000 + i)) == real((4.0, float(1000 + i), 0.0, 0.0, 0.0, None, None))
     assert len(small._steps) == 5  # the first five kept, the rest computed every time
+    monkeypatch.setattr(pass_costs, "STRETCH_CELLS_MAX", 1000)
+    before = len(calls)
     small.decode_costs(4, 4, 2000.0 + np.arange(50.0))
-    assert len(small._stretches) == 0  # a stretch of 50 would pass the cap: not kept
-    monkeypatch.setattr(pass_costs, "MEMO_MAX", 100)
+    small.decode_costs(4, 4, 2000.0 + np.arange(50.0))
+    assert len(small._stretches) == 0 and len(calls) == before + 2  # 2,050 cells would pass the cap: not kept
+    monkeypatch.setattr(pass_costs, "STRETCH_CELLS_MAX", 5000)
     small.decode_costs(4, 4, 2000.0 + np.arange(50.0))
     small.decode_costs(4, 4, 3000.0 + np.arange(60.0))
-    assert len(small._stretches) == 50  # 50 + 60 would pass 100
+    assert small._stretch_cells == 4100  # the table doubled to hold 3,060 cells
+    small.decode_costs(4, 4, 3000.0 + np.arange(60.0))
+    assert len(calls) == before + 4  # known: no call
+    small.decode_costs(4, 4, 6000.0 + np.arange(10.0))  # 8,200 cells would pass 5,000: priced, not kept
+    assert small._stretch_cells == 4100 and len(calls) == before + 5
 
 
 def test_the_loop_remembers_prefill_prices():
