@@ -198,14 +198,13 @@ class FusedCost:
         is remembered (MEMO_MAX x 16 of them, in one array per decoding count indexed by the tokens
         read) and only the steps not priced before are priced: with few slots the same (decoding,
         kv_read) pairs come back all through a stream. The same numbers either way."""
-        n = len(kv_read)
-        if not n:
+        if not len(kv_read):
             return self._price_steps(decoding, kv_read)
-        first, last = float(kv_read[0]), float(kv_read[-1])
-        if not (0.0 <= first <= last and first.is_integer() and last.is_integer()):
-            return self._price_steps(decoding, kv_read)  # (the scheduler's are whole and ascending)
+        at = kv_read.astype(np.int64)
+        if at.min() < 0 or not np.array_equal(at, kv_read):  # (the scheduler's are whole and ascending)
+            return self._price_steps(decoding, kv_read)
         table = self._stretches.get(decoding)
-        top = int(last) + 1
+        top = int(at.max()) + 1
         if table is None or len(table) < top:
             size = max(top, 2 * len(table) if table is not None else 1024)
             grown = self._stretch_cells + size - (len(table) if table is not None else 0)
@@ -215,7 +214,6 @@ class FusedCost:
             if table is not None:
                 wider[:len(table)] = table
             self._stretches[decoding], self._stretch_cells, table = wider, grown, wider
-        at = kv_read.astype(np.int64)
         seconds = table[at]
         todo = np.isnan(seconds)
         if todo.any():

@@ -275,6 +275,13 @@ def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
     np.testing.assert_array_equal(cost.decode_costs(8, 8, halves), real((8.0, halves, 0.0, 0.0, 0.0, None, None)))
     cost.decode_costs(8, 8, halves)
     assert len(calls) == 6
+    odd = np.array([10.0, 5000.0, 20.5, 30.0])  # not ascending, one not whole: priced as given, nothing kept
+    np.testing.assert_array_equal(cost.decode_costs(8, 8, odd), real((8.0, odd, 0.0, 0.0, 0.0, None, None)))
+    assert len(calls) == 7
+    jumbled = np.array([10.0, 5000.0, 20.0])  # whole but not ascending: kept at its own tokens
+    np.testing.assert_array_equal(cost.decode_costs(8, 8, jumbled), real((8.0, jumbled, 0.0, 0.0, 0.0, None, None)))
+    np.testing.assert_array_equal(cost.decode_costs(8, 8, jumbled[::-1]), real((8.0, jumbled[::-1], 0.0, 0.0, 0.0, None, None)))
+    assert len(calls) == 8
     monkeypatch.setattr(pass_costs, "MEMO_MAX", 5)
     small = FusedCost(Counting())
     for i in range(20):
