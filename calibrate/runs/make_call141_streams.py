@@ -2,26 +2,26 @@
 them, not as the serving job's canned streams are (every earlier run but call 85's bursty one drew
 log-uniform lengths from calibrate.serving_job.STREAMS with steady Poisson arrivals).
 
-    .venv/bin/python calibrate/runs/make_call141_streams.py [RATE_SCALE]
+    .venv/bin/python calibrate/runs/make_call141_streams.py
 
-writes into calibrate/runs/streams/:
+writes into calibrate/runs/streams/ each stream of CALL141 at each of its rates in PICKS, as
+``STEM-rRATE.csv`` (the request files the device scripts serve). The shapes:
 
-- ``chat-sNNN.csv`` -- heavy-tailed lengths like a chat trace: prompts lognormal (median 350
-  tokens, sigma 1.0, clipped to 8-3,000), generations lognormal (median 140, sigma 0.8, clipped to
-  4-1,000); Poisson arrivals at rate 1.
-- ``code-sNNN.csv`` -- long prompts and short answers, as code completion or retrieval: prompts
+- ``chat-sNNN`` -- heavy-tailed lengths like a chat trace: prompts lognormal (median 350 tokens,
+  sigma 1.0, clipped to 8-3,000), generations lognormal (median 140, sigma 0.8, clipped to
+  4-1,000); Poisson arrivals.
+- ``code-sNNN`` -- long prompts and short answers, as code completion or retrieval: prompts
   lognormal (median 1,400, sigma 0.5, clipped to 200-3,500), generations lognormal (median 40,
-  sigma 0.7, clipped to 2-300); Poisson arrivals at rate 1.
-- ``gamma-sNNN.csv`` -- the chat lengths with gamma-distributed gaps of coefficient of variation 2
-  (shape 0.25: clustered arrivals), mean rate 1.
-- ``step-sNNN.csv`` -- the chat lengths with Poisson arrivals whose rate doubles halfway through
-  the requests (a load step: rate 1, then 2).
+  sigma 0.7, clipped to 2-300); Poisson arrivals.
+- ``gamma-sNNN`` -- the chat lengths with gamma-distributed gaps of coefficient of variation 2
+  (shape 0.25: clustered arrivals).
+- ``step-sNNN`` -- the chat lengths with Poisson arrivals whose rate doubles halfway through the
+  requests (a load step: the rate named, then twice it).
 
-Every arrival time is at rate 1 request/s; the serving job's ``--requests`` file takes them as
-they are, so calibrate/runs/pick_rates_call141.py scales each stream to its picked rate by writing
-``NAME-rRATE.csv`` (arrivals divided by the rate). Lengths and arrivals come from numpy
-default_rng([seed, k]) with k 1 (prompts), 2 (generations), 3 (arrivals): a file regenerates
-byte for byte.
+Arrivals are drawn at 1 request/s and divided by the rate (calibrate/runs/pick_rates_call141.py
+writes the same files into a temporary folder for every rate it scans). Lengths and arrivals come
+from numpy default_rng([seed, k]) with k 1 (prompts), 2 (generations), 3 (arrivals): a file
+regenerates byte for byte.
 """
 
 from __future__ import annotations
