@@ -183,15 +183,14 @@ class FusedCost:
             # a fused pass reads a continued chunk's cached keys from the paged cache: no copy
             return ps((float(decoding), kv_read, prefill_tokens, prefill_pairs, chunks, None, None))
 
-        self.decode_s, self.pass_s = decode_s, pass_s
+        self.decode_s, self.pass_s, self._ps = decode_s, pass_s, ps
         #: decode_costs' prices, apart from decode_s's scalar ones: per decoding count, an array
         #: indexed by the whole number of cached tokens read (NaN: not priced yet)
         self._stretches: dict = {}
         self._stretch_cells = 0
 
     def _price_steps(self, decoding, kv_read):
-        seconds = self.step.pass_s((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
-        return seconds * self.scale if self.scale != 1.0 else seconds
+        return self._ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
 
     def decode_costs(self, slots, decoding, kv_read):
         """decode_s for an array of ``kv_read`` (one vectorised pass-model call). Each step's price
