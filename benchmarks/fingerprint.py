@@ -45,6 +45,7 @@ CASES = {
     "poisson, prefill-first": dict(card="h200", model="llama-3.2-1b", batch=32, arrival_rate=40.0,
                                    schedule="prefill-first"),
     "pass time x1.07": dict(card="rtx3060", model="qwen2.5-1.5b", batch=16, pass_time_scale=1.07),
+    "poisson, decode-first, 16 slots": dict(card="rtx3060", model="qwen2.5-1.5b", batch=16, arrival_rate=2.0),
 }
 
 

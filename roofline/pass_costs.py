@@ -192,6 +192,22 @@ class FusedCost:
     def _price_steps(self, decoding, kv_read):
         return self._ps((float(decoding), kv_read, 0.0, 0.0, 0.0, None, None))
 
+    def decode_run(self, decoding: int, first: int, stride: int, steps: int) -> list:
+        """decode_costs for the quiet stretch the scheduler runs: ``steps`` decode steps of
+        ``decoding`` sequences reading ``first``, ``first + stride``, ... cached tokens (whole
+        numbers, ``first`` >= 0, ``stride`` >= 1), as a list. The remembered prices are one strided
+        slice of the decoding count's table, no index array: the same numbers as decode_costs."""
+        table = self._stretches.get(decoding)
+        top = first + stride * (steps - 1) + 1
+        if table is None or len(table) < top or first < 0:
+            return self.decode_costs(decoding, decoding, float(first) + stride * np.arange(steps, dtype=float)).tolist()
+        seconds = table[first:top:stride]  # a view: prices written into it land in the table
+        todo = np.isnan(seconds)
+        if todo.any():
+            kv_read = float(first) + stride * np.arange(steps, dtype=float)
+            seconds[todo] = self._price_steps(decoding, kv_read if todo.all() else kv_read[todo])
+        return seconds.tolist()
+
     def decode_costs(self, slots, decoding, kv_read):
         """decode_s for an array of ``kv_read`` (one vectorised pass-model call). Each step's price
         is remembered (MEMO_MAX x 16 of them, in one array per decoding count indexed by the tokens
@@ -919,6 +935,10 @@ class LoopCost:
         import numpy as np
 
         return np.full(len(kv_read), self.decode_s(slots, decoding, 0.0))
+
+    def decode_run(self, decoding: int, first: int, stride: int, steps: int) -> list:
+        """decode_costs for a quiet stretch of ``steps`` steps (FusedCost.decode_run), as a list."""
+        return [self.decode_s(decoding, decoding, 0.0)] * steps
 
     def prefill_device_s(self, tokens: float, pairs: float, chunks: float, cont_tokens: float = 0,
                          cont_cached: float = 0, longest: float = 0) -> float:

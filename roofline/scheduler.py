@@ -53,7 +53,7 @@ step D are those with (-base) % B == D % B: a count per residue answers "how man
 without visiting them; finish steps sit in a heap. A *quiet stretch* -- decode steps during which
 no head can be admitted (none has arrived, or it does not fit: blocks only shrink until someone
 leaves), nobody finishes before its last step and the blocks taken fit -- is priced with one vectorised call of the
-cost object's ``decode_costs`` and the clock advanced step by step over its prices (the same
+cost object's ``decode_run`` (or ``decode_costs``) and the clock advanced step by step over its prices (the same
 additions, so the same times up to the last bit of the pass formula's float vs array path).
 """
 
@@ -194,16 +194,16 @@ def _prefill_first(s: _State, cfg: ServerConfig, cost):
     free, D, sum_base, t = cfg.num_blocks, 0, 0, 0.0
     nxt, total = 0, len(order)
     iterations = prefills = max_running = tokens_out = 0
-    decode_costs = getattr(cost, "decode_costs", None)
+    run_prices = _run_prices(cost)
     while nxt < total or requeue or running:
         if not running and not requeue and arr[order[nxt]] > t:
             t = arr[order[nxt]] + wake  # idle: wait for the next arrival
-        if running and decode_costs is not None and (not fh or fh[0][0] - D + 1 >= FAST_MIN):
+        if running and run_prices is not None and (not fh or fh[0][0] - D + 1 >= FAST_MIN):
             # a quiet stretch of decode steps, priced at once
             until = _quiet_until_prefill_first(s, k, requeue, nxt, total, len(running), S, B, M, free, t)
             if until is not None:
                 m = len(running)
-                quiet = _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free,
+                quiet = _quiet_stretch(run_prices, fh, fin_step, finish, base, running, counts, D, B, m, free,
                                        sum_base, t, until, fin_cost)
                 if quiet is not None:
                     t, done, free, sum_base = quiet
@@ -308,16 +308,16 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
     pf, pf_c = -1, 0  # the prefilling sequence (the latest admitted) and its cached tokens
     nxt, total = 0, len(order)
     iterations = prefills = decodes = max_running = tokens_out = 0
-    decode_costs = getattr(cost, "decode_costs", None)
+    run_prices = _run_prices(cost)
     while nxt < total or requeue or running:
         if not running and not requeue and arr[order[nxt]] > t:
             t = arr[order[nxt]] + wake
-        if running and pf < 0 and decode_costs is not None and (not fh or fh[0][0] - D + 1 >= FAST_MIN):
+        if running and pf < 0 and run_prices is not None and (not fh or fh[0][0] - D + 1 >= FAST_MIN):
             # a quiet stretch of decode steps, priced at once
             m = len(running)
             until = _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M, free - counts[D % B], t)
             if until is not None:
-                quiet = _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free,
+                quiet = _quiet_stretch(run_prices, fh, fin_step, finish, base, running, counts, D, B, m, free,
                                        sum_base, t, until, fin_cost)
                 if quiet is not None:
                     t, done, free, sum_base = quiet
@@ -326,6 +326,27 @@ def _decode_first(s: _State, cfg: ServerConfig, cost):
                     decodes += done
                     tokens_out += m * done
                     continue
+        if running and pf < 0:
+            m = len(running)
+            needy = counts[D % B]
+            if needy <= free and (m >= S or _quiet_until_decode_first(s, k, requeue, nxt, total, m, S, B, M,
+                                                                      free - needy, t) is not None):
+                # one decode step with nothing to admit and its blocks free: the steps below, without
+                # their lists (the same arithmetic in the same order)
+                free -= needy
+                iterations += 1
+                decodes += 1
+                if m > max_running:
+                    max_running = m
+                t += decode_s(m, m, float(sum_base + m * (D + 1)))
+                tokens_out += m
+                D += 1
+                if fh and fh[0][0] < D:
+                    freed, gone, left = _retire(fh, fin_step, finish, base, running, counts, D, B, t)
+                    free += freed
+                    sum_base -= gone
+                    t += fin_cost * left
+                continue
         budget = M
         chunks = []  # (sequence, tokens, cached before)
         n_dec = len(running) - (pf >= 0)
@@ -537,10 +558,14 @@ def _quiet_steps(fh, fin_step, counts, D, B, m, free) -> int:
 def _need(counts, D, B, m, steps) -> int:
     """Blocks taken by ``steps`` decode steps from step D."""
     cycles, rest = divmod(steps, B)
-    return cycles * m + sum(counts[(D + j) % B] for j in range(rest))
+    if not rest:
+        return cycles * m
+    r = D % B  # the residues D, D + 1, ..., D + rest - 1 (mod B): one slice, or two around the end
+    end = r + rest
+    return cycles * m + (sum(counts[r:end]) if end <= B else sum(counts[r:]) + sum(counts[:end - B]))
 
 
-def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D, B, m, free, sum_base, t, until,
+def _quiet_stretch(run_prices, fh, fin_step, finish, base, running, counts, D, B, m, free, sum_base, t, until,
                    fin_cost):
     """Run a quiet stretch of the ``m`` running sequences from step D, priced in one call, and
     retire those its last step finished: (time, steps run, free blocks, sum of the running bases)
@@ -548,7 +573,7 @@ def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D,
     steps = _quiet_steps(fh, fin_step, counts, D, B, m, free)
     if steps < FAST_MIN:
         return None
-    t, done = _run_quiet(decode_costs(m, m, float(sum_base + m * (D + 1)) + m * _ARANGE[:steps]), t, until)
+    t, done = _run_quiet(run_prices(m, sum_base + m * (D + 1), m, steps), t, until)
     free -= _need(counts, D, B, m, done)
     if fh and fh[0][0] < D + done:  # the stretch's last step finished someone
         freed, gone, left = _retire(fh, fin_step, finish, base, running, counts, D + done, B, t)
@@ -558,11 +583,29 @@ def _quiet_stretch(decode_costs, fh, fin_step, finish, base, running, counts, D,
     return t, done, free, sum_base
 
 
+def _run_prices(cost):
+    """The quiet stretches' prices from ``cost``: f(decoding, first, stride, steps) -> a list of the
+    steps' seconds, reading first, first + stride, ... cached tokens. The cost object's
+    ``decode_run`` (whole numbers in, no index array), else its ``decode_costs`` over the reads as
+    floats; None without either (every step priced alone)."""
+    run = getattr(cost, "decode_run", None)
+    if run is not None:
+        return run
+    costs = getattr(cost, "decode_costs", None)
+    if costs is None:
+        return None
+
+    def prices(decoding, first, stride, steps):
+        return costs(decoding, decoding, float(first) + stride * _ARANGE[:steps]).tolist()
+
+    return prices
+
+
 def _run_quiet(costs, t, until):
-    """Advance the clock step by step (the same additions as one step at a time) while the next
-    step starts before ``until``; (time, steps run)."""
+    """Advance the clock step by step (the same additions as one step at a time) over the list
+    ``costs`` while the next step starts before ``until``; (time, steps run)."""
     done = 0
-    for c in costs.tolist():
+    for c in costs:
         if t >= until:
             break
         t += c

@@ -191,6 +191,25 @@ def _unsort(order, *arrays):
 BACKLOG_MIN_BATCHES, BACKLOG_MAX_STEPS = 4, 1 << 21
 
 
+def _decode_prices(model: StepModel, slots: float, kv_read: np.ndarray) -> np.ndarray:
+    """model.pass_s(decode_work(slots, kv_read)) for a backlog's decode steps, each distinct read
+    priced once: a backlog of B batches reads whole numbers of tokens spanning about a batch's
+    prompts and answers x slots, while its steps number that many times B. Read from a table over
+    the span, the same numbers (an elementwise formula); priced step by step where the reads are not
+    whole or span more numbers than there are steps."""
+    at = kv_read.astype(np.int64)
+    lo, hi = (int(at.min()), int(at.max())) if len(at) else (0, -1)
+    if lo < 0 or hi - lo + 1 > len(at) or not np.array_equal(at, kv_read):
+        return model.pass_s(decode_work(slots, kv_read))
+    at -= lo
+    used = np.zeros(hi - lo + 1, dtype=bool)
+    used[at] = True
+    reads = np.flatnonzero(used)
+    table = np.empty(hi - lo + 1)
+    table[reads] = model.pass_s(decode_work(slots, (reads + lo).astype(float)))
+    return table[at]
+
+
 def _backlog(model: StepModel, p, g, i: int, batches: int, slots: int, t: float):
     """Consecutive full static batches of ``slots`` from request i, started back to back from t
     (static_batch_times for all of them in one call each for prefills and decode steps): (the
@@ -207,7 +226,7 @@ def _backlog(model: StepModel, p, g, i: int, batches: int, slots: int, t: float)
     steps = longest - 1
     start = np.concatenate([[0], np.cumsum(steps)[:-1]])
     step_no = np.arange(int(steps.sum())) - np.repeat(start, steps) + 1.0
-    costs = model.pass_s(decode_work(float(slots), np.repeat(psum, steps) + slots * step_no))
+    costs = _decode_prices(model, float(slots), np.repeat(psum, steps) + slots * step_no)
     total = np.concatenate([[0.0], np.cumsum(costs)])  # within a batch: differences of this sum
     base = total[start]
     last = total[start + steps] - base

@@ -302,6 +302,96 @@ def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
     assert small._stretch_cells == 4100 and len(calls) == before + 5
 
 
+def test_a_quiet_stretchs_prices_are_decode_costs_numbers_from_a_slice():
+    """FusedCost.decode_run (the scheduler's quiet stretches: whole reads first, first + stride, ...)
+    gives decode_costs' numbers, pricing only the steps its table lacks, and writes them into it."""
+    from roofline.pass_costs import FusedCost
+
+    step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step  # with the kernel table
+    calls = []
+    real = step.pass_s
+
+    class Counting:
+        def __init__(self):
+            self.spec = step.spec
+
+        def pass_s(self, work):
+            calls.append(work)
+            return real(work)
+
+    def want(decoding, reads):
+        return real((float(decoding), np.asarray(reads, dtype=float), 0.0, 0.0, 0.0, None, None)).tolist()
+
+    cost = FusedCost(Counting())
+    a = cost.decode_run(8, 9000, 8, 40)  # no table yet: decode_costs builds it
+    assert isinstance(a, list) and a == want(8, 9000 + 8 * np.arange(40)) and len(calls) == 1
+    assert cost.decode_run(8, 9040, 8, 20) == a[5:25] and len(calls) == 1  # all known: a slice, no call
+    b = cost.decode_run(8, 9004, 8, 10)  # inside the table, none known: one call
+    assert b == want(8, 9004 + 8 * np.arange(10)) and len(calls) == 2
+    assert cost.decode_costs(8, 8, 9004.0 + 8 * np.arange(10)).tolist() == b and len(calls) == 2  # kept
+    c = cost.decode_run(8, 8992, 8, 3)  # 8,992 new, 9,000 and 9,008 known: one call for the one
+    assert c == want(8, [8992, 9000, 9008]) and len(calls) == 3 and np.array_equal(calls[-1][1], [8992.0])
+    assert cost.decode_run(8, 50_000, 8, 4) == want(8, 50_000 + 8 * np.arange(4))  # past the table: it grows
+    assert len(calls) == 4 and len(cost._stretches[8]) >= 50_025
+    np.testing.assert_array_equal(cost.decode_run(8, -8, 8, 2), want(8, [-8, 0]))  # (not the scheduler's) as given
+    assert cost.decode_run(4, 7, 4, 5) == want(4, 7 + 4 * np.arange(5))  # another decoding count: its own
+
+
+def test_stretches_priced_by_slice_or_by_array_serve_alike():
+    """The scheduler's quiet stretches from FusedCost.decode_run (a table slice) and from
+    decode_costs alone (a cost object without decode_run: reads as a float array) give the same
+    times to the last bit, with and without a pool that binds."""
+    from roofline.pass_costs import FusedCost
+
+    step = make_scenario(card=CARD, model=MODEL).step
+    rng = np.random.default_rng(5)
+    p, g = rng.integers(32, 513, 3000), np.where(rng.random(3000) < 0.25, rng.integers(256, 1025, 3000),
+                                                 rng.integers(8, 65, 3000))
+    arrivals = (np.zeros(3000), np.cumsum(rng.exponential(1 / 3.0, 3000)))
+
+    class ArrayOnly:
+        def __init__(self):
+            inner = FusedCost(step)
+            self.wake_s, self.decode_s, self.pass_s, self.decode_costs = (
+                inner.wake_s, inner.decode_s, inner.pass_s, inner.decode_costs)
+
+    for slots, blocks, a in ((8, 10**9, arrivals[0]), (16, 10**9, arrivals[1]), (64, 1500, arrivals[0])):
+        cfg = ServerConfig(slots, blocks, 16, None, None, "decode-first")
+        one = serve_stream(p, g, a, cfg, FusedCost(step))
+        two = serve_stream(p, g, a, cfg, ArrayOnly())
+        assert not hasattr(ArrayOnly(), "decode_run")
+        np.testing.assert_array_equal(one.first_token_s, two.first_token_s)
+        np.testing.assert_array_equal(one.finish_s, two.finish_s)
+        assert one.preemptions.sum() == two.preemptions.sum()
+    assert one.preemptions.sum() > 0  # the last pool (24,000 tokens for 64 slots) binds
+
+
+def test_a_static_backlog_prices_each_read_once():
+    """serve_static's backlog prices its decode steps from a table over their reads' span, each read
+    once: the same numbers as pricing every step, and every step where the reads are not whole or
+    span more numbers than there are steps."""
+    from roofline.serving import _decode_prices
+    from roofline.step import decode_work
+
+    step = make_scenario(card=CARD, model=MODEL).step
+    calls = []
+
+    class Counting:
+        def pass_s(self, work):
+            calls.append(np.size(work[1]))
+            return step.pass_s(work)
+
+    # twelve batches of 199 steps over 8 sequences, prompts summing to 3,000-3,040 tokens: 2,388 steps, 403 reads
+    kv = 3000.0 + 8 * np.tile(np.arange(1.0, 200.0), 12) + np.repeat([0.0, 40.0, 8.0, 16.0, 0.0, 3.0] * 2, 199)
+    got = _decode_prices(Counting(), 8.0, kv)
+    np.testing.assert_array_equal(got, step.pass_s(decode_work(8.0, kv)))
+    assert calls == [len(np.unique(kv))] and len(np.unique(kv)) < len(kv)  # each read priced once
+    for odd in (kv + 0.5, np.array([10.0, 1e6])):  # not whole; a span wider than the steps
+        calls.clear()
+        np.testing.assert_array_equal(_decode_prices(Counting(), 8.0, odd), step.pass_s(decode_work(8.0, odd)))
+        assert calls == [len(odd)]
+
+
 def test_the_loop_remembers_prefill_prices():
     """LoopCost's prefill passes: a repeat of the same five counts gives the very number
     prefill_device_s does (the memo is exact), for whole prompts and chunks after cached tokens."""
