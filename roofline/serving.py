@@ -195,8 +195,8 @@ def _decode_prices(model: StepModel, slots: float, kv_read: np.ndarray) -> np.nd
     """model.pass_s(decode_work(slots, kv_read)) for a backlog's decode steps, each distinct read
     priced once: a backlog of B batches reads whole numbers of tokens spanning about a batch's
     prompts and answers x slots, while its steps number that many times B. Read from a table over
-    the span, the same numbers (an elementwise formula); priced step by step where the reads are not
-    whole or span more numbers than there are steps."""
+    the span, the same numbers (an elementwise formula); every step priced (one array call, as
+    before) where the reads are not whole or span more numbers than there are steps."""
     at = kv_read.astype(np.int64)
     lo, hi = (int(at.min()), int(at.max())) if len(at) else (0, -1)
     if lo < 0 or hi - lo + 1 > len(at) or not np.array_equal(at, kv_read):
