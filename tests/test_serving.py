@@ -236,6 +236,20 @@ def test_a_small_pool_preempts_and_holds_fewer_sequences():
 
 
 # ---- remembered prices: the same numbers, bounded -------------------------------------------
+def counting(step, calls):
+    """A class whose instances price passes as ``step`` does, recording each pass's work in ``calls``."""
+
+    class Counting:
+        def __init__(self):
+            self.spec = step.spec
+
+        def pass_s(self, work):
+            calls.append(work)
+            return step.pass_s(work)
+
+    return Counting
+
+
 def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
     """FusedCost remembers each decode step's price by (decoding, kv_read), for single steps and for
     stretches: a repeat gives the very number the step model does, without calling it; a stretch prices
@@ -247,14 +261,7 @@ def test_fused_costs_remember_prices_and_give_the_same_numbers(monkeypatch):
     step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step  # with the kernel table
     calls = []
     real = step.pass_s
-
-    class Counting:
-        def __init__(self):
-            self.spec = step.spec
-
-        def pass_s(self, work):
-            calls.append(work)
-            return real(work)
+    Counting = counting(step, calls)
 
     cost = FusedCost(Counting())
     first = cost.decode_s(8, 8, 9000.0)
@@ -310,14 +317,7 @@ def test_a_quiet_stretchs_prices_are_decode_costs_numbers_from_a_slice():
     step = make_scenario(card="h200", model="qwen2.5-7b", engine="graph").step  # with the kernel table
     calls = []
     real = step.pass_s
-
-    class Counting:
-        def __init__(self):
-            self.spec = step.spec
-
-        def pass_s(self, work):
-            calls.append(work)
-            return real(work)
+    Counting = counting(step, calls)
 
     def want(decoding, reads):
         return real((float(decoding), np.asarray(reads, dtype=float), 0.0, 0.0, 0.0, None, None)).tolist()
