@@ -10,8 +10,8 @@ and compare:
 * predict: every batch 1..4096 on each card x model of the v0.1 catalog (the sweep
   benchmarks/bench_predict.py times), every column hashed, one line per card; and every catalog
   model (windowed, MoE and latent-attention ones among them) on the H200 and the RTX 4090;
-* simulate: eight configurations (fused and serving-loop costs, 8 to 256 slots, a binding pool,
-  chunked prefill, Poisson arrivals, a pass-time scale, the H200 graph calibration with its
+* simulate: nine configurations (fused and serving-loop costs, 8 to 256 slots, a binding pool,
+  chunked prefill, Poisson arrivals under both schedules (one under load, below capacity), a pass-time scale, the H200 graph calibration with its
   attention kernel table) on a 30,000-request stream, each call's whole JSON (per-request times
   included) hashed.
 
