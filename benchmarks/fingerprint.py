@@ -11,9 +11,9 @@ and compare:
   benchmarks/bench_predict.py times), every column hashed, one line per card; and every catalog
   model (windowed, MoE and latent-attention ones among them) on the H200 and the RTX 4090;
 * simulate: nine configurations (fused and serving-loop costs, 8 to 256 slots, a binding pool,
-  chunked prefill, Poisson arrivals under both schedules (one under load, below capacity), a pass-time scale, the H200 graph calibration with its
-  attention kernel table) on a 30,000-request stream, each call's whole JSON (per-request times
-  included) hashed.
+  chunked prefill, Poisson arrivals under both schedules (one under load, below capacity), a
+  pass-time scale, the H200 graph calibration with its attention kernel table) on a
+  30,000-request stream, each call's whole JSON (per-request times included) hashed.
 
 The twenty-fourth session's speed-ups (roofline.pass_costs' memos, the shipped calibrations read
 once, roofline.step's in-place pnorm and shared uncapped terms, the kernel table's factor on
