@@ -202,11 +202,19 @@ class FusedCost:
         if table is None or len(table) < top or first < 0:
             return self.decode_costs(decoding, decoding, float(first) + stride * np.arange(steps, dtype=float)).tolist()
         seconds = table[first:top:stride]  # a view: prices written into it land in the table
-        todo = np.isnan(seconds)
-        if todo.any():
-            kv_read = float(first) + stride * np.arange(steps, dtype=float)
-            seconds[todo] = self._price_steps(decoding, kv_read if todo.all() else kv_read[todo])
+        self._fill(decoding, seconds, lambda: float(first) + stride * np.arange(steps, dtype=float))
         return seconds.tolist()
+
+    def _fill(self, decoding, seconds, reads) -> bool:
+        """Price, in place, the steps of ``seconds`` not priced yet (NaN), at the cached tokens
+        ``reads()`` gives for all of them (made only when one is missing): one call, for every step
+        where none is known; whether any was priced."""
+        todo = np.isnan(seconds)
+        if not todo.any():
+            return False
+        kv_read = reads()
+        seconds[todo] = self._price_steps(decoding, kv_read if todo.all() else kv_read[todo])
+        return True
 
     def decode_costs(self, slots, decoding, kv_read):
         """decode_s for an array of ``kv_read`` (one vectorised pass-model call). Each step's price
@@ -229,13 +237,8 @@ class FusedCost:
             if table is not None:
                 wider[:len(table)] = table
             self._stretches[decoding], self._stretch_cells, table = wider, grown, wider
-        seconds = table[at]
-        todo = np.isnan(seconds)
-        if todo.any():
-            if todo.all():
-                seconds = self._price_steps(decoding, kv_read)
-            else:
-                seconds[todo] = self._price_steps(decoding, kv_read[todo])
+        seconds = table[at]  # a copy (an index array): priced steps are written back
+        if self._fill(decoding, seconds, lambda: kv_read):
             table[at] = seconds
         return seconds
 
