@@ -29,6 +29,13 @@ FIT = ["qwen2.5-1.5b-mixed-r40-n400-s1", "qwen2.5-7b-mixed-r25-n300-s1"]
 #: earlier ones without (replayed with the fit machine's host terms). Runs there named like the FIT
 #: runs are other measurements of the same streams, not fitted on.
 OTHERS = (
+    ("h200-graph-call141", "**Held out: request files shaped as a user would write them, on an H200** "
+     "(`measurements/serving/h200-graph-call141/`, `calibrate/runs/h200-call141.sh` and `h200-call142.sh` run in "
+     "the forty-sixth session on an H200: heavy-tailed chat lengths on qwen2.5-7b, llama-3.2-3b (128 slots) and "
+     "qwen2.5-32b (32 slots), code-completion lengths on llama-3.1-8b chunked at 2,048 tokens, gamma arrivals of "
+     "CV 2 on mistral-7b-v0.3, a load-step stream on qwen2.5-14b (64 slots of 4,096 rows); a new user's settings, "
+     "seeds 881-886, the H200 rates picked before the forty-first session's call "
+     "(calibrate/runs/pick_rates_call141.py); `docs/data/h200-2026-12-07/call141/`, `call142/`)"),
     ("h200-graph-call137", "**Held out: choose-server's rate, served on an H200** (`measurements/serving/"
      "h200-graph-call137/`, device call 137's script run in the fortieth session on an H200: llama-3.1-8b, the "
      "mixed stream, seed 851, 64 slots of 1,280 rows, prefill-first, at the H200's choose-server rates picked "
@@ -133,10 +140,10 @@ PROBED = ("h200-graph-call11", "h200-graph-call12", "h200-graph-call13-sync", "h
           "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
           "h200-graph-call98", "h200-graph-call99", "h200-graph-call100", "h200-graph-call106",
           "h200-graph-call117", "h200-graph-call131", "h200-graph-call132", "h200-graph-call133",
-          "h200-graph-call137", "h200-graph-call138")
+          "h200-graph-call137", "h200-graph-call138", "h200-graph-call141")
 CHUNK_GRAPHS = ("h200-graph-call14", "h200-graph-call15", "h200-graph-call17", "h200-graph-call26", "h200-graph-call85",
                 "h200-graph-call88", "h200-graph-call89", "h200-graph-call90", "h200-graph-call91", "h200-graph-call92",
-                "h200-graph-call106", "h200-graph-call138")
+                "h200-graph-call106", "h200-graph-call138", "h200-graph-call141")
 #: Folders of runs on other cards, replayed with the terms transferred to the card
 #: (roofline.pass_costs.transferred_loop_terms: the fitted terms, the card's own probe tables) on
 #: the card's transferred step model: leave-one-card-out, nothing fitted on that card.
@@ -343,9 +350,9 @@ def main() -> None:
         if sub in PROBED:
             probed += [r for r in more if r["policy"] == "prefill-first"]
             chunked += [r for r in more if r["policy"] == "chunked" and sub in CHUNK_GRAPHS]
-    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-138, {len(probed)} runs):",
+    parts += ["", f"**Every held-out prefill-first run with the host probe** (calls 10-141, {len(probed)} runs):",
               "", summary(probed),
-              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-138, "
+              "", f"**Every held-out run of policy chunked with chunk graphs** (calls 14-141, "
               f"{len(chunked)} runs):",
               "", summary(chunked)]
     for card, sub, what in OTHER_CARDS:
