@@ -28,13 +28,13 @@ SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
 RUNS = ("llama-3.2-3b-chat-s885-r20", "llama-3.2-3b-chat-s885-r30", "qwen2.5-7b-chat-s881-r15",
         "qwen2.5-7b-chat-s881-r25")
 SCALES = (0.96, 0.98, 1.00, 1.02, 1.04, 1.06)
-BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
 def main() -> None:
+    from roofline.buckets import capture_sizes
     from roofline.pass_costs import load_loop_terms
     from roofline.serving_replay import pass_ratios, replay
-    from roofline.serving_runs import read_run
+    from roofline.serving_runs import read_run, run_names
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", default="h200-graph-call141", help="a folder under measurements/serving/")
@@ -43,12 +43,17 @@ def main() -> None:
     folder = SERVING / args.folder
     if not folder.is_dir():
         raise SystemExit(f"error: no folder of serving runs {folder}")
+    names = args.run or RUNS
+    missing = [n for n in names if n not in run_names(folder)]
+    if missing:
+        raise SystemExit(f"error: no run {missing[0]!r} in {folder}")
     terms = load_loop_terms(card="h200", engine="graph")
     print(f"Replays of measurements/serving/{args.folder}/ with every decode step's GPU time x scale "
           "(the shipped H200 loop terms; host and prefill as shipped). Columns: simulated TPOT p50, "
           "TTFT p50 and p99, max running.")
-    for name in args.run or RUNS:
+    for name in names:
         run = read_run(folder, name)
+        buckets = capture_sizes(run.config["max_num_seqs"])  # the loop's decode graphs
         meas = run.summary
         ratio = pass_ratios(run, terms)
         print(f"\n{name}: measured TPOT p50 {meas['tpot_p50_s'] * 1e3:.2f} ms, TTFT p50 "
@@ -57,7 +62,7 @@ def main() -> None:
               f"(its device probe {ratio['probe']:.3f}x)")
         print(f"{'decode x':>9} {'TPOT p50 ms':>12} {'TTFT p50 ms':>12} {'TTFT p99 ms':>12} {'max running':>12}")
         for scale in SCALES:
-            sim = replay(run, folder, terms, decode_time_scales={b: scale for b in BUCKETS})
+            sim = replay(run, folder, terms, decode_time_scales={b: scale for b in buckets})
             print(f"{scale:9.2f} {sim['tpot_p50_s'] * 1e3:12.2f} {sim['ttft_p50_s'] * 1e3:12.1f} "
                   f"{sim['ttft_p99_s'] * 1e3:12.1f} {sim['max_running']:12d}")
 
