@@ -1,0 +1,75 @@
+"""Request files for device call 144's held-out serving check (the forty-seventh session): two
+shapes no earlier run served, and a small model on many slots.
+
+    .venv/bin/python calibrate/runs/make_call144_streams.py
+
+writes into calibrate/runs/streams/ each stream of CALL144 at each of its rates in PICKS, as
+``STEM-rRATE.csv``. The shapes (lengths lognormal, clipped; arrivals Poisson, drawn at 1 request/s
+and divided by the rate, as calibrate/runs/make_call141_streams.py draws them):
+
+- ``reason-sNNN`` -- short prompts and long answers, as a reasoning model's: prompts median 200
+  tokens (sigma 0.8, 8-2,000), generations median 900 (sigma 0.6, 64-3,000). Decode steps at
+  contexts of thousands of tokens for most of the run, the pool's blocks held for seconds.
+- ``rag-sNNN`` -- retrieval-augmented prompts, long and alike, with chat-length answers: prompts
+  median 2,400 (sigma 0.25, 600-3,500), generations median 180 (sigma 0.7, 8-800).
+- ``chat-sNNN`` -- call 141's chat shape (prompts median 350, generations median 140).
+
+Lengths and arrivals come from numpy default_rng([seed, k]) with k 1 (prompts), 2 (generations),
+3 (arrivals): a file regenerates byte for byte.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from calibrate.runs.make_call141_streams import (  # noqa: E402
+    STREAMS_DIR, _lognormal, arrivals_at_rate_one, rate_label, write_stream)
+
+#: shape -> (prompt median, sigma, lo, hi), (generation median, sigma, lo, hi), arrival kind
+SHAPES = {
+    "reason": ((200, 0.8, 8, 2000), (900, 0.6, 64, 3000), "poisson"),
+    "rag": ((2400, 0.25, 600, 3500), (180, 0.7, 8, 800), "poisson"),
+    "chat": ((350, 1.0, 8, 3000), (140, 0.8, 4, 1000), "poisson"),
+}
+
+
+def stream(shape: str, count: int, seed: int):
+    """(prompt_tokens, gen_tokens, arrival_s at rate 1) arrays of one stream."""
+    (pm, ps, plo, phi), (gm, gs, glo, ghi), kind = SHAPES[shape]
+    prompts = _lognormal(np.random.default_rng([seed, 1]), pm, ps, plo, phi, count)
+    gens = _lognormal(np.random.default_rng([seed, 2]), gm, gs, glo, ghi, count)
+    arrivals = arrivals_at_rate_one(kind, count, np.random.default_rng([seed, 3]))
+    return prompts, gens, arrivals
+
+
+#: the streams call 144 serves: file stem, shape, count, seed
+CALL144 = [
+    ("reason-s891", "reason", 200, 891),
+    ("rag-s892", "rag", 400, 892),
+    ("chat-s893", "chat", 800, 893),
+]
+#: the rates (requests/s) each stream is served at on an H200, picked before the call
+#: (docs/data/cpu/call144-picks/picks.txt; calibrate/runs/pick_rates_call144.py)
+PICKS: dict[str, tuple[float, ...]] = {
+    "reason-s891": (3, 6),  # qwen2.5-7b on 64 slots: under load (47 running), and past capacity
+    "rag-s892": (6,),  # llama-3.1-8b on 64 slots, chunked prefill (2,048 tokens a step): under load
+    "chat-s893": (40, 60),  # qwen2.5-1.5b on 256 slots: 80 running, and 241 near capacity
+}
+
+
+def main() -> None:
+    STREAMS_DIR.mkdir(exist_ok=True)
+    for stem, shape, count, seed in CALL144:
+        p, g, a = stream(shape, count, seed)
+        for rate in PICKS.get(stem, ()):
+            write_stream(STREAMS_DIR / f"{stem}-r{rate_label(rate)}.csv", p, g, a, rate)
+        print(f"{stem}: {count} requests, prompts median {int(np.median(p))} max {p.max()}, "
+              f"generations median {int(np.median(g))} max {g.max()}, rates {PICKS.get(stem, ())}")
+
+
+if __name__ == "__main__":
+    main()
