@@ -52,12 +52,14 @@ CALL144 = [
     ("rag-s892", "rag", 400, 892),
     ("chat-s893", "chat", 800, 893),
 ]
-#: the rates (requests/s) each stream is served at on an H200, picked before the call
-#: (docs/data/cpu/call144-picks/picks.txt; calibrate/runs/pick_rates_call144.py)
+#: the rates (requests/s) each stream is served at, picked before the call
+#: (docs/data/cpu/call144-picks/picks.txt; calibrate/runs/pick_rates_call144.py [--card h100-sxm])
 PICKS: dict[str, tuple[float, ...]] = {
-    "reason-s891": (3, 6),  # qwen2.5-7b on 64 slots: under load (47 running), and past capacity
-    "rag-s892": (6,),  # llama-3.1-8b on 64 slots, chunked prefill (2,048 tokens a step): under load
-    "chat-s893": (40, 60),  # qwen2.5-1.5b on 256 slots: 80 running, and 241 near capacity
+    # qwen2.5-7b on 64 slots: H200 3 (47 running) and 6 (past capacity at the stream's end),
+    # H100 3 (63 running: near capacity; 2 would outlast a job's 130 s) and 5 (past capacity)
+    "reason-s891": (3, 6, 5),
+    "rag-s892": (6,),  # llama-3.1-8b on 64 slots, chunked prefill (2,048 tokens a step): either card
+    "chat-s893": (40, 60),  # qwen2.5-1.5b on 256 slots: either card (H200 80 and 241 running, H100 118 and 256)
 }
 
 
