@@ -8,7 +8,9 @@ Replays every held-out run benchmarks/fit_serving_loop.py sums up -- the H200's 
 with the host probe and its chunked runs with chunk graphs, and every H100 run (leave one card out)
 -- with the host terms scaled by the run's host probe over the fit runs' raised to 1 (as shipped),
 0.5 (half the way, in log) and 0 (the terms as fitted), and prints how many runs each acceptance
-bound holds on. No GPU needed. Its output, redirected, is docs/data/cpu/host-probe-exponent.txt.
+bound holds on; then, as shipped but with each run's probe replaced by the median of the probes of
+every run in its folder (one device call's machine: a steadier read of that machine's host, if a
+single probe's noise were what misled the replay). No GPU needed. Its output, redirected, is docs/data/cpu/host-probe-exponent.txt.
 """
 
 from __future__ import annotations
@@ -52,6 +54,28 @@ def counts(rows) -> dict:
     return out
 
 
+def folder_medians() -> dict:
+    """{(decode_host_s, prefill_host_s) of a run's probe: (the medians over its folder's runs)}."""
+    import json
+    import statistics
+
+    from roofline.pass_costs import run_host_probe
+    from roofline.serving_replay import shipped_folder
+
+    out = {}
+    for folder in sorted(shipped_folder().parent.iterdir()):
+        probes = []
+        for path in sorted(folder.glob("run-*.json")):
+            probe = run_host_probe(json.loads(path.read_text())["config"])
+            if probe and "decode_host_s" in probe and "prefill_host_s" in probe:
+                probes.append(probe)
+        if probes:
+            pooled = (statistics.median(p["decode_host_s"] for p in probes),
+                      statistics.median(p["prefill_host_s"] for p in probes))
+            out.update({(p["decode_host_s"], p["prefill_host_s"]): pooled for p in probes})
+    return out
+
+
 def main() -> None:
     import roofline.pass_costs as pc
 
@@ -70,6 +94,22 @@ def main() -> None:
                       + ", ".join(f"{k} {v}" for k, v in c.items()))
     finally:
         pc.host_ratios = shipped
+    own = pc.run_host_probe
+    medians = folder_medians()
+
+    def pooled(config):
+        probe = own(config)
+        m = medians.get((probe["decode_host_s"], probe["prefill_host_s"])) if probe and "decode_host_s" in probe else None
+        return probe if m is None else {**probe, "decode_host_s": m[0], "prefill_host_s": m[1]}
+
+    try:
+        pc.run_host_probe = pooled  # serving_replay imports it from the module at each call
+        h200, h100 = held_out_rows()
+        for card, rows in (("h200", h200), ("h100-sxm", h100)):
+            c = counts(rows)
+            print(f"folder's median probe    {card:8s} {len(rows):3d} runs: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    finally:
+        pc.run_host_probe = own
 
 
 if __name__ == "__main__":
