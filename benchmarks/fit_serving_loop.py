@@ -263,6 +263,13 @@ OTHER_CARDS = (
      "the slots as long as the longest request (3,328-3,840 rows), the pool from memory; seeds 881-885, rates "
      "picked before the call, calibrate/runs/make_call141_streams.py and pick_rates_call141.py, "
      "`docs/data/h100-2026-12-06/call141/`, `call142/`)"),
+    ("h100-sxm", "h100-sxm-graph-call144", "**Leave one card out: shapes no earlier run served** "
+     "(`measurements/serving/h100-sxm-graph-call144/`, device call 144, the forty-seventh session, asked for an "
+     "H100 after four asks for an H200 came to nothing: reasoning-shaped answers (prompts median 222 tokens, "
+     "generations median 876, up to 3,000) on qwen2.5-7b at 3 and 5 req/s, retrieval-shaped prompts (median "
+     "2,367, up to 3,500) on llama-3.1-8b chunked at 2,048 tokens, chat on 256 slots of qwen2.5-1.5b at 40 and "
+     "60 req/s; seeds 891-893, rates and predictions committed before the call, "
+     "calibrate/runs/make_call144_streams.py and pick_rates_call144.py, `docs/data/h100-2026-12-07/call144/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
