@@ -10,7 +10,8 @@ with the host probe and its chunked runs with chunk graphs, and every H100 run (
 0.5 (half the way, in log) and 0 (the terms as fitted), and prints how many runs each acceptance
 bound holds on; then, as shipped but with each run's probe replaced by the median of the probes of
 every run in its folder (one device call's machine: a steadier read of that machine's host, if a
-single probe's noise were what misled the replay). No GPU needed. Its output, redirected, is docs/data/cpu/host-probe-exponent.txt.
+single probe's noise were what misled the replay). No GPU needed. Its output, redirected, is
+docs/data/cpu/host-probe-exponent.txt.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def main() -> None:
 
     def pooled(config):
         probe = own(config)
-        m = medians.get((probe["decode_host_s"], probe["prefill_host_s"])) if probe and "decode_host_s" in probe else None
+        has = probe and "decode_host_s" in probe and "prefill_host_s" in probe
+        m = medians.get((probe["decode_host_s"], probe["prefill_host_s"])) if has else None
         return probe if m is None else {**probe, "decode_host_s": m[0], "prefill_host_s": m[1]}
 
     try:
@@ -107,7 +109,8 @@ def main() -> None:
         h200, h100 = held_out_rows()
         for card, rows in (("h200", h200), ("h100-sxm", h100)):
             c = counts(rows)
-            print(f"folder's median probe    {card:8s} {len(rows):3d} runs: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+            print(f"folder's median probe    {card:8s} {len(rows):3d} runs: "
+                  + ", ".join(f"{k} {v}" for k, v in c.items()))
     finally:
         pc.run_host_probe = own
 
