@@ -77,6 +77,14 @@ def folder_medians() -> dict:
     return out
 
 
+def report(label: str) -> None:
+    """One line a card: how many held-out runs each bound holds on, the replay as patched now."""
+    h200, h100 = held_out_rows()
+    for card, rows in (("h200", h200), ("h100-sxm", h100)):
+        c = counts(rows)
+        print(f"{label}  {card:8s} {len(rows):3d} runs: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+
+
 def main() -> None:
     import roofline.pass_costs as pc
 
@@ -88,11 +96,7 @@ def main() -> None:
                 return None if r is None else tuple(x ** e for x in r)
 
             pc.host_ratios = ratios  # scaled_for_host looks it up in the module at each call
-            h200, h100 = held_out_rows()
-            for card, rows in (("h200", h200), ("h100-sxm", h100)):
-                c = counts(rows)
-                print(f"host probe ratio ^ {e:g}  {card:8s} {len(rows):3d} runs: "
-                      + ", ".join(f"{k} {v}" for k, v in c.items()))
+            report(f"host probe ratio ^ {e:g}")
     finally:
         pc.host_ratios = shipped
     own = pc.run_host_probe
@@ -106,11 +110,7 @@ def main() -> None:
 
     try:
         pc.run_host_probe = pooled  # serving_replay imports it from the module at each call
-        h200, h100 = held_out_rows()
-        for card, rows in (("h200", h200), ("h100-sxm", h100)):
-            c = counts(rows)
-            print(f"folder's median probe    {card:8s} {len(rows):3d} runs: "
-                  + ", ".join(f"{k} {v}" for k, v in c.items()))
+        report("folder's median probe  ")
     finally:
         pc.run_host_probe = own
 

@@ -60,9 +60,10 @@ def arrivals_at_rate_one(kind: str, count: int, rng) -> np.ndarray:
     return np.cumsum(gaps)
 
 
-def stream(shape: str, count: int, seed: int):
-    """(prompt_tokens, gen_tokens, arrival_s at rate 1) arrays of one stream."""
-    (pm, ps, plo, phi), (gm, gs, glo, ghi), kind = SHAPES[shape]
+def stream(shape: str, count: int, seed: int, shapes: dict | None = None):
+    """(prompt_tokens, gen_tokens, arrival_s at rate 1) arrays of one stream (its shape from
+    ``shapes``, SHAPES unless given)."""
+    (pm, ps, plo, phi), (gm, gs, glo, ghi), kind = (shapes or SHAPES)[shape]
     prompts = _lognormal(np.random.default_rng([seed, 1]), pm, ps, plo, phi, count)
     gens = _lognormal(np.random.default_rng([seed, 2]), gm, gs, glo, ghi, count)
     arrivals = arrivals_at_rate_one(kind, count, np.random.default_rng([seed, 3]))
@@ -101,14 +102,20 @@ def rate_label(rate: float) -> str:
     return f"{rate:g}".replace(".", "p")
 
 
-def main() -> None:
+def write_streams(table, picks, shapes: dict | None = None) -> None:
+    """Each stream of ``table`` (stem, shape, count, seed) at each of its rates in ``picks`` into
+    STREAMS_DIR, and a line about it."""
     STREAMS_DIR.mkdir(exist_ok=True)
-    for stem, shape, count, seed in CALL141:
-        p, g, a = stream(shape, count, seed)
-        for rate in PICKS.get(stem, ()):
+    for stem, shape, count, seed in table:
+        p, g, a = stream(shape, count, seed, shapes)
+        for rate in picks.get(stem, ()):
             write_stream(STREAMS_DIR / f"{stem}-r{rate_label(rate)}.csv", p, g, a, rate)
         print(f"{stem}: {count} requests, prompts median {int(np.median(p))} max {p.max()}, "
-              f"generations median {int(np.median(g))} max {g.max()}, rates {PICKS.get(stem, ())}")
+              f"generations median {int(np.median(g))} max {g.max()}, rates {picks.get(stem, ())}")
+
+
+def main() -> None:
+    write_streams(CALL141, PICKS)
 
 
 if __name__ == "__main__":

@@ -23,11 +23,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from calibrate.runs.make_call141_streams import (  # noqa: E402
-    STREAMS_DIR, _lognormal, arrivals_at_rate_one, rate_label, write_stream)
+from calibrate.runs import make_call141_streams as base  # noqa: E402
 
 #: shape -> (prompt median, sigma, lo, hi), (generation median, sigma, lo, hi), arrival kind
 SHAPES = {
@@ -38,12 +35,8 @@ SHAPES = {
 
 
 def stream(shape: str, count: int, seed: int):
-    """(prompt_tokens, gen_tokens, arrival_s at rate 1) arrays of one stream."""
-    (pm, ps, plo, phi), (gm, gs, glo, ghi), kind = SHAPES[shape]
-    prompts = _lognormal(np.random.default_rng([seed, 1]), pm, ps, plo, phi, count)
-    gens = _lognormal(np.random.default_rng([seed, 2]), gm, gs, glo, ghi, count)
-    arrivals = arrivals_at_rate_one(kind, count, np.random.default_rng([seed, 3]))
-    return prompts, gens, arrivals
+    """(prompt_tokens, gen_tokens, arrival_s at rate 1) arrays of one stream (make_call141_streams.stream)."""
+    return base.stream(shape, count, seed, SHAPES)
 
 
 #: the streams call 144 serves: file stem, shape, count, seed
@@ -64,13 +57,7 @@ PICKS: dict[str, tuple[float, ...]] = {
 
 
 def main() -> None:
-    STREAMS_DIR.mkdir(exist_ok=True)
-    for stem, shape, count, seed in CALL144:
-        p, g, a = stream(shape, count, seed)
-        for rate in PICKS.get(stem, ()):
-            write_stream(STREAMS_DIR / f"{stem}-r{rate_label(rate)}.csv", p, g, a, rate)
-        print(f"{stem}: {count} requests, prompts median {int(np.median(p))} max {p.max()}, "
-              f"generations median {int(np.median(g))} max {g.max()}, rates {PICKS.get(stem, ())}")
+    base.write_streams(CALL144, PICKS, SHAPES)
 
 
 if __name__ == "__main__":

@@ -35,18 +35,19 @@ CANDIDATES = [
 ]
 
 
-def request_file(stem: str, rate: float) -> tuple[Path, int]:
-    """The stream at ``rate`` in the temporary folder, and its default max_model_len."""
-    shape, count, seed = next((s, n, d) for st, s, n, d in CALL141 if st == stem)
-    prompts, gens, arrivals = stream(shape, count, seed)
+def request_file(stem: str, rate: float, table=CALL141, make=stream) -> tuple[Path, int]:
+    """The stream at ``rate`` in the temporary folder, and its default max_model_len (``table``'s
+    stream ``stem``, drawn by ``make``)."""
+    shape, count, seed = next((s, n, d) for st, s, n, d in table if st == stem)
+    prompts, gens, arrivals = make(shape, count, seed)
     path = TMP / f"{stem}-r{rate_label(rate)}.csv"
     write_stream(path, prompts, gens, arrivals, rate)
     most = int(max(prompts + gens - 1))
     return path, -(-most // 256) * 256
 
 
-def simulate(card, model, slots, stem, extra, rate, terms):
-    path, mml = request_file(stem, rate)
+def simulate(card, model, slots, stem, extra, rate, terms, table=CALL141, make=stream):
+    path, mml = request_file(stem, rate, table, make)
     cmd = [str(Path(sys.executable).with_name("roofline")), "simulate", "--requests", str(path), "--card", card,
            "--model", model, "--engine", "graph", "--batch", str(slots), "--max-model-len", str(mml),
            "--pass-cost", "serving-loop", "--format", "json", *extra]
@@ -64,11 +65,13 @@ def simulate(card, model, slots, stem, extra, rate, terms):
                 c["tpot_p99_s"] * 1e3, c["throughput_tok_s"], c["preemptions"], c["makespan_s"]))
 
 
-def main() -> None:
+def main(candidates=CANDIDATES, table=CALL141, make=stream) -> None:
+    """Simulate each of ``candidates`` that the card holds at its rates (``table``'s streams, drawn
+    by ``make``), with the shipped terms and the alternative, and print a line each."""
     card = sys.argv[sys.argv.index("--card") + 1] if "--card" in sys.argv else "h200"
     fitting = []
-    for c in CANDIDATES:
-        mml = request_file(c[3], 1.0)[1]
+    for c in candidates:
+        mml = request_file(c[3], 1.0, table, make)[1]
         refusal = session_refusal(card, c[1], c[2], mml)
         if refusal:
             print(f"{c[0]:4s} {c[1]:16s} {c[2]:3d} slots x {mml:4d} {c[3]:10s} {refusal}", flush=True)
@@ -76,7 +79,7 @@ def main() -> None:
             fitting.append(c)
     jobs = [(c, r, t) for c in fitting for r in c[5] for t in (None, ALT)]
     with ThreadPoolExecutor(2) as ex:
-        results = ex.map(lambda j: simulate(card, j[0][1], j[0][2], j[0][3], j[0][4], j[1], j[2]), jobs)
+        results = ex.map(lambda j: simulate(card, j[0][1], j[0][2], j[0][3], j[0][4], j[1], j[2], table, make), jobs)
         for (c, rate, terms), line in zip(jobs, results):
             print(f"{c[0]:4s} {c[1]:16s} {c[2]:3d} slots {c[3]:10s} @ {rate:4} req/s "
                   f"{'alternative' if terms else 'shipped    '}  {line}", flush=True)
