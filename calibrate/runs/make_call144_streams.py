@@ -30,7 +30,7 @@ from calibrate.runs import make_call141_streams as base  # noqa: E402
 SHAPES = {
     "reason": ((200, 0.8, 8, 2000), (900, 0.6, 64, 3000), "poisson"),
     "rag": ((2400, 0.25, 600, 3500), (180, 0.7, 8, 800), "poisson"),
-    "chat": ((350, 1.0, 8, 3000), (140, 0.8, 4, 1000), "poisson"),
+    "chat": base.SHAPES["chat"],
 }
 
 
