@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from roofline.calibration import Calibration
 from roofline.api import predict
-from roofline.decode import decode_step, mean_decode
+from roofline.decode import BLOCK_SCENARIOS, _mean_decode, decode_step, mean_decode
 from roofline.hardware import card_from_dict, card_ids, load_card
 from roofline.model_spec import catalog_names, load_model
 from roofline.prediction import evaluate
@@ -111,6 +111,21 @@ def test_vectorised_equals_scalar_loop(card, model, batches, prompt, gen, cal):
                 assert vec[k][i] == one[k][0]
             else:
                 assert vec[k][i] == pytest.approx(one[k][0], rel=1e-12)
+
+
+
+@given(cards, models, lengths, lengths, calibrations, st.integers(1, 3 * BLOCK_SCENARIOS))
+def test_a_sweep_priced_in_blocks_is_the_sweep_priced_whole(card, model, prompt, gen, cal, size):
+    """mean_decode prices more than BLOCK_SCENARIOS rows a block at a time: the same numbers, bit for bit,
+    as pricing the whole row in one go (roofline.decode._mean_decode)."""
+    sc = make_scenario(card=card, model=model, prompt_tokens=prompt, gen_tokens=gen, calibration=cal)
+    batches = np.arange(1, size + 1, dtype=float)
+    blocked = mean_decode(sc.step, batches, prompt, gen, sc.kv_cache)
+    full = np.full(size, 1.0)
+    whole = _mean_decode(sc.step, batches, prompt * full, gen * full, sc.kv_cache)
+    assert blocked.keys() == whole.keys()
+    for k, v in whole.items():
+        assert blocked[k].shape == (size,) and np.array_equal(blocked[k], v), k
 
 
 def test_quantised_weights_and_kv_move_fewer_bytes():
