@@ -11,7 +11,12 @@ slots for llama-3.2-3b's chat stream at 20 req/s) turns that into a far larger m
 p50: a slower step keeps more sequences running, which crosses into the wider bucket, whose step is
 slower again. Written before device call 143 (calibrate/runs/h200-call143.sh), which serves the
 same streams again on another machine: its runs' device probes read that machine's decode speed,
-and the rows here say what the replay gives at it.
+and the rows here say what the replay gives at it. Call 145 (calibrate/runs/h100-call145.sh) asks
+the same of the H100, with call 144's four runs of qwen2.5-1.5b and qwen2.5-7b:
+
+    .venv/bin/python benchmarks/serving_speed_edge.py --folder h100-sxm-graph-call144 --card h100-sxm \
+        --run qwen2.5-1.5b-chat-s893-r40 --run qwen2.5-1.5b-chat-s893-r60 --run qwen2.5-7b-reason-s891-r3 \
+        --run qwen2.5-7b-reason-s891-r5 --scales 0.92,0.94,0.96,0.98,1.00,1.02 > docs/data/cpu/call145-predictions.txt
 """
 
 from __future__ import annotations
@@ -39,6 +44,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", default="h200-graph-call141", help="a folder under measurements/serving/")
     parser.add_argument("--run", action="append", help="a run of the folder (repeat; default: call 143's four)")
+    parser.add_argument("--card", default="h200", help="the card whose loop terms price the replays (default h200; "
+                        "another Hopper card gets the H200's terms transferred, as compare-serving does)")
+    parser.add_argument("--scales", type=lambda t: tuple(float(x) for x in t.split(",")), default=SCALES,
+                        help="the decode speed factors, comma-separated (default " + ",".join(map(str, SCALES)) + ")")
     args = parser.parse_args()
     folder = SERVING / args.folder
     if not folder.is_dir():
@@ -47,9 +56,10 @@ def main() -> None:
     missing = [n for n in names if n not in run_names(folder)]
     if missing:
         raise SystemExit(f"error: no run {missing[0]!r} in {folder}")
-    terms = load_loop_terms(card="h200", engine="graph")
+    terms = load_loop_terms(card=args.card, engine="graph")
+    which = "the shipped H200 loop terms" if args.card == "h200" else f"the H200 loop terms transferred to {args.card}"
     print(f"Replays of measurements/serving/{args.folder}/ with every decode step's GPU time x scale "
-          "(the shipped H200 loop terms; host and prefill as shipped). Columns: simulated TPOT p50, "
+          f"({which}; host and prefill as shipped). Columns: simulated TPOT p50, "
           "TTFT p50 and p99, max running.")
     for name in names:
         run = read_run(folder, name)
@@ -61,7 +71,7 @@ def main() -> None:
               f"{meas['max_running']}; its decode steps ran {ratio['decode']:.3f}x their price "
               f"(its device probe {ratio['probe']:.3f}x)")
         print(f"{'decode x':>9} {'TPOT p50 ms':>12} {'TTFT p50 ms':>12} {'TTFT p99 ms':>12} {'max running':>12}")
-        for scale in SCALES:
+        for scale in args.scales:
             sim = replay(run, folder, terms, decode_time_scales={b: scale for b in buckets})
             print(f"{scale:9.2f} {sim['tpot_p50_s'] * 1e3:12.2f} {sim['ttft_p50_s'] * 1e3:12.1f} "
                   f"{sim['ttft_p99_s'] * 1e3:12.1f} {sim['max_running']:12d}")
