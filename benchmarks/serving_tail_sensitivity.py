@@ -63,9 +63,11 @@ def held_out_runs():
     return out
 
 
-def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
+def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0, *, card="h200",
+             decode_bucket_scales=None) -> dict:
     """roofline.serving_replay.replay of ``run`` with its decode and prefill device times scaled
-    apart (``pass_time_scale`` scales both together)."""
+    apart (``pass_time_scale`` scales both together), on ``card``'s step model; with
+    ``decode_bucket_scales`` ({bucket: factor}), each decode bucket's as well."""
     from roofline import api
     from roofline.pass_costs import LoopCost, run_host_probe, scaled_for_host
     from roofline.serving import serve_continuous
@@ -79,10 +81,11 @@ def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0) -> dict:
                             block_size=c["block_size"], pass_cost="serving-loop",
                             loop_terms=scaled_for_host(terms, run_host_probe(c)))
     stream = api.request_stream(run_paths(folder, run.name)["stream"])
-    sc = api._scenario("h200", run_model(run), None, {"engine": "graph", "calibration": "auto"})
+    sc = api._scenario(card, run_model(run), None, {"engine": "graph", "calibration": "auto"})
     server = build(sc.step, options, c["max_num_seqs"], stream.prompt_tokens, stream.gen_tokens, sc.engine)
     cost = LoopCost(sc.step, server.cost.terms, server.config.max_model_len, c["max_num_seqs"],
-                    server.config.max_num_batched_tokens, decode_scale=decode_scale, prefill_scale=prefill_scale)
+                    server.config.max_num_batched_tokens, decode_scale=decode_scale, prefill_scale=prefill_scale,
+                    decode_bucket_scales=decode_bucket_scales)
     served = serve_continuous(sc.step, stream.prompt_tokens, stream.gen_tokens, stream.arrival_s, c["max_num_seqs"],
                               pool=server.pool, max_model_len=server.config.max_model_len,
                               max_num_batched_tokens=server.config.max_num_batched_tokens,
