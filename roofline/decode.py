@@ -67,7 +67,9 @@ def decode_step(model: StepModel, batch, context_tokens) -> dict:
 
 #: mean_decode prices a long row of scenarios (a sweep's batches) this many at a time: each block's
 #: (samples x block) arrays stay in the CPU's cache, which makes the whole sweep of 4,096 batches about a
-#: quarter faster (benchmarks/bench_predict.py) with the same numbers (each element's arithmetic is its own)
+#: quarter faster (docs/serving.md, "Speed") with the same numbers bit for bit. A row one past a whole number
+#: of blocks joins the last block: numpy averages a lone scenario's samples through another routine
+#: (a dot product, not a matrix-vector one), whose last bit can differ.
 BLOCK_SCENARIOS = 1024
 
 
@@ -77,9 +79,12 @@ def mean_decode(model: StepModel, batch, prompt_tokens, gen_tokens, kv_cache: st
     batch = np.broadcast_to(np.asarray(batch, dtype=float), shape)
     prompt = np.broadcast_to(np.asarray(prompt_tokens, dtype=float), shape)
     gen = np.broadcast_to(np.asarray(gen_tokens, dtype=float), shape)
-    if len(shape) == 1 and shape[0] > BLOCK_SCENARIOS:
-        blocks = [_mean_decode(model, batch[i:i + BLOCK_SCENARIOS], prompt[i:i + BLOCK_SCENARIOS],
-                               gen[i:i + BLOCK_SCENARIOS], kv_cache) for i in range(0, shape[0], BLOCK_SCENARIOS)]
+    if len(shape) == 1 and shape[0] > BLOCK_SCENARIOS + 1:
+        starts = list(range(0, shape[0], BLOCK_SCENARIOS))
+        if shape[0] - starts[-1] == 1:
+            starts.pop()
+        ends = starts[1:] + [shape[0]]
+        blocks = [_mean_decode(model, batch[a:b], prompt[a:b], gen[a:b], kv_cache) for a, b in zip(starts, ends)]
         return {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]}
     return _mean_decode(model, batch, prompt, gen, kv_cache)
 

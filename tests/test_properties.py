@@ -115,6 +115,9 @@ def test_vectorised_equals_scalar_loop(card, model, batches, prompt, gen, cal):
 
 
 @given(cards, models, lengths, lengths, calibrations, st.integers(1, 3 * BLOCK_SCENARIOS))
+# one row past whole blocks: a lone row's samples averaged alone differed in the last bit (a 1-row block)
+@example("h200", "deepseek-v2-lite", 777, 300, "auto", BLOCK_SCENARIOS + 1)
+@example("h200", "deepseek-v2-lite", 777, 300, None, 2 * BLOCK_SCENARIOS + 1)
 def test_a_sweep_priced_in_blocks_is_the_sweep_priced_whole(card, model, prompt, gen, cal, size):
     """mean_decode prices more than BLOCK_SCENARIOS rows a block at a time: the same numbers, bit for bit,
     as pricing the whole row in one go (roofline.decode._mean_decode)."""
