@@ -37,7 +37,7 @@ FIGURES = (("ttft_p50_s", "TTFT p50", 0.10), ("ttft_p99_s", "TTFT p99", 0.20), (
 
 
 def main() -> None:
-    from serving_tail_sensitivity import simulate
+    from serving_tail_sensitivity import own_bucket_scales, simulate
 
     from roofline.pass_costs import host_ratios, load_loop_terms, run_host_probe
     from roofline.serving_replay import pass_ratios, probed_speed, replay, run_card
@@ -73,8 +73,7 @@ def main() -> None:
             print(f"\n{folder.name}/{name}: no device probe ({why})")
             continue
         prefill = ratios["prefill"]
-        steps = ratios["decode_steps_by_bucket"]  # buckets of 5 steps or more: a median worth the name
-        own = {b: v for b, v in ratios["decode_by_bucket"].items() if steps[b] >= 5 and 0.5 <= v <= 2.0}
+        own = own_bucket_scales(ratios)
         sims = [("shipped", replay(run, folder, terms)),
                 ("probed decode", replay(run, folder, terms, decode_time_scales=scales))]
         if prefill is not None:
@@ -100,6 +99,7 @@ def main() -> None:
     print("\nwithin the acceptance bound, of the runs replayed each way:")
     for label, figures in tally.items():
         print(f"  {label:<26} " + ", ".join(f"{title} {k} of {n}" for title, (k, n) in figures.items()))
+
 
 if __name__ == "__main__":
     main()

@@ -63,6 +63,14 @@ def held_out_runs():
     return out
 
 
+def own_bucket_scales(ratios) -> dict:
+    """A run's own decode speed per bucket ({bucket: median device time / price}) from
+    roofline.serving_replay.pass_ratios: the buckets of 5 steps or more (a median worth the name)
+    whose factor replay accepts (0.5-2)."""
+    steps = ratios["decode_steps_by_bucket"]
+    return {b: v for b, v in ratios["decode_by_bucket"].items() if steps[b] >= 5 and 0.5 <= v <= 2.0}
+
+
 def simulate(run, folder, terms, decode_scale=1.0, prefill_scale=1.0, *, card="h200",
              decode_bucket_scales=None) -> dict:
     """roofline.serving_replay.replay of ``run`` with its decode and prefill device times scaled
@@ -117,8 +125,7 @@ def main() -> None:
         if scales:
             probed = replay(run, folder, terms, decode_time_scales=scales)["ttft_p99_s"]
         own = simulate(run, folder, terms, dec)
-        steps = ratios["decode_steps_by_bucket"]  # buckets of 5 steps or more: a median worth the name
-        per_bucket = {b: v for b, v in ratios["decode_by_bucket"].items() if steps[b] >= 5 and 0.5 <= v <= 2.0}
+        per_bucket = own_bucket_scales(ratios)
         own_bucket = replay(run, folder, terms, decode_time_scales=per_bucket)["ttft_p99_s"]
         if pre:
             own_p99_dp = simulate(run, folder, terms, dec, pre)["ttft_p99_s"]
