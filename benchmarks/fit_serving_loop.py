@@ -270,6 +270,11 @@ OTHER_CARDS = (
      "2,367, up to 3,500) on llama-3.1-8b chunked at 2,048 tokens, chat on 256 slots of qwen2.5-1.5b at 40 and "
      "60 req/s; seeds 891-893, rates and predictions committed before the call, "
      "calibrate/runs/make_call144_streams.py and pick_rates_call144.py, `docs/data/h100-2026-12-07/call144/`)"),
+    ("h100-sxm", "h100-sxm-graph-call145", "**Leave one card out: call 144's qwen2.5 streams again, another H100** "
+     "(`measurements/serving/h100-sxm-graph-call145/`, device call 145, the forty-ninth session: the same four "
+     "streams and settings as call 144 -- chat on 256 slots of qwen2.5-1.5b at 40 and 60 req/s, reasoning-shaped "
+     "answers on qwen2.5-7b at 3 and 5 req/s -- on another lease, its predictions committed before the call, "
+     "`docs/data/cpu/call145-predictions.txt`, `docs/data/h100-2026-12-07/call145/`)"),
 )
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 

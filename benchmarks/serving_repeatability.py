@@ -7,6 +7,13 @@ measurement against the first: throughput, TTFT and TPOT p50 / p99, and the pree
 simulator can be closer to one measurement than the measurements are to each other: the spread
 is the floor under the replay's errors (docs/serving.md).
 
+A second table does the same for every stream served twice with the same settings in any later call,
+on either card (every folder of measurements/serving but the eager prefill's, calls 2 and 4; the
+settings compared are SETTINGS, the pool's size too where a run set it): each later measurement
+against the first, with the second machine's busy time over the first's -- the same requests'
+passes, so how much slower or faster it served them -- and how many of its figures differ by more
+than issue 14's bounds. Output of the forty-ninth session: docs/data/cpu/serving-repeatability.txt.
+
     .venv/bin/python benchmarks/serving_repeatability.py
 """
 
@@ -23,6 +30,15 @@ SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
 FOLDERS = (("h200-graph", "5-7"), ("h200-graph-probe", "10"), ("h200-graph-call11", "11"), ("h200-graph-call12", "12"),
            ("h200-graph-call13-sync", "13"))
 KEYS = ("throughput_tok_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
+#: issue 14's acceptance bounds on the figures of KEYS
+BOUNDS = {"throughput_tok_s": 0.05, "ttft_p50_s": 0.10, "ttft_p99_s": 0.20, "tpot_p50_s": 0.10, "tpot_p99_s": 0.20}
+#: the settings two runs must share to count as the same stream served twice (with the model's
+#: config, and the pool's size where the run set it rather than sizing it from the GPU's memory)
+SETTINGS = ("model", "card", "policy", "max_num_seqs", "max_model_len", "block_size", "kv_pool_source",
+            "max_num_batched_tokens", "capture_sizes", "cuda_graphs", "prefill_graphs", "chunk_graphs",
+            "decode_attention", "prefill_attention", "host_wait", "dtype")
+#: folders of the loop's first, eager prefill (calls 2 and 4): another loop, not compared
+EAGER = ("h200-graph-eager-x2", "h200-graph-eager-call4")
 
 
 def pairs() -> list[tuple[str, str, str, dict, dict]]:
@@ -42,6 +58,44 @@ def pairs() -> list[tuple[str, str, str, dict, dict]]:
     return out
 
 
+def _call_number(folder: str) -> float:
+    """The device call a folder holds, for ordering (h200-graph: calls 5-7; h200-graph-probe: call 10)."""
+    if folder == "h200-graph":
+        return 5.0
+    if folder == "h200-graph-probe":
+        return 10.0
+    digits = folder.split("call")[-1].split("-")[0]
+    return float(digits) + (0.5 if folder.endswith("-spin") else 0.0)
+
+
+def _settings(config: dict) -> str:
+    import json
+
+    key = {k: config.get(k) for k in SETTINGS}
+    key["model_config"] = config.get("model_config")
+    if config.get("kv_pool_source") == "kv_capacity_tokens":
+        key["kv_capacity_tokens"] = config.get("kv_capacity_tokens")
+    return json.dumps(key, sort_keys=True)
+
+
+def same_settings_pairs() -> list[tuple[str, str, str, str, dict, dict]]:
+    """(card, run, first folder, later folder, first run's summary, later run's) for every stream
+    served again with the same settings in a later call: each later one against the first."""
+    from roofline.serving_runs import read_run, run_names
+
+    seen: dict[tuple, list] = {}
+    folders = sorted((f.name for f in SERVING.iterdir() if f.is_dir() and f.name not in EAGER), key=_call_number)
+    for folder in folders:
+        for name in run_names(SERVING / folder):
+            run = read_run(SERVING / folder, name)
+            seen.setdefault((name, _settings(run.config)), []).append((run.config["card"], folder, run.summary))
+    out = []
+    for (name, _), runs in sorted(seen.items()):
+        card, f0, s0 = runs[0]
+        out.extend((card, name, f0, f1, s0, s1) for _, f1, s1 in runs[1:])
+    return out
+
+
 def main() -> None:
     rows = pairs()
     print(f"{'run':40} {'calls':>8} " + " ".join(f"{k.removesuffix('_s'):>13}" for k in KEYS) + "  preemptions")
@@ -54,6 +108,27 @@ def main() -> None:
               + f"  {s0['preemptions']} / {s1['preemptions']}")
     print(f"{len(rows)} pairs; largest difference: " + ", ".join(f"{k.removesuffix('_s')} {100 * v:.1f}%"
                                                               for k, v in worst.items()))
+    print()
+    print("Every stream served again with the same settings, on either card (later / first; busy: the later "
+          "machine's busy time over the first's, the same requests' passes; x: beyond issue 14's bound)")
+    later = same_settings_pairs()
+    print(f"{'card':9} {'run':40} {'first':24} {'later':24} {'busy':>6} "
+          + " ".join(f"{k.removesuffix('_s'):>16}" for k in KEYS) + "  preemptions")
+    beyond = dict.fromkeys(KEYS, 0)
+    worst = dict.fromkeys(KEYS, 0.0)
+    for card, name, f0, f1, s0, s1 in later:
+        errs = {k: s1[k] / s0[k] - 1 for k in KEYS}
+        cells = []
+        for k in KEYS:
+            out = abs(errs[k]) > BOUNDS[k]
+            beyond[k] += out
+            worst[k] = max(worst[k], abs(errs[k]))
+            cells.append(f"{100 * errs[k]:+14.1f}%" + ("x" if out else " "))
+        busy = s1["busy_s"] / s0["busy_s"] - 1 if s0.get("busy_s") and s1.get("busy_s") else None
+        print(f"{card:9} {name:40} {f0:24} {f1:24} " + (f"{100 * busy:+5.1f}%" if busy is not None else f"{'-':>6}")
+              + " " + " ".join(cells) + f"  {s0['preemptions']} / {s1['preemptions']}")
+    print(f"{len(later)} pairs; beyond the bound: " + ", ".join(
+        f"{k.removesuffix('_s')} {beyond[k]} (largest {100 * worst[k]:.1f}%)" for k in KEYS))
 
 
 if __name__ == "__main__":
