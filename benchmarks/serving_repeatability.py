@@ -9,7 +9,8 @@ is the floor under the replay's errors (docs/serving.md).
 
 A second table does the same for every stream served twice with the same settings in any later call,
 on either card (every folder of measurements/serving but the eager prefill's, calls 2 and 4; the
-settings compared are SETTINGS, the pool's size too where a run set it): each later measurement
+settings compared are SETTINGS, the pool's size too where a run set it, and the stream file's
+bytes): each later measurement
 against the first, with the second machine's busy time over the first's -- the same requests'
 passes, so how much slower or faster it served them -- and how many of its figures differ by more
 than issue 14's bounds. Output of the forty-ninth session: docs/data/cpu/serving-repeatability.txt.
@@ -68,10 +69,13 @@ def _call_number(folder: str) -> float:
     return float(digits) + (0.5 if folder.endswith("-spin") else 0.0)
 
 
-def _settings(config: dict) -> str:
+def _settings(config: dict, stream_file: Path) -> str:
+    """The run's settings and its request stream (the stream file's bytes), as one comparable key."""
+    import hashlib
     import json
 
     key = {k: config.get(k) for k in SETTINGS}
+    key["stream_sha256"] = hashlib.sha256(stream_file.read_bytes()).hexdigest()
     key["model_config"] = config.get("model_config")
     if config.get("kv_pool_source") == "kv_capacity_tokens":
         key["kv_capacity_tokens"] = config.get("kv_capacity_tokens")
@@ -88,7 +92,8 @@ def same_settings_pairs() -> list[tuple[str, str, str, str, dict, dict]]:
     for folder in folders:
         for name in run_names(SERVING / folder):
             run = read_run(SERVING / folder, name)
-            seen.setdefault((name, _settings(run.config)), []).append((run.config["card"], folder, run.summary))
+            key = _settings(run.config, SERVING / folder / f"stream-{name}.csv")
+            seen.setdefault((name, key), []).append((run.config["card"], folder, run.summary))
     out = []
     for (name, _), runs in sorted(seen.items()):
         card, f0, s0 = runs[0]
