@@ -13,7 +13,11 @@ settings compared are SETTINGS, the pool's size too where a run set it, and the 
 bytes): each later measurement
 against the first, with the second machine's busy time over the first's -- the same requests'
 passes, so how much slower or faster it served them -- and how many of its figures differ by more
-than issue 14's bounds. Output of the forty-ninth session: docs/data/cpu/serving-repeatability.txt.
+than issue 14's bounds. A third table replays both measurements of each such pair as compare-serving
+does (the shipped loop terms, leave-one-card-out on the H100) and counts how often the replay is beyond
+a bound from each, beside how often the second measurement is beyond it from the first: the replay
+against the floor the measurements set. Output of the forty-ninth session:
+docs/data/cpu/serving-repeatability.txt.
 
     .venv/bin/python benchmarks/serving_repeatability.py
 """
@@ -134,6 +138,45 @@ def main() -> None:
               + " " + " ".join(cells) + f"  {s0['preemptions']} / {s1['preemptions']}")
     print(f"{len(later)} pairs; beyond the bound: " + ", ".join(
         f"{k.removesuffix('_s')} {beyond[k]} (largest {100 * worst[k]:.1f}%)" for k in KEYS))
+    print()
+    print("The same pairs replayed (roofline compare-serving as shipped: each measurement's own replay): TTFT "
+          "later / first, and the replay's error against the first and against the later measurement")
+    print(f"{'card':9} {'run':40} {'first':24} {'later':24} " + " ".join(
+        f"{k.removesuffix('_s') + ' ' + what:>22}" for k in ("ttft_p50_s", "ttft_p99_s")
+        for what in ("repeat", "replay-first", "replay-later")))
+    rows = replayed(later)
+    for (card, name, f0, f1, s0, s1), (e0, e1) in zip(later, rows):
+        cells = []
+        for k in ("ttft_p50_s", "ttft_p99_s"):
+            for err in (s1[k] / s0[k] - 1, e0[k], e1[k]):
+                cells.append(f"{100 * err:+21.1f}%" + ("x" if abs(err) > BOUNDS[k] else " "))
+        print(f"{card:9} {name:40} {f0:24} {f1:24} " + "".join(cells))
+    print(f"{len(later)} pairs, beyond the bound -- the later measurement from the first / the replay from the "
+          "first / the replay from the later:")
+    for k in KEYS:
+        counts = (sum(abs(s1[k] / s0[k] - 1) > BOUNDS[k] for *_, s0, s1 in later),
+                  sum(abs(e0[k]) > BOUNDS[k] for e0, _ in rows), sum(abs(e1[k]) > BOUNDS[k] for _, e1 in rows))
+        print(f"  {k.removesuffix('_s'):15} {counts[0]:3} / {counts[1]:3} / {counts[2]:3}")
+
+
+def replayed(later) -> list[tuple[dict, dict]]:
+    """(the replay's error against the first measurement, against the later one) by figure of KEYS,
+    for every pair of ``same_settings_pairs``: each run replayed once, as ``roofline compare-serving``
+    replays it with the shipped loop terms of its card."""
+    from roofline.pass_costs import load_loop_terms
+    from roofline.serving_replay import compare_rows
+
+    terms, errors = {}, {}
+
+    def error(card: str, folder: str, name: str) -> dict:
+        if (folder, name) not in errors:
+            if card not in terms:
+                terms[card] = load_loop_terms(card=card, engine="graph")
+            row = compare_rows(SERVING / folder, terms[card], names=[name])[0]
+            errors[(folder, name)] = {k: row[k]["error"] for k in KEYS}
+        return errors[(folder, name)]
+
+    return [(error(card, f0, name), error(card, f1, name)) for card, name, f0, f1, _, _ in later]
 
 
 if __name__ == "__main__":
