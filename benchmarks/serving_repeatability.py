@@ -92,7 +92,8 @@ def same_settings_pairs() -> list[tuple[str, str, str, str, dict, dict]]:
     from roofline.serving_runs import read_run, run_names
 
     seen: dict[tuple, list] = {}
-    folders = sorted((f.name for f in SERVING.iterdir() if f.is_dir() and f.name not in EAGER), key=_call_number)
+    folders = sorted((f.name for f in SERVING.iterdir() if f.is_dir() and f.name not in EAGER),
+                     key=lambda f: (_call_number(f), f))
     for folder in folders:
         for name in run_names(SERVING / folder):
             run = read_run(SERVING / folder, name)
