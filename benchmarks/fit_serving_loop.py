@@ -275,7 +275,13 @@ OTHER_CARDS = (
      "streams and settings as call 144 -- chat on 256 slots of qwen2.5-1.5b at 40 and 60 req/s, reasoning-shaped "
      "answers on qwen2.5-7b at 3 and 5 req/s -- on another lease, its predictions committed before the call, "
      "`docs/data/cpu/call145-predictions.txt`, `docs/data/h100-2026-12-07/call145/`)"),
-)
+) + tuple(
+    ("h100-sxm", f"h100-sxm-graph-call146-rep{i}", f"**Leave one card out: one machine, the same streams again, "
+     f"repeat {i} of {n}** (`measurements/serving/h100-sxm-graph-call146-rep{i}/`, device call 146, the forty-ninth "
+     "session, `calibrate/runs/call146.sh`: qwen2.5-1.5b's mixed stream of H100 calls 1 and 3 (seed 702, 128 slots, a "
+     "60,000-token pool, 110 req/s) served four times and call 144's 256-slot chat stream at 60 req/s three times, back "
+     "to back on one H100, each in its own process; `docs/data/h100-2026-12-07/call146/`)")
+    for i, n in ((1, 4), (2, 4), (3, 4), (4, 4)))
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 

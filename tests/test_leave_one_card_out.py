@@ -139,6 +139,13 @@ H100_MISSES = {
     # same stream 2.5% slower than call 144's (its TTFT p50 24.5 ms there, 21.5 ms on call 144's)
     ("h100-sxm-graph-call145", "qwen2.5-1.5b-chat-s893-r60", "ttft_p50_s"): 0.21,  # -18.8%
     ("h100-sxm-graph-call145", "qwen2.5-1.5b-chat-s893-r60", "ttft_p99_s"): 0.31,  # -28.8%
+    # call 146 (the forty-ninth session; calibrate/runs/call146.sh): the same streams served again and again on
+    # one machine, each in its own process. qwen2.5-1.5b's mixed stream (seed 702) at 110 req/s measured TTFT p50
+    # 74.0, 29.5, 67.8 and 45.8 ms in four back-to-back repeats; the replays, each with its run's probes, 38-50 ms
+    ("h100-sxm-graph-call146-rep1", "qwen2.5-1.5b-mixed-r110-n500-s702", "ttft_p50_s"): 0.50,  # -48.3%
+    ("h100-sxm-graph-call146-rep2", "qwen2.5-1.5b-mixed-r110-n500-s702", "ttft_p50_s"): 0.37,  # +35.3%
+    ("h100-sxm-graph-call146-rep2", "qwen2.5-1.5b-mixed-r110-n500-s702", "ttft_p99_s"): 0.24,  # +22.2%
+    ("h100-sxm-graph-call146-rep3", "qwen2.5-1.5b-mixed-r110-n500-s702", "ttft_p50_s"): 0.28,  # -26.2%
 }
 
 
@@ -153,7 +160,9 @@ H100_MISSES = {
                                        ("h100-sxm-graph-call137", 5), ("h100-sxm-graph-call138", 5),
                                        ("h100-sxm-graph-call139", 5), ("h100-sxm-graph-call140", 6),
                                        ("h100-sxm-graph-call141", 7), ("h100-sxm-graph-call144", 5),
-                                       ("h100-sxm-graph-call145", 4)])
+                                       ("h100-sxm-graph-call145", 4), ("h100-sxm-graph-call146-rep1", 2),
+                                       ("h100-sxm-graph-call146-rep2", 2), ("h100-sxm-graph-call146-rep3", 2),
+                                       ("h100-sxm-graph-call146-rep4", 1)])
 def test_the_h100_runs_within_the_bounds_but_the_documented_misses(sub, count):
     rows = compare_rows(SERVING / sub, load_loop_terms(card="h100-sxm", engine="graph"), fitted=())
     assert len(rows) == count
@@ -525,3 +534,19 @@ def test_the_same_stream_on_two_h100s_moved_its_ttft_p50_past_the_bound():
     for name in ("qwen2.5-1.5b-chat-s893-r40", "qwen2.5-7b-reason-s891-r3"):  # under load: within the bound
         s0, s1 = ours[name]
         assert abs(s1["ttft_p50_s"] / s0["ttft_p50_s"] - 1.0) < 0.10
+
+
+def test_one_machine_served_the_same_stream_with_a_median_ttft_from_30_to_74_ms():
+    """Call 146 served qwen2.5-1.5b's mixed stream (seed 702, 128 slots, 110 req/s) four times back to back on
+    one H100, each in its own process (docs/serving.md, "What call 146 said"): the throughput within 2.3% and
+    the TPOT p50 within 4.5% of each other, the TTFT p50 from 29.5 to 74.0 ms. A second measurement on the same
+    machine is no nearer the first than issue 14's TTFT p50 bound asks a replay to be."""
+    runs = [read_run(SERVING / f"h100-sxm-graph-call146-rep{i}", "qwen2.5-1.5b-mixed-r110-n500-s702").summary
+            for i in (1, 2, 3, 4)]
+    throughput = [r["throughput_tok_s"] for r in runs]
+    tpot = [r["tpot_p50_s"] for r in runs]
+    ttft = [r["ttft_p50_s"] for r in runs]
+    assert max(throughput) / min(throughput) < 1.03  # 8,420-8,613 tok/s
+    assert max(tpot) / min(tpot) < 1.05  # 12.06-12.60 ms
+    assert max(ttft) / min(ttft) > 2.0  # 29.5-74.0 ms
+    assert 0.025 < min(ttft) and max(ttft) < 0.080
