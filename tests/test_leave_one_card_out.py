@@ -135,8 +135,8 @@ H100_MISSES = {
     ("h100-sxm-graph-call144", "qwen2.5-1.5b-chat-s893-r60", "ttft_p50_s"): 0.14,  # -11.5%
     ("h100-sxm-graph-call144", "qwen2.5-7b-reason-s891-r5", "ttft_p50_s"): 0.46,  # +43.7%
     # call 145 (the forty-ninth session; call 144's four qwen2.5 streams again on another lease, predictions
-    # committed before the call): two of 24 out, the 256 full slots at 60 req/s, whose machine served the
-    # same stream 2.5% slower than call 144's (its TTFT p50 24.5 ms there, 21.5 ms on call 144's)
+    # committed before the call): two of 24 out, the 256 full slots at 60 req/s, which took 1.4% more busy
+    # time on this machine than on call 144's (its TTFT p50 24.5 ms here, 21.5 ms there)
     ("h100-sxm-graph-call145", "qwen2.5-1.5b-chat-s893-r60", "ttft_p50_s"): 0.21,  # -18.8%
     ("h100-sxm-graph-call145", "qwen2.5-1.5b-chat-s893-r60", "ttft_p99_s"): 0.31,  # -28.8%
     # call 146 (the forty-ninth session; calibrate/runs/call146.sh): the same streams served again and again on
