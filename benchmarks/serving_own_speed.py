@@ -32,15 +32,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 SERVING = ROOT / "hardware_profiles" / "measurements" / "serving"
-FIGURES = (("ttft_p50_s", "TTFT p50", 0.10), ("ttft_p99_s", "TTFT p99", 0.20), ("tpot_p50_s", "TPOT p50", 0.10),
-           ("tpot_p99_s", "TPOT p99", 0.20))
+#: the figures compared, with their titles (their bounds: roofline.serving_replay.COMPARED, issue 14's)
+FIGURES = (("ttft_p50_s", "TTFT p50"), ("ttft_p99_s", "TTFT p99"), ("tpot_p50_s", "TPOT p50"), ("tpot_p99_s", "TPOT p99"))
 
 
 def main() -> None:
     from serving_tail_sensitivity import own_bucket_scales, simulate
 
     from roofline.pass_costs import host_ratios, load_loop_terms, run_host_probe
-    from roofline.serving_replay import pass_ratios, probed_speed, replay, run_card
+    from roofline.serving_replay import COMPARED, pass_ratios, probed_speed, replay, run_card
     from roofline.serving_runs import read_run, run_names
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -54,8 +54,9 @@ def main() -> None:
         folder = SERVING / sub
         if not folder.is_dir():
             raise SystemExit(f"error: no folder of serving runs {folder}")
-        names = args.run or run_names(folder)
-        missing = [n for n in names if n not in run_names(folder)]
+        present = run_names(folder)
+        names = args.run or present
+        missing = [n for n in names if n not in present]
         if missing:
             raise SystemExit(f"error: no run {missing[0]!r} in {folder}")
         jobs += [(folder, n) for n in names]
@@ -89,7 +90,8 @@ def main() -> None:
         meas = run.summary
         for label, sim in sims:
             cells = []
-            for key, title, bound in FIGURES:
+            for key, title in FIGURES:
+                bound = COMPARED[key]
                 err = sim[key] / meas[key] - 1.0
                 mark = " x" if abs(err) > bound else "  "
                 cells.append(f"{title} {sim[key] * 1e3:8.1f} / {meas[key] * 1e3:8.1f} ms ({err:+6.1%}){mark}")
