@@ -20,9 +20,10 @@ env_info() {
   nproc
 }
 # one serving job into DIR/serve, its log DIR/LOG.log, then a snapshot: serve_into DIR LOG ARGS...
+# (SERVE_PREFIX, empty unless set, goes before the job's python3: `taskset -c 3` pins it to a core)
 serve_into() {
   local dir=$1 log=$2; shift 2
-  timeout 150 python3 -m calibrate.serving_job --out "$dir/serve" --card "${CARD:-h200}" "$@" --budget-s 130 > "$dir/$log.log" 2>&1
+  timeout 150 ${SERVE_PREFIX:-} python3 -m calibrate.serving_job --out "$dir/serve" --card "${CARD:-h200}" "$@" --budget-s 130 > "$dir/$log.log" 2>&1
   echo "== $log done at $(elapsed) s"; snap
 }
 # a command with the 5 ms power sampler running through it: sample_through DIR NAME COMMAND... (the
