@@ -274,8 +274,10 @@ class ServingSession:
     def run(self, requests, name: str, out_dir, *, card: str = "h200", block_size: int = 16,
             gpu_memory_utilization: float = 0.9, kv_capacity_tokens: int | None = None,
             max_num_batched_tokens: int | None = None, policy: str = "prefill-first",
-            deadline_s: float | None = None, stream: dict | None = None) -> Path:
-        """Serve ``requests`` (a list of serving_loop.Request); returns the run JSON's path."""
+            deadline_s: float | None = None, stream: dict | None = None, wide_host_probe: bool = False) -> Path:
+        """Serve ``requests`` (a list of serving_loop.Request); returns the run JSON's path. With
+        ``wide_host_probe`` the host probe is also taken with every slot decoding, before and after the
+        clock (config's host_probe_wide and host_probe_wide_after; the replay reads neither)."""
         import json
 
         import torch
@@ -299,6 +301,10 @@ class ServingSession:
                                  max_num_batched_tokens=max_num_batched_tokens or self.max_num_batched_tokens)
         probe = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed)  # this machine's host speed, before the clock
         gpu_probe = device_probe(ex, ex.max_model_len)  # this process's decode steps' speed, before the clock
+        wide = {}
+        if wide_host_probe:  # the host probe with every slot decoding, as a full server's steps run
+            wide["host_probe_wide"] = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed,
+                                                 seqs=ex.max_num_seqs)
         reset_peak(self.device)
         started = utc_now()
         result = serve(requests, ex, config, deadline_s=deadline_s, seed=self.seed, progress=self.progress)
@@ -312,6 +318,9 @@ class ServingSession:
             memory["run_peak_allocated_bytes"] = torch.cuda.max_memory_allocated(self.device)
         probe_after = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed)  # the host again, after
         gpu_probe_after = device_probe(ex, ex.max_model_len)  # and the GPU
+        if wide_host_probe:
+            wide["host_probe_wide_after"] = host_probe(ex, ex.max_num_seqs, ex.max_model_len, seed=self.seed,
+                                                       seqs=ex.max_num_seqs)
         run = {
             "name": name,
             "config": {
@@ -335,6 +344,7 @@ class ServingSession:
                 "device_probe": gpu_probe,
                 "device_probe_after": gpu_probe_after,
                 "host_wait": "spin" if ex.spin_wait else "sync",
+                **wide,
             },
             "summary": summary,
             "stream": stream or {},
@@ -466,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="prefill passes eagerly (the loop before prefill graphs), not as CUDA-graph replays")
     ap.add_argument("--spin-wait", action="store_true",
                     help="the host polls each pass's end instead of blocking in the token sync")
+    ap.add_argument("--wide-host-probe", action="store_true",
+                    help="also take the host probe with every slot decoding, before and after each run's clock "
+                         "(recorded as host_probe_wide; the replay does not read it)")
     ap.add_argument("--budget-s", type=float, default=None, help="the whole job's wall-clock budget")
     ap.add_argument("--run-limit-s", type=float, default=None, help="each run's admission deadline")
     args = ap.parse_args(argv)
@@ -521,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
                     requests, f"{model_file_label(model)}-{label}", out, card=args.card, block_size=args.block_size,
                     gpu_memory_utilization=args.gpu_memory_utilization, kv_capacity_tokens=args.kv_capacity_tokens,
                     max_num_batched_tokens=args.max_num_batched_tokens, policy=args.policy, deadline_s=deadline,
-                    stream=info))
+                    stream=info, wide_host_probe=args.wide_host_probe))
             except Exception:  # noqa: BLE001
                 traceback.print_exc()
                 print(f"=== {model_file_label(model)}-{label}: FAILED", flush=True)

@@ -304,7 +304,7 @@ HOST_PROBE_SEQS, HOST_PROBE_PROMPT, HOST_PROBE_GEN, HOST_PROBE_REPEATS = 16, 48,
 
 
 def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.perf_counter, sleep=time.sleep,
-               seed: int = 0, repeats: int = HOST_PROBE_REPEATS) -> dict:
+               seed: int = 0, repeats: int = HOST_PROBE_REPEATS, seqs: int | None = None) -> dict:
     """How fast this machine's host runs the loop, measured before a run's clock starts, on a
     fixed stream whatever the run's: the median host time (next iteration's start - this one's
     start - its device time) of the probe's prefill iterations (one sequence each) and of its
@@ -313,11 +313,14 @@ def host_probe(executor, max_num_seqs: int, max_model_len: int, *, clock=time.pe
     something else on the machine then does not count). The simulator scales the loop's host
     terms by this run's figures over those of the runs the terms were fitted on
     (roofline.pass_costs.scaled_for_host): the host's speed is the machine's, not the stream's --
-    the same loop ran its host work 1.8-3.5x slower on some H200 machines than on others."""
+    the same loop ran its host work 1.8-3.5x slower on some H200 machines than on others.
+    ``seqs`` (default HOST_PROBE_SEQS, capped by the slots) sets how many sequences it serves:
+    serving_job's ``--wide-host-probe`` also takes it with every slot decoding, a record the replay
+    does not read (device call 148)."""
     import gc
     import statistics
 
-    seqs = min(HOST_PROBE_SEQS, max_num_seqs)
+    seqs = min(seqs or HOST_PROBE_SEQS, max_num_seqs)
     prompt = max(1, min(HOST_PROBE_PROMPT, max_model_len // 2))
     gen = max(3, min(HOST_PROBE_GEN, prompt, max_model_len - prompt + 1))
     requests = [Request(i, 0.0, prompt, gen) for i in range(seqs)]

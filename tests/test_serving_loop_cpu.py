@@ -807,6 +807,8 @@ def test_the_job_runs_without_pydantic(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert sr.run_names(tmp_path) == ["tiny-llama-short-r0-n3-s1"]
+    config = sr.read_run(tmp_path, "tiny-llama-short-r0-n3-s1").config
+    assert "host_probe" in config and "host_probe_wide" not in config  # the wide probe only when asked
 
 
 def test_the_host_probe_measures_a_fixed_stream_before_the_clock():
@@ -820,6 +822,27 @@ def test_the_host_probe_measures_a_fixed_stream_before_the_clock():
     assert probe["decode_iterations"] == probe["gen_tokens"] - 2
     assert probe["prompt_tokens"] >= probe["gen_tokens"]  # so two prompts never share the probe's budget
     assert 0 < probe["decode_host_s"] < 1.0 and 0 < probe["prefill_host_s"] < 1.0
+
+
+def test_the_wide_host_probe_serves_every_slot_and_is_recorded_beside_the_narrow_one(tmp_path):
+    # serving_job --wide-host-probe (device call 148): the probe again with all 20 slots decoding, before and
+    # after the clock, under its own keys; the narrow probe the replay reads stays at HOST_PROBE_SEQS
+    import json
+
+    from calibrate import serving_job as sj
+
+    rc = sj.main(["--out", str(tmp_path), "--model", "tiny-llama", "--device", "cpu", "--max-num-seqs", "20",
+                  "--max-model-len", "320", "--runs", "short@0:3", "--wide-host-probe"])
+    assert rc == 0
+    config = json.loads((tmp_path / "run-tiny-llama-short-r0-n3-s1.json").read_text())["config"]
+    assert config["host_probe"]["decode_seqs"] == sl.HOST_PROBE_SEQS == 16
+    for key in ("host_probe_wide", "host_probe_wide_after"):
+        assert config[key]["decode_seqs"] == config[key]["prefill_iterations"] == 20
+        assert 0 < config[key]["decode_host_s"] < 1.0
+    clock = sl.VirtualClock()
+    ex = sl.CostExecutor(clock, lambda lengths, starts: 0.01, lambda n, bucket, ctx: 0.002, 64)
+    assert sl.host_probe(ex, 64, 256, clock=clock, sleep=clock.sleep, seqs=40)["decode_seqs"] == 40
+    assert sl.host_probe(ex, 24, 256, clock=clock, sleep=clock.sleep, seqs=40)["decode_seqs"] == 24  # capped by the slots
 
 
 def test_the_host_probe_reads_host_time_off_a_virtual_clock():
