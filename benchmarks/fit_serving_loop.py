@@ -281,7 +281,14 @@ OTHER_CARDS = (
      "session, `calibrate/runs/call146.sh`: qwen2.5-1.5b's mixed stream of H100 calls 1 and 3 (seed 702, 128 slots, a "
      "60,000-token pool, 110 req/s) served four times and call 144's 256-slot chat stream at 60 req/s three times, back "
      "to back on one H100, each in its own process; `docs/data/h100-2026-12-07/call146/`)")
-    for i, n in ((1, 4), (2, 4), (3, 4), (4, 4)))
+    for i, n in ((1, 4), (2, 4), (3, 4), (4, 4))) + tuple(
+    ("h100-sxm", f"h100-sxm-graph-call147-rep{i}{pin}", "**Leave one card out: one machine, the same stream six "
+     f"times, repeat {i} of 6{', pinned to a core' if pin else ''}** "
+     f"(`measurements/serving/h100-sxm-graph-call147-rep{i}{pin}/`, device call 147, the fiftieth session, "
+     "`calibrate/runs/call147.sh`: call 146's qwen2.5-1.5b mixed stream (seed 702, 128 slots, a 60,000-token pool, "
+     "110 req/s) six times back to back on another H100, each in its own process, the even repeats pinned to one "
+     "CPU core by `taskset -c 3`; `docs/data/h100-2026-12-08/call147/`)")
+    for i, pin in ((1, ""), (2, "-pinned"), (3, ""), (4, "-pinned"), (5, ""), (6, "-pinned")))
 BEGIN, END = "<!-- replay:begin -->", "<!-- replay:end -->"
 
 

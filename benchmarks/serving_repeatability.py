@@ -122,7 +122,7 @@ def main() -> None:
     print("Every stream served again with the same settings, on either card (later / first; busy: the later "
           "machine's busy time over the first's, the same requests' passes; x: beyond issue 14's bound)")
     later = same_settings_pairs()
-    print(f"{'card':9} {'run':40} {'first':28} {'later':28} {'busy':>6} "
+    print(f"{'card':9} {'run':40} {'first':28} {'later':34} {'busy':>6} "
           + " ".join(f"{k.removesuffix('_s'):>16}" for k in KEYS) + "  preemptions")
     beyond = dict.fromkeys(KEYS, 0)
     worst = dict.fromkeys(KEYS, 0.0)
@@ -135,14 +135,14 @@ def main() -> None:
             worst[k] = max(worst[k], abs(errs[k]))
             cells.append(f"{100 * errs[k]:+14.1f}%" + ("x" if out else " "))
         busy = s1["busy_s"] / s0["busy_s"] - 1 if s0.get("busy_s") and s1.get("busy_s") else None
-        print(f"{card:9} {name:40} {f0:28} {f1:28} " + (f"{100 * busy:+5.1f}%" if busy is not None else f"{'-':>6}")
+        print(f"{card:9} {name:40} {f0:28} {f1:34} " + (f"{100 * busy:+5.1f}%" if busy is not None else f"{'-':>6}")
               + " " + " ".join(cells) + f"  {s0['preemptions']} / {s1['preemptions']}")
     print(f"{len(later)} pairs; beyond the bound: " + ", ".join(
         f"{k.removesuffix('_s')} {beyond[k]} (largest {100 * worst[k]:.1f}%)" for k in KEYS))
     print()
     print("The same pairs replayed (roofline compare-serving as shipped: each measurement's own replay): TTFT "
           "later / first, and the replay's error against the first and against the later measurement")
-    print(f"{'card':9} {'run':40} {'first':28} {'later':28} " + " ".join(
+    print(f"{'card':9} {'run':40} {'first':28} {'later':34} " + " ".join(
         f"{k.removesuffix('_s') + ' ' + what:>22}" for k in ("ttft_p50_s", "ttft_p99_s")
         for what in ("repeat", "replay-first", "replay-later")))
     rows = replayed(later)
@@ -151,7 +151,7 @@ def main() -> None:
         for k in ("ttft_p50_s", "ttft_p99_s"):
             for err in (s1[k] / s0[k] - 1, e0[k], e1[k]):
                 cells.append(f"{100 * err:+21.1f}%" + ("x" if abs(err) > BOUNDS[k] else " "))
-        print(f"{card:9} {name:40} {f0:28} {f1:28} " + "".join(cells))
+        print(f"{card:9} {name:40} {f0:28} {f1:34} " + "".join(cells))
     # each measurement once (a stream served n times is in n - 1 pairs, its first measurement in all of them)
     replays = {}
     for (card, name, f0, f1, _, _), (e0, e1) in zip(later, rows):
