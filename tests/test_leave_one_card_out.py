@@ -614,17 +614,23 @@ def test_call_147s_median_ttft_follows_its_host_time_which_its_probes_did_not_re
     """Over call 147's six repeats the TTFT p50 ranks as the host time between passes does (0.34-0.50 s of
     about 5.3 s; Spearman 0.83), while the host probe, run in the same process before and after each clock,
     read the slowest host for the run whose host was fastest (rep 2: probe 3.23x the fit runs', the replay
-    +62%)."""
-    runs = [read_run(SERVING / sub, "qwen2.5-1.5b-mixed-r110-n500-s702") for sub in CALL_147]
-    host = [_host_between_passes_s(r) for r in runs]
-    ttft = [r.summary["ttft_p50_s"] for r in runs]
-    assert 0.30 < min(host) and max(host) < 0.52
+    +62%); benchmarks/serving_host_probe_width.py, docs/data/cpu/serving-host-probe-width.txt."""
+    import importlib.util
+    from pathlib import Path
 
-    def ranks(values):
-        return [sorted(values).index(v) for v in values]
-    n = len(runs)
-    rho = 1 - 6 * sum((a - b) ** 2 for a, b in zip(ranks(host), ranks(ttft))) / (n * (n * n - 1))
-    assert rho > 0.75  # 0.83
-    probe = [(r.config["host_probe"]["decode_host_s"] * r.config["host_probe_after"]["decode_host_s"]) ** 0.5
-             for r in runs]
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "serving_host_probe_width.py"
+    spec = importlib.util.spec_from_file_location("serving_host_probe_width_for_test", path)
+    width = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(width)
+    table = width.rows(list(CALL_147))
+    assert [r["folder"] for r in table] == list(CALL_147)
+    host = [r["host_s"] for r in table]
+    assert host == [pytest.approx(_host_between_passes_s(read_run(SERVING / sub, r["run"]))) for sub, r in
+                    zip(CALL_147, table)]
+    assert 0.30 < min(host) and max(host) < 0.52
+    assert width.spearman([r["ttft_p50_s"] for r in table], host) == pytest.approx(29 / 35)  # sum d^2 = 6
+    probe = [r["probe_s"] for r in table]
+    assert abs(width.spearman(probe, host)) < 0.3  # -0.09
     assert probe.index(max(probe)) == host.index(min(host)) == 1  # rep 2, pinned
+    assert all(r["wide_probe_s"] is None for r in table)  # call 147 ran before serving_job took a wide probe
+    assert width.spearman([1.0, 2.0], [2.0, 1.0]) is None and width.spearman([1, 2, 3], [3, 2, 1]) == -1.0
