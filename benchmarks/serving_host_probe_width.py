@@ -58,8 +58,7 @@ def rows(folders: list[str]) -> list[dict]:
         for name in run_names(path):
             run = read_run(path, name)
             its = run.iterations
-            gaps = [(a["kind"], float(b["t_start_s"]) - float(a["t_start_s"]) - float(a["device_s"]))
-                    for a, b in zip(its, its[1:])]
+            gaps = [(a["kind"], b["t_start_s"] - a["t_start_s"] - a["device_s"]) for a, b in zip(its, its[1:])]
             decode = [g for kind, g in gaps if kind == "decode"]
             out.append({"folder": path.name, "run": name, "host_s": sum(g for _, g in gaps),
                         "decode_host_median_s": statistics.median(decode) if decode else None,

@@ -589,7 +589,7 @@ def _host_between_passes_s(run) -> float:
     """A served run's host time around its passes: the next iteration's start - this one's start - its
     device time, summed (the gaps docs/serving.md calls the host's)."""
     its = run.iterations
-    return sum(float(b["t_start_s"]) - float(a["t_start_s"]) - float(a["device_s"]) for a, b in zip(its, its[1:]))
+    return sum(b["t_start_s"] - a["t_start_s"] - a["device_s"] for a, b in zip(its, its[1:]))
 
 
 CALL_147 = ("h100-sxm-graph-call147-rep1", "h100-sxm-graph-call147-rep2-pinned", "h100-sxm-graph-call147-rep3",
